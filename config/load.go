@@ -1,0 +1,202 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// File is a loaded platforms file: every platform with the defaults merged in.
+type File struct {
+	Path      string
+	Platforms []Platform // sorted by name
+}
+
+// Get returns the platform with the given name.
+func (f *File) Get(name string) (Platform, bool) {
+	for _, p := range f.Platforms {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Platform{}, false
+}
+
+// Names lists the platform names in order.
+func (f *File) Names() []string {
+	names := make([]string, len(f.Platforms))
+	for i, p := range f.Platforms {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// BuiltinDefaults are ordersync's own defaults, which the file's default block
+// and then each platform override field by field.
+func BuiltinDefaults() Platform {
+	return Platform{
+		Start:            "-2160h", // 90 days of backfill
+		Interval:         Duration(15 * 60e9),
+		Overlap:          Duration(2 * 60e9),
+		Settle:           Duration(60e9),
+		Timeout:          Duration(30e9),
+		Retries:          5,
+		RetryInterval:    Duration(10e9),
+		RetryBackoff:     2,
+		MaxRetryInterval: Duration(10 * 60e9),
+		Concurrency:      4,
+		RateLimit:        RateLimit{RPS: 2, Burst: 4},
+		PageSize:         100,
+		MaxPages:         100,
+	}
+}
+
+// LoadFile reads and validates a platforms file.
+func LoadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("platforms file: %w", err)
+	}
+	f, err := Parse(b)
+	if err != nil {
+		if ve, ok := err.(*ValidationError); ok {
+			ve.Source = path
+		}
+		return nil, err
+	}
+	f.Path = path
+	return f, nil
+}
+
+// Parse reads a platforms file from bytes. Every problem is reported at once
+// in a *ValidationError; nothing partial is returned.
+func Parse(b []byte) (*File, error) {
+	ve := &ValidationError{}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&root); err != nil {
+		ve.add("", "", "not valid YAML: %v", err)
+		return nil, ve
+	}
+	if len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
+		ve.add("", "", "the file must be a mapping with the keys default and platforms")
+		return nil, ve
+	}
+	var defaultNode, platformsNode *yaml.Node
+	top := root.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		key, val := top.Content[i], top.Content[i+1]
+		switch key.Value {
+		case "default":
+			defaultNode = val
+		case "platforms":
+			platformsNode = val
+		default:
+			ve.add("", key.Value, "unknown top-level key (line %d); want default or platforms", key.Line)
+		}
+	}
+	defaults := BuiltinDefaults()
+	if defaultNode != nil {
+		decodeInto(defaultNode, &defaults, "default", "", ve)
+	}
+	f := &File{}
+	if platformsNode == nil || len(platformsNode.Content) == 0 {
+		ve.add("", "platforms", "no platforms configured")
+		return nil, ve
+	}
+	if platformsNode.Kind != yaml.MappingNode {
+		ve.add("", "platforms", "must be a mapping of platform name to settings (line %d)", platformsNode.Line)
+		return nil, ve
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(platformsNode.Content); i += 2 {
+		name, val := platformsNode.Content[i].Value, platformsNode.Content[i+1]
+		if seen[name] {
+			ve.add(name, "", "defined twice (line %d)", platformsNode.Content[i].Line)
+			continue
+		}
+		seen[name] = true
+		p := defaults
+		p.Options = maps.Clone(defaults.Options)
+		p.Windows = append([]string(nil), defaults.Windows...)
+		p.Name = name
+		decodeInto(val, &p, name, "", ve)
+		if p.TaskQueue == "" {
+			p.TaskQueue = DefaultTaskQueue(name)
+		}
+		ve.merge(p.Validate())
+		f.Platforms = append(f.Platforms, p)
+	}
+	if len(ve.Problems) > 0 {
+		return nil, ve
+	}
+	sort.Slice(f.Platforms, func(i, j int) bool { return f.Platforms[i].Name < f.Platforms[j].Name })
+	return f, nil
+}
+
+// decodeInto sets the fields named in a mapping node on target one by one, so
+// an unknown field or a value of the wrong type is reported with its platform
+// and field name, and the other fields still get checked.
+func decodeInto(node *yaml.Node, target any, platform, prefix string, ve *ValidationError) {
+	if node.Kind != yaml.MappingNode {
+		ve.add(platform, strings.TrimSuffix(prefix, "."), "must be a mapping (line %d)", node.Line)
+		return
+	}
+	v := reflect.ValueOf(target).Elem()
+	fields := yamlFields(v.Type())
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		key, val := node.Content[i], node.Content[i+1]
+		name := prefix + key.Value
+		idx, ok := fields[key.Value]
+		if !ok {
+			ve.add(platform, name, "unknown field (line %d)", key.Line)
+			continue
+		}
+		fv := v.Field(idx)
+		if fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeOf(Duration(0)) {
+			decodeInto(val, fv.Addr().Interface(), platform, name+".", ve)
+			continue
+		}
+		fresh := reflect.New(fv.Type())
+		if err := val.Decode(fresh.Interface()); err != nil {
+			ve.add(platform, name, "%s (line %d)", cleanYAMLError(err), val.Line)
+			continue
+		}
+		if fv.Kind() == reflect.Map && !fv.IsNil() {
+			// options merge key by key over the default block's options.
+			iter := fresh.Elem().MapRange()
+			for iter.Next() {
+				fv.SetMapIndex(iter.Key(), iter.Value())
+			}
+			continue
+		}
+		fv.Set(fresh.Elem())
+	}
+}
+
+func yamlFields(t reflect.Type) map[string]int {
+	out := map[string]int{}
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if tag != "" && tag != "-" {
+			out[tag] = i
+		}
+	}
+	return out
+}
+
+func cleanYAMLError(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
+	msg = strings.TrimSpace(msg)
+	if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "line ") && i > 0 {
+		msg = msg[i+2:]
+	}
+	return msg
+}

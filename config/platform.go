@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Kinds lists the connector kinds a platform may name.
+var Kinds = []string{"sim", "shopify", "amazon", "ebay", "woocommerce", "http"}
+
+// Platform is one configured source account after the default block has been
+// merged in. It travels in workflow inputs and the `config` signal as JSON, so
+// it holds credential references, never secrets.
+type Platform struct {
+	Name        string        `json:"name" yaml:"-"`
+	Kind        string        `json:"kind" yaml:"kind"`
+	Endpoint    string        `json:"endpoint" yaml:"endpoint"`
+	Credentials CredentialRef `json:"credentials" yaml:"credentials"`
+	// Start is where the backfill begins: RFC3339, or relative to now ("-2160h").
+	Start    string   `json:"start" yaml:"start"`
+	Interval Duration `json:"interval" yaml:"interval"`
+	// Overlap widens every request backwards so boundary updates are not missed.
+	Overlap Duration `json:"overlap" yaml:"overlap"`
+	// Settle is how far behind now a slice must end before it is fetched.
+	Settle  Duration `json:"settle" yaml:"settle"`
+	Timeout Duration `json:"timeout" yaml:"timeout"`
+	// Retries is how many times a failing page is retried (0: tried once).
+	Retries       int      `json:"retries" yaml:"retries"`
+	RetryInterval Duration `json:"retry_interval" yaml:"retry_interval"`
+	// RetryBackoff multiplies the interval after each retry (the growing interval).
+	RetryBackoff     float64  `json:"retry_backoff" yaml:"retry_backoff"`
+	MaxRetryInterval Duration `json:"max_retry_interval" yaml:"max_retry_interval"`
+	// Concurrency is how many slices may be in flight at once.
+	Concurrency int       `json:"concurrency" yaml:"concurrency"`
+	RateLimit   RateLimit `json:"rate_limit" yaml:"rate_limit"`
+	PageSize    int       `json:"page_size" yaml:"page_size"`
+	// MaxPages is how many pages one slice may take before it splits in two.
+	MaxPages int `json:"max_pages" yaml:"max_pages"`
+	// Windows restrict when the platform may be pulled, e.g. "MON-FRI 00:00-06:00 Europe/Berlin".
+	Windows   []string `json:"windows,omitempty" yaml:"windows"`
+	TaskQueue string   `json:"task_queue" yaml:"task_queue"`
+	// Options carries kind-specific settings (API version, marketplace ids, ...).
+	Options map[string]any `json:"options,omitempty" yaml:"options"`
+}
+
+// CredentialRef says where a secret lives: an environment variable or a file.
+// Only the reference is ever stored or sent; Resolve reads the secret.
+type CredentialRef struct {
+	Env  string `json:"env,omitempty" yaml:"env"`
+	File string `json:"file,omitempty" yaml:"file"`
+}
+
+// RateLimit is a token bucket: sustained requests per second and burst.
+type RateLimit struct {
+	RPS   float64 `json:"rps" yaml:"rps"`
+	Burst int     `json:"burst" yaml:"burst"`
+}
+
+// DefaultTaskQueue is the task queue of a platform that names none.
+func DefaultTaskQueue(platform string) string { return "orders-" + platform }
+
+// Resolve reads the secret the reference points to, with surrounding
+// whitespace trimmed. The error names the reference, never the secret.
+func (c CredentialRef) Resolve() (string, error) {
+	switch {
+	case c.Env != "":
+		v, ok := os.LookupEnv(c.Env)
+		if !ok || strings.TrimSpace(v) == "" {
+			return "", fmt.Errorf("credential environment variable %s is not set", c.Env)
+		}
+		return strings.TrimSpace(v), nil
+	case c.File != "":
+		b, err := os.ReadFile(c.File)
+		if err != nil {
+			return "", fmt.Errorf("read credential file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	default:
+		return "", fmt.Errorf("no credential reference (env or file) configured")
+	}
+}
+
+func (c CredentialRef) String() string {
+	switch {
+	case c.Env != "":
+		return "env:" + c.Env
+	case c.File != "":
+		return "file:" + c.File
+	}
+	return "none"
+}
+
+// ResolveStart turns Start into an absolute UTC time, relative to now when
+// Start is a duration.
+func (p Platform) ResolveStart(now time.Time) (time.Time, error) {
+	return parseStart(p.Start, now)
+}
+
+func parseStart(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, fmt.Errorf("is required (RFC3339 like 2026-01-01T00:00:00Z, or relative like -2160h)")
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d > 0 {
+			return time.Time{}, fmt.Errorf("relative start %q is in the future; use a negative duration like -2160h", s)
+		}
+		return now.Add(d).UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither RFC3339 (2026-01-01T00:00:00Z) nor a relative duration (-2160h)", s)
+}

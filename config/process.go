@@ -1,0 +1,78 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// EnvPrefix prefixes every process setting: ORDERSYNC_TEMPORAL_ADDRESS, ...
+const EnvPrefix = "ORDERSYNC"
+
+// Process holds the settings of one ordersync process, read from the
+// environment. Platform settings live in the platforms file instead.
+type Process struct {
+	// TemporalAddress is the frontend host:port of the Temporal cluster.
+	TemporalAddress string `envconfig:"TEMPORAL_ADDRESS" default:"127.0.0.1:7233"`
+	// TemporalNamespace holds every ordersync workflow.
+	TemporalNamespace string `envconfig:"TEMPORAL_NAMESPACE" default:"default"`
+	// TLS for self-hosted clusters with mTLS or Temporal Cloud.
+	TemporalTLSCert       string `envconfig:"TEMPORAL_TLS_CERT"`
+	TemporalTLSKey        string `envconfig:"TEMPORAL_TLS_KEY"`
+	TemporalTLSCA         string `envconfig:"TEMPORAL_TLS_CA"`
+	TemporalTLSServerName string `envconfig:"TEMPORAL_TLS_SERVER_NAME"`
+	// TemporalTLS forces TLS without client certificates (Temporal Cloud API keys).
+	TemporalTLS bool `envconfig:"TEMPORAL_TLS"`
+	// TemporalAPIKey authenticates to Temporal Cloud; implies TLS.
+	TemporalAPIKey string `envconfig:"TEMPORAL_API_KEY"`
+
+	// StoreDSN selects the order store: a SQLite path (sqlite:///path or
+	// file.db) or a PostgreSQL URL (postgres://...).
+	StoreDSN string `envconfig:"STORE_DSN" default:"sqlite://.ordersync/orders.db"`
+	// PlatformsFile is the YAML file with the default block and the platforms.
+	PlatformsFile string `envconfig:"PLATFORMS_FILE" default:"platforms.yaml"`
+	// DataDir holds the dev server's database and logs.
+	DataDir string `envconfig:"DATA_DIR" default:".ordersync"`
+	// MetricsAddress serves Prometheus metrics from workers; empty disables.
+	MetricsAddress string `envconfig:"METRICS_ADDRESS" default:"127.0.0.1:9464"`
+	// AlertWebhook receives a JSON POST for every alert; empty logs alerts.
+	AlertWebhook string `envconfig:"ALERT_WEBHOOK"`
+	// LogLevel is debug, info, warn or error; LogFormat is text or json.
+	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
+}
+
+// LoadProcess reads the process settings from the environment.
+func LoadProcess() (Process, error) {
+	var p Process
+	if err := envconfig.Process(EnvPrefix, &p); err != nil {
+		return p, fmt.Errorf("environment: %w", err)
+	}
+	var problems []string
+	switch strings.ToLower(p.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		problems = append(problems, fmt.Sprintf("%s_LOG_LEVEL: %q is not one of debug, info, warn, error", EnvPrefix, p.LogLevel))
+	}
+	switch strings.ToLower(p.LogFormat) {
+	case "text", "json":
+	default:
+		problems = append(problems, fmt.Sprintf("%s_LOG_FORMAT: %q is not text or json", EnvPrefix, p.LogFormat))
+	}
+	if (p.TemporalTLSCert == "") != (p.TemporalTLSKey == "") {
+		problems = append(problems, fmt.Sprintf("%s_TEMPORAL_TLS_CERT and %s_TEMPORAL_TLS_KEY must be set together", EnvPrefix, EnvPrefix))
+	}
+	if p.TemporalAddress == "" {
+		problems = append(problems, fmt.Sprintf("%s_TEMPORAL_ADDRESS: must not be empty", EnvPrefix))
+	}
+	if len(problems) > 0 {
+		return p, fmt.Errorf("environment:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return p, nil
+}
+
+// UsesTLS reports whether the Temporal connection needs TLS.
+func (p Process) UsesTLS() bool {
+	return p.TemporalTLS || p.TemporalAPIKey != "" || p.TemporalTLSCert != "" || p.TemporalTLSCA != ""
+}

@@ -1,0 +1,153 @@
+// Package connectors talks to e-commerce platforms. Every platform kind
+// implements one small interface: list the orders updated in [From, To), one
+// page at a time. Errors are classified so workflows can act on them: rate
+// limits wait, transient failures retry, permanent ones go to the dead-letter
+// workflow at once.
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// PageRequest asks for one page of orders updated in [From, To).
+type PageRequest struct {
+	From, To time.Time
+	// Token is the opaque next-page token from the previous page; "" for the first.
+	Token string
+	// PageSize is the number of orders wanted per page.
+	PageSize int
+	// Page is the 1-based page number, for error messages.
+	Page int
+}
+
+// Page is one page of results. An empty NextToken means the window is done.
+type Page struct {
+	Orders    []Order
+	NextToken string
+	// RateLimit, when the platform reported one (e.g. x-amzn-RateLimit-Limit),
+	// is its current requests/s limit; 0 means not reported.
+	RateLimit float64
+}
+
+// Connector lists one platform account's orders.
+type Connector interface {
+	ListOrders(ctx context.Context, req PageRequest) (Page, error)
+}
+
+// Factory builds a connector for a platform's settings. It resolves
+// credentials itself, so secrets never leave the process that uses them.
+type Factory func(p config.Platform) (Connector, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes a connector kind available. It is called from init
+// functions; registering a kind twice panics, as that is a programming error.
+func Register(kind string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[kind]; dup {
+		panic("connectors: kind registered twice: " + kind)
+	}
+	registry[kind] = f
+}
+
+// New builds the connector for a platform by its kind.
+func New(p config.Platform) (Connector, error) {
+	registryMu.RLock()
+	f, ok := registry[p.Kind]
+	registryMu.RUnlock()
+	if !ok {
+		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("no connector for kind %q (have %v)", p.Kind, RegisteredKinds())}
+	}
+	return f(p)
+}
+
+// RegisteredKinds lists the kinds with a connector, sorted.
+func RegisteredKinds() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	kinds := make([]string, 0, len(registry))
+	for k := range registry {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+// RateLimitError is a 429: wait RetryAfter (0: unknown) before asking again.
+type RateLimitError struct {
+	Platform   string
+	RetryAfter time.Duration
+	// Limit is the platform's reported requests/s limit, if any.
+	Limit float64
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("%s: rate limited (429), retry after %s", e.Platform, e.RetryAfter)
+}
+
+// TransientError is a failure worth retrying: 5xx, timeouts, broken connections.
+type TransientError struct {
+	Platform string
+	Msg      string
+	Err      error
+}
+
+func (e *TransientError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Platform, e.Msg, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Platform, e.Msg)
+}
+
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// PermanentError will not go away by retrying: bad credentials, a rejected
+// request (4xx other than 429). Msg carries the platform's own message.
+type PermanentError struct {
+	Platform string
+	Status   int
+	Msg      string
+}
+
+func (e *PermanentError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: HTTP %d: %s", e.Platform, e.Status, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Platform, e.Msg)
+}
+
+// MalformedError is a response that could not be understood. It names the
+// platform, the page and where in the body parsing failed. Retrying may help
+// (a truncated body), so workflows retry it like a transient error.
+type MalformedError struct {
+	Platform string
+	Page     int
+	Offset   int64 // byte offset in the body, -1 if unknown
+	Err      error
+}
+
+func (e *MalformedError) Error() string {
+	if e.Offset >= 0 {
+		return fmt.Sprintf("%s: malformed response on page %d at byte %d: %v", e.Platform, e.Page, e.Offset, e.Err)
+	}
+	return fmt.Sprintf("%s: malformed response on page %d: %v", e.Platform, e.Page, e.Err)
+}
+
+func (e *MalformedError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether err must not be retried.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}

@@ -1,0 +1,39 @@
+// Package searchattr names the custom search attributes ordersync sets on its
+// workflows, so the Web UI can filter by them (e.g. all failed slices of one
+// platform: Platform = "shopify-acme" AND SliceState = "failed").
+package searchattr
+
+import (
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Definition is one search attribute to register on a namespace.
+type Definition struct {
+	Name string
+	Type enumspb.IndexedValueType
+}
+
+var (
+	// Platform is the platform name on cursors, slices and dead-letter workflows.
+	Platform = temporal.NewSearchAttributeKeyKeyword("Platform")
+	// SliceStart is the start of a slice's window.
+	SliceStart = temporal.NewSearchAttributeKeyTime("SliceStart")
+	// SliceState is running, completed or failed on slice workflows.
+	SliceState = temporal.NewSearchAttributeKeyKeyword("SliceState")
+)
+
+// All lists the attributes the dev server registers and a production
+// namespace must have (see README, "Using an existing Temporal cluster").
+var All = []Definition{
+	{Name: Platform.GetName(), Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+	{Name: SliceStart.GetName(), Type: enumspb.INDEXED_VALUE_TYPE_DATETIME},
+	{Name: SliceState.GetName(), Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+}
+
+// Slice states written to SliceState.
+const (
+	StateRunning   = "running"
+	StateCompleted = "completed"
+	StateFailed    = "failed"
+)
