@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Brings up a local PostgreSQL for the store/ conformance tests on a Debian
+# machine: installs it if missing, creates/starts a cluster, waits until it
+# accepts connections, and creates the ordersync role and test database.
+#
+# Idempotent: safe to run again on a machine where it already ran.
+#
+# stdout carries exactly one line, meant for eval:
+#   export ORDERSYNC_TEST_POSTGRES_DSN=postgres://...
+# Everything else goes to stderr.
+set -euo pipefail
+
+# Every diagnostic goes to stderr so the caller can `eval "$(bash .ci/postgres.sh | tail -n1)"`.
+exec 3>&1 1>&2
+
+ROLE=ordersync
+PASSWORD=ordersync
+DB=ordersync_test
+
+log() { echo "postgres.sh: $*"; }
+
+# as_root/as_postgres work both as root (CI) and as a sudo-capable user.
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+as_postgres() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		sudo -u postgres "$@"
+	fi
+}
+
+have_server() {
+	command -v pg_ctlcluster >/dev/null 2>&1 &&
+		compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null
+}
+
+if ! have_server; then
+	log "PostgreSQL not installed; installing from Debian packages"
+	as_root apt-get update
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql
+fi
+
+# Newest installed major version.
+VERSION=$(ls /usr/lib/postgresql | sort -n | tail -n1)
+log "using PostgreSQL $VERSION"
+
+# psql complains when started from a directory postgres cannot read.
+cd /tmp
+
+if ! pg_lsclusters -h | awk -v v="$VERSION" '$1 == v && $2 == "main"' | grep -q .; then
+	log "creating cluster $VERSION/main"
+	as_root pg_createcluster --encoding UTF8 --locale C.UTF-8 "$VERSION" main
+fi
+
+PORT=$(pg_lsclusters -h | awk -v v="$VERSION" '$1 == v && $2 == "main" { print $3 }')
+STATUS=$(pg_lsclusters -h | awk -v v="$VERSION" '$1 == v && $2 == "main" { print $4 }')
+if [ "$STATUS" != "online" ]; then
+	log "starting cluster $VERSION/main on port $PORT"
+	as_root pg_ctlcluster "$VERSION" main start
+fi
+
+for i in $(seq 1 60); do
+	if pg_isready -q -h 127.0.0.1 -p "$PORT"; then
+		break
+	fi
+	if [ "$i" -eq 60 ]; then
+		log "PostgreSQL did not become ready on 127.0.0.1:$PORT within 60s"
+		exit 1
+	fi
+	sleep 1
+done
+log "ready on 127.0.0.1:$PORT"
+
+psql_admin() { as_postgres psql -p "$PORT" -v ON_ERROR_STOP=1 -qtAX "$@"; }
+
+if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '$ROLE'")" != "1" ]; then
+	log "creating role $ROLE"
+	psql_admin -c "CREATE ROLE $ROLE LOGIN SUPERUSER PASSWORD '$PASSWORD'"
+else
+	# Reset the password so a role left over from elsewhere still matches the DSN.
+	psql_admin -c "ALTER ROLE $ROLE LOGIN SUPERUSER PASSWORD '$PASSWORD'"
+fi
+
+if [ "$(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != "1" ]; then
+	log "creating database $DB"
+	as_postgres createdb -p "$PORT" -O "$ROLE" "$DB"
+fi
+
+DSN="postgres://$ROLE:$PASSWORD@127.0.0.1:$PORT/$DB?sslmode=disable"
+# Prove the DSN works over TCP with password auth, as the tests will use it.
+PGPASSWORD=$PASSWORD psql "$DSN" -qtAX -v ON_ERROR_STOP=1 -c 'SELECT 1' >/dev/null
+log "ok"
+
+echo "export ORDERSYNC_TEST_POSTGRES_DSN=$DSN" >&3

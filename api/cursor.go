@@ -1,0 +1,131 @@
+package api
+
+import (
+	"time"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// Cursor signals and updates. Each name is both a signal (fire and forget,
+// works from `temporal workflow signal`) and an update (the caller gets an
+// answer, and invalid input is rejected before it reaches history).
+const (
+	// SignalPause stops new slices from starting; in-flight slices finish.
+	// Payload: PauseRequest (optional).
+	SignalPause = "pause"
+	// SignalResume lets a paused cursor continue (and closes a tripped breaker).
+	SignalResume = "resume"
+	// SignalReprocess fetches a range again. Payload: ReprocessRequest.
+	SignalReprocess = "reprocess"
+	// SignalConfig replaces the platform's settings from the next slice on.
+	// Payload: config.Platform as JSON (the platform's entry, merged).
+	SignalConfig = "config"
+	// QueryStatus returns CursorStatus.
+	QueryStatus = "status"
+)
+
+// CursorInput starts a cursor, or continues one with its carried state.
+type CursorInput struct {
+	Platform config.Platform `json:"platform"`
+	// Start is the resolved backfill start (UTC).
+	Start time.Time `json:"start"`
+	// State is set when the cursor continues as new.
+	State *CursorState `json:"state,omitempty"`
+}
+
+// PauseRequest is the optional payload of SignalPause.
+type PauseRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// ReprocessRequest asks for [From, To) to be fetched again.
+type ReprocessRequest struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Force runs the range even outside the platform's work windows.
+	Force bool `json:"force,omitempty"`
+}
+
+// Range is a half-open time range [Start, End).
+type Range struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// SliceRef is one slice the cursor tracks.
+type SliceRef struct {
+	ID    string    `json:"id"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Force ignores work windows (reprocess with force).
+	Force bool `json:"force,omitempty"`
+	// Running is true once the child has been started.
+	Running bool `json:"running"`
+	// Done is true once a regular slice completed or was dead-lettered but
+	// an earlier slice still holds the watermark back.
+	Done bool `json:"done,omitempty"`
+	// NotBefore delays a retry of a slice whose child could not run.
+	NotBefore time.Time `json:"not_before,omitzero"`
+}
+
+// Counts accumulate over the cursor's life, across continue-as-new.
+type Counts struct {
+	SlicesCompleted    int64 `json:"slices_completed"`
+	SlicesFailed       int64 `json:"slices_failed"`
+	SlicesSplit        int64 `json:"slices_split"`
+	Pages              int64 `json:"pages"`
+	OrdersFetched      int64 `json:"orders_fetched"`
+	OrdersInserted     int64 `json:"orders_inserted"`
+	OrdersUpdated      int64 `json:"orders_updated"`
+	OrdersUnchanged    int64 `json:"orders_unchanged"`
+	OrdersOutsideRange int64 `json:"orders_outside_range"`
+}
+
+// CursorState is everything a cursor carries across continue-as-new.
+type CursorState struct {
+	// Next is the start of the next regular slice to schedule.
+	Next time.Time `json:"next"`
+	// Pending holds the regular slices not yet below the watermark, in time
+	// order: running, done but held back, or waiting (split halves, retries).
+	// The watermark is the start of the first one, or Next when empty.
+	Pending []SliceRef `json:"pending"`
+	// Reprocess holds requested re-fetches; they never move the watermark.
+	Reprocess   []SliceRef `json:"reprocess,omitempty"`
+	Paused      bool       `json:"paused"`
+	PauseReason string     `json:"pause_reason,omitempty"`
+	Counts      Counts     `json:"counts"`
+	LastError   string     `json:"last_error,omitempty"`
+	// Runs counts continue-as-new generations, for the status output.
+	Runs int `json:"runs"`
+}
+
+// Wait reasons reported in CursorStatus.Waiting.
+const (
+	WaitPaused      = "paused"
+	WaitWindow      = "outside work window"
+	WaitSettling    = "settling"
+	WaitConcurrency = "concurrency limit"
+	WaitDraining    = "draining before continue-as-new"
+)
+
+// CursorStatus answers QueryStatus.
+type CursorStatus struct {
+	Platform  string    `json:"platform"`
+	Kind      string    `json:"kind"`
+	Start     time.Time `json:"start"`
+	Watermark time.Time `json:"watermark"`
+	Next      time.Time `json:"next"`
+	// AsOf is the workflow's clock when it last ran; lag is AsOf - Watermark.
+	AsOf       time.Time  `json:"as_of"`
+	LagSeconds float64    `json:"lag_seconds"`
+	Paused     bool       `json:"paused"`
+	Waiting    string     `json:"waiting,omitempty"`
+	WaitUntil  time.Time  `json:"wait_until,omitzero"`
+	InFlight   []SliceRef `json:"in_flight"`
+	Queued     []SliceRef `json:"queued,omitempty"`
+	Counts     Counts     `json:"counts"`
+	LastError  string     `json:"last_error,omitempty"`
+	Runs       int        `json:"runs"`
+	Interval   string     `json:"interval"`
+	TaskQueue  string     `json:"task_queue"`
+}

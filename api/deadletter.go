@@ -1,0 +1,65 @@
+package api
+
+import (
+	"time"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// Dead-letter signals and query.
+const (
+	// SignalDeadLetterAdd records a failed slice. Payload: DeadLetterEntry.
+	SignalDeadLetterAdd = "add"
+	// SignalDeadLetterReprocess runs one slice again, or all. Payload: DeadLetterSelector.
+	SignalDeadLetterReprocess = "reprocess"
+	// SignalDeadLetterDiscard drops one slice, or all, without running it. Payload: DeadLetterSelector.
+	SignalDeadLetterDiscard = "discard"
+	// SignalDeadLetterConfig updates the settings reprocessing uses. Payload: config.Platform.
+	SignalDeadLetterConfig = "config"
+	// QueryDeadLetterList returns []DeadLetterEntry, oldest slice first.
+	QueryDeadLetterList = "list"
+)
+
+// DeadLetterInput starts or continues a dead-letter workflow.
+type DeadLetterInput struct {
+	Platform config.Platform  `json:"platform"`
+	Entries  []DeadLetterEntry `json:"entries,omitempty"`
+}
+
+// DeadLetterEntry is one slice that exhausted its retries.
+type DeadLetterEntry struct {
+	SliceID   string    `json:"slice_id"`
+	Platform  string    `json:"platform"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Error     string    `json:"error"`
+	ErrorType string    `json:"error_type,omitempty"`
+	// Attempts is how many times the failing page was tried in the last failure.
+	Attempts      int       `json:"attempts"`
+	Failures      int       `json:"failures"`
+	FirstFailedAt time.Time `json:"first_failed_at"`
+	LastFailedAt  time.Time `json:"last_failed_at"`
+	Reprocessing  bool      `json:"reprocessing,omitempty"`
+}
+
+// DeadLetterSelector picks one slice by ID, or all of them.
+type DeadLetterSelector struct {
+	SliceID string `json:"slice_id,omitempty"`
+	All     bool   `json:"all,omitempty"`
+}
+
+// Alert kinds.
+const (
+	AlertDeadLetter = "dead_letter"
+)
+
+// Alert is posted to the webhook (or logged).
+type Alert struct {
+	Kind     string    `json:"kind"`
+	Platform string    `json:"platform"`
+	Message  string    `json:"message"`
+	SliceID  string    `json:"slice_id,omitempty"`
+	At       time.Time `json:"at"`
+	// Key identifies the alert so a receiver can drop duplicates of a retried POST.
+	Key string `json:"key"`
+}

@@ -1,0 +1,39 @@
+package api
+
+import (
+	"time"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// SliceInput starts a FetchSlice workflow for [Start, End). The request sent
+// to the platform covers [Start - overlap, End).
+type SliceInput struct {
+	Platform config.Platform `json:"platform"`
+	Start    time.Time       `json:"start"`
+	End      time.Time       `json:"end"`
+}
+
+// Slice outcomes.
+const (
+	SliceCompleted = "completed"
+	// SliceFailed: retries exhausted or a permanent error; the slice is in
+	// the dead-letter workflow.
+	SliceFailed = "failed"
+	// SliceSplit: the window held more pages than max_pages; the caller runs
+	// the two halves instead.
+	SliceSplit = "split"
+)
+
+// SliceResult is what a slice reports: counts only, never order data.
+type SliceResult struct {
+	Outcome            string `json:"outcome"`
+	Pages              int    `json:"pages"`
+	OrdersFetched      int    `json:"orders_fetched"`
+	OrdersInserted     int    `json:"orders_inserted"`
+	OrdersUpdated      int    `json:"orders_updated"`
+	OrdersUnchanged    int    `json:"orders_unchanged"`
+	OrdersOutsideRange int    `json:"orders_outside_range"`
+	Error              string `json:"error,omitempty"`
+	ErrorType          string `json:"error_type,omitempty"`
+}

@@ -1,0 +1,222 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ordersync/ordersync/connectors"
+)
+
+// DefaultSQLitePath is where the product keeps its SQLite store when no DSN
+// is configured.
+const DefaultSQLitePath = ".ordersync/orders.db"
+
+// DefaultDSN is DefaultSQLitePath in DSN form, suitable for Open.
+const DefaultDSN = "sqlite://" + DefaultSQLitePath
+
+// ErrInvalidOrder is wrapped by UpsertOrders when an order in the batch
+// cannot be stored (empty platform or id, zero updated_at).
+var ErrInvalidOrder = errors.New("invalid order")
+
+// Store persists the newest known version of every order.
+type Store interface {
+	// UpsertOrders applies one batch in one transaction.
+	UpsertOrders(ctx context.Context, orders []connectors.Order) (UpsertResult, error)
+	// GetOrder returns the stored order; ok is false when it is unknown.
+	GetOrder(ctx context.Context, platform, id string) (StoredOrder, bool, error)
+	// OrderVersions returns id -> stored updated_at for one platform (for verify).
+	OrderVersions(ctx context.Context, platform string) (map[string]time.Time, error)
+	// CountOrders counts the orders of one platform, or of all platforms
+	// when platform is empty.
+	CountOrders(ctx context.Context, platform string) (int, error)
+	// Close releases the database handle.
+	Close() error
+}
+
+// UpsertResult counts what one UpsertOrders call did. Every order in the
+// batch lands in exactly one bucket, so the three always sum to the batch
+// length.
+type UpsertResult struct{ Inserted, Updated, Unchanged int }
+
+// StoredOrder is an order as stored, with the store's own bookkeeping.
+type StoredOrder struct {
+	connectors.Order
+	// FirstSeenAt is when the store first received the order (set once).
+	FirstSeenAt time.Time
+	// LastSeenAt is when any version of the order was last received, even
+	// one that changed nothing.
+	LastSeenAt time.Time
+}
+
+// Open opens (creating if needed) the store named by dsn and applies pending
+// schema migrations:
+//
+//	sqlite:///abs/path/orders.db, sqlite://rel/path.db, or a plain path ending in .db -> SQLite
+//	postgres://... or postgresql://...                                          -> PostgreSQL
+func Open(ctx context.Context, dsn string) (Store, error) {
+	scheme, rest, hasScheme := strings.Cut(dsn, "://")
+	switch {
+	case hasScheme && strings.EqualFold(scheme, "sqlite"):
+		return openSQLite(ctx, rest)
+	case hasScheme && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql")):
+		return openPostgres(ctx, dsn)
+	case !hasScheme && strings.HasSuffix(dsn, ".db"):
+		return openSQLite(ctx, dsn)
+	case !hasScheme:
+		return nil, fmt.Errorf("open store: DSN %q has no scheme and is not a path ending in .db (want sqlite://PATH, PATH.db, postgres://... or postgresql://...)", dsn)
+	default:
+		// Name only the scheme: the rest may hold a password.
+		return nil, fmt.Errorf("open store: unsupported DSN scheme %q (want sqlite://, postgres:// or postgresql://, or a path ending in .db)", scheme)
+	}
+}
+
+// normalize puts an order in the form both backends store: UTC times cut
+// to microseconds (PostgreSQL's precision, so both backends compare alike)
+// and nil for empty Raw.
+func normalize(o connectors.Order) connectors.Order {
+	o.CreatedAt = toMicros(o.CreatedAt)
+	o.UpdatedAt = toMicros(o.UpdatedAt)
+	if len(o.Raw) == 0 {
+		o.Raw = nil
+	}
+	return o
+}
+
+func toMicros(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// validate rejects the whole batch if any order cannot be keyed or ordered.
+func validate(orders []connectors.Order) error {
+	for i, o := range orders {
+		var problem string
+		switch {
+		case o.Platform == "":
+			problem = "empty platform"
+		case o.ID == "":
+			problem = "empty id"
+		case o.UpdatedAt.IsZero():
+			problem = "zero updated_at"
+		default:
+			continue
+		}
+		return fmt.Errorf("order %d (platform %q, id %q): %s: %w", i, o.Platform, o.ID, problem, ErrInvalidOrder)
+	}
+	return nil
+}
+
+// sameContent reports whether two versions carry the same data apart from
+// updated_at. Both must be normalized.
+func sameContent(a, b connectors.Order) bool {
+	return a.Status == b.Status &&
+		a.Total == b.Total &&
+		a.Currency == b.Currency &&
+		a.LineCount == b.LineCount &&
+		a.CreatedAt.Equal(b.CreatedAt) &&
+		string(a.Raw) == string(b.Raw)
+}
+
+// decide applies the no-regression rule to one incoming version against
+// the stored one: whether to overwrite, and which bucket it counts in.
+func decide(stored, incoming connectors.Order) (overwrite bool, updated bool) {
+	switch {
+	case incoming.UpdatedAt.Before(stored.UpdatedAt):
+		return false, false // older: ignored, never overwrites
+	case incoming.UpdatedAt.After(stored.UpdatedAt):
+		return true, true
+	case sameContent(stored, incoming):
+		return false, false
+	default:
+		return true, true // same updated_at, different data: the platform changed it without bumping the clock
+	}
+}
+
+// claimResult is what a backend reports for one order of a round.
+type claimResult struct {
+	inserted bool             // the key was new and the order was inserted as is
+	stored   connectors.Order // the version stored before this order (when !inserted)
+}
+
+// batchOps is what a backend implements so applyBatch can run the shared
+// counting logic. Every call happens inside the batch's transaction.
+type batchOps interface {
+	// claim inserts each order whose key is absent; for the others it bumps
+	// last_seen_at, locks the row and returns the stored version. Orders in
+	// one call have distinct keys and come sorted by key, so every
+	// transaction locks rows in the same order and cannot deadlock.
+	claim(ctx context.Context, orders []connectors.Order, now time.Time) ([]claimResult, error)
+	// overwrite replaces the content of rows that claim already locked.
+	overwrite(ctx context.Context, orders []connectors.Order, now time.Time) error
+}
+
+// applyBatch runs the no-regression upsert of a validated batch.
+//
+// Duplicates of one key inside a batch are applied in batch order, each
+// counted on its own against the state left by the previous one: the same
+// new order sent twice counts 1 Inserted + 1 Unchanged, a new order followed
+// by a newer version of it 1 Inserted + 1 Updated. To keep this while
+// processing in key order, the batch is split into rounds: round r holds the
+// r-th occurrence of every key, and rounds run one after another.
+func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, now time.Time) (UpsertResult, error) {
+	var res UpsertResult
+	for r, round := range splitRounds(orders) {
+		claims, err := ops.claim(ctx, round, now)
+		if err != nil {
+			return UpsertResult{}, err
+		}
+		var toWrite []connectors.Order
+		for i, c := range claims {
+			if c.inserted && r == 0 {
+				res.Inserted++
+				continue
+			}
+			overwrite, updated := decide(c.stored, round[i])
+			if overwrite {
+				toWrite = append(toWrite, round[i])
+			}
+			if updated {
+				res.Updated++
+			} else {
+				res.Unchanged++
+			}
+		}
+		if len(toWrite) > 0 {
+			if err := ops.overwrite(ctx, toWrite, now); err != nil {
+				return UpsertResult{}, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// splitRounds normalizes the orders and groups them as applyBatch needs:
+// round r holds the r-th occurrence of each key, sorted by key (byte order).
+func splitRounds(orders []connectors.Order) [][]connectors.Order {
+	type key struct{ platform, id string }
+	seen := make(map[key]int, len(orders))
+	var rounds [][]connectors.Order
+	for _, o := range orders {
+		k := key{o.Platform, o.ID}
+		r := seen[k]
+		seen[k] = r + 1
+		if r == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[r] = append(rounds[r], normalize(o))
+	}
+	for _, round := range rounds {
+		sortByKey(round)
+	}
+	return rounds
+}
+
+// sortByKey orders by (platform, id) in byte order, the lock order shared by
+// all transactions.
+func sortByKey(orders []connectors.Order) {
+	slices.SortFunc(orders, func(a, b connectors.Order) int {
+		return cmp.Or(strings.Compare(a.Platform, b.Platform), strings.Compare(a.ID, b.ID))
+	})
+}

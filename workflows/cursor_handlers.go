@@ -1,0 +1,96 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+)
+
+// registerHandlers installs the status query and the updates. Updates share
+// the signal names; unlike signals they answer the caller and reject bad
+// input in a validator, so nothing invalid reaches history.
+func (c *cursor) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.CursorStatus, error) {
+		return c.status(), nil
+	}); err != nil {
+		return fmt.Errorf("register status query: %w", err)
+	}
+	updates := []struct {
+		name    string
+		handler any
+		opts    workflow.UpdateHandlerOptions
+	}{
+		{api.SignalPause, func(ctx workflow.Context, req api.PauseRequest) (api.CursorStatus, error) {
+			c.applyPause(req)
+			c.poke()
+			return c.status(), nil
+		}, workflow.UpdateHandlerOptions{}},
+		{api.SignalResume, func(ctx workflow.Context) (api.CursorStatus, error) {
+			c.applyResume()
+			c.poke()
+			return c.status(), nil
+		}, workflow.UpdateHandlerOptions{}},
+		{api.SignalReprocess, func(ctx workflow.Context, req api.ReprocessRequest) (int, error) {
+			n, err := c.applyReprocess(req)
+			c.poke()
+			return n, err
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req api.ReprocessRequest) error {
+			c.now = workflow.Now(ctx)
+			return c.validateReprocess(req)
+		}}},
+		{api.SignalConfig, func(ctx workflow.Context, p config.Platform) (api.CursorStatus, error) {
+			err := c.applyConfig(p)
+			c.poke()
+			return c.status(), err
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, p config.Platform) error {
+			return c.validateConfig(p)
+		}}},
+	}
+	for _, u := range updates {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler, u.opts); err != nil {
+			return fmt.Errorf("register update %s: %w", u.name, err)
+		}
+	}
+	return nil
+}
+
+// poke wakes the main loop after an update changed the state.
+func (c *cursor) poke() { c.wake.SendAsync(true) }
+
+func (c *cursor) status() api.CursorStatus {
+	s := api.CursorStatus{
+		Platform:   c.platform.Name,
+		Kind:       c.platform.Kind,
+		Start:      c.start,
+		Watermark:  c.watermark(),
+		Next:       c.st.Next,
+		AsOf:       c.now,
+		LagSeconds: c.now.Sub(c.watermark()).Seconds(),
+		Paused:     c.st.Paused,
+		Waiting:    c.waiting,
+		WaitUntil:  c.waitUntil,
+		InFlight:   []api.SliceRef{},
+		Counts:     c.st.Counts,
+		LastError:  c.st.LastError,
+		Runs:       c.st.Runs,
+		Interval:   c.platform.Interval.String(),
+		TaskQueue:  c.platform.TaskQueue,
+	}
+	if c.st.Paused && c.st.PauseReason != "" {
+		s.Waiting = api.WaitPaused + ": " + c.st.PauseReason
+	}
+	for _, list := range [][]api.SliceRef{c.st.Pending, c.st.Reprocess} {
+		for _, r := range list {
+			switch {
+			case r.Running:
+				s.InFlight = append(s.InFlight, r)
+			case !r.Done:
+				s.Queued = append(s.Queued, r)
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,175 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+)
+
+type cursorSignals struct {
+	pause, resume, reprocess, config workflow.ReceiveChannel
+}
+
+func (c *cursor) signalChannels(ctx workflow.Context) *cursorSignals {
+	return &cursorSignals{
+		pause:     workflow.GetSignalChannel(ctx, api.SignalPause),
+		resume:    workflow.GetSignalChannel(ctx, api.SignalResume),
+		reprocess: workflow.GetSignalChannel(ctx, api.SignalReprocess),
+		config:    workflow.GetSignalChannel(ctx, api.SignalConfig),
+	}
+}
+
+// Signal payloads arrive as raw JSON so a malformed one (a typo in a
+// hand-written `temporal workflow signal`) is reported in status instead of
+// failing the workflow task.
+func (s *cursorSignals) handlers(c *cursor) map[workflow.ReceiveChannel]func(json.RawMessage) {
+	return map[workflow.ReceiveChannel]func(json.RawMessage){
+		s.pause: func(raw json.RawMessage) {
+			var req api.PauseRequest
+			_ = decodeOptional(raw, &req)
+			c.applyPause(req)
+		},
+		s.resume: func(json.RawMessage) { c.applyResume() },
+		s.reprocess: func(raw json.RawMessage) {
+			var req api.ReprocessRequest
+			if err := decodeOptional(raw, &req); err != nil {
+				c.st.LastError = "reprocess signal: " + err.Error()
+				return
+			}
+			if _, err := c.applyReprocess(req); err != nil {
+				c.st.LastError = "reprocess signal: " + err.Error()
+			}
+		},
+		s.config: func(raw json.RawMessage) {
+			var p config.Platform
+			if err := decodeOptional(raw, &p); err != nil {
+				c.st.LastError = "config signal: " + err.Error()
+				return
+			}
+			if err := c.applyConfig(p); err != nil {
+				c.st.LastError = "config signal: " + err.Error()
+			}
+		},
+	}
+}
+
+func (s *cursorSignals) ordered() []workflow.ReceiveChannel {
+	return []workflow.ReceiveChannel{s.pause, s.resume, s.reprocess, s.config}
+}
+
+func (s *cursorSignals) addTo(sel workflow.Selector, c *cursor) {
+	h := s.handlers(c)
+	for _, ch := range s.ordered() {
+		apply := h[ch]
+		sel.AddReceive(ch, func(ch workflow.ReceiveChannel, _ bool) {
+			var raw json.RawMessage
+			ch.Receive(nil, &raw)
+			apply(raw)
+		})
+	}
+}
+
+// drain applies every signal already delivered, so none is lost when the
+// cursor continues as new.
+func (s *cursorSignals) drain(c *cursor) {
+	h := s.handlers(c)
+	for _, ch := range s.ordered() {
+		for {
+			var raw json.RawMessage
+			if !ch.ReceiveAsync(&raw) {
+				break
+			}
+			h[ch](raw)
+		}
+	}
+}
+
+func decodeOptional(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("payload %.200s is not valid: %w", string(raw), err)
+	}
+	return nil
+}
+
+func (c *cursor) applyPause(req api.PauseRequest) {
+	c.st.Paused = true
+	c.st.PauseReason = req.Reason
+	if c.st.PauseReason == "" {
+		c.st.PauseReason = "paused by operator"
+	}
+}
+
+func (c *cursor) applyResume() {
+	c.st.Paused = false
+	c.st.PauseReason = ""
+}
+
+func (c *cursor) validateReprocess(req api.ReprocessRequest) error {
+	switch {
+	case req.From.IsZero() || req.To.IsZero():
+		return fmt.Errorf("from and to are both required (RFC3339 times)")
+	case !req.From.Before(req.To):
+		return fmt.Errorf("from %s is not before to %s", req.From.Format(time.RFC3339), req.To.Format(time.RFC3339))
+	case req.To.After(c.now):
+		return fmt.Errorf("to %s is in the future (now %s)", req.To.Format(time.RFC3339), c.now.Format(time.RFC3339))
+	}
+	if n := int(req.To.Sub(req.From)/c.platform.Interval.D()) + 1; n > MaxReprocessSlices {
+		return fmt.Errorf("range needs %d slices of %s, more than %d; ask for a shorter range", n, c.platform.Interval, MaxReprocessSlices)
+	}
+	return nil
+}
+
+// applyReprocess queues [From, To) in interval-sized slices, exactly that
+// range; a slice already queued is not queued twice.
+func (c *cursor) applyReprocess(req api.ReprocessRequest) (int, error) {
+	if err := c.validateReprocess(req); err != nil {
+		return 0, err
+	}
+	from, to := req.From.UTC(), req.To.UTC()
+	queued := 0
+	for s := from; s.Before(to); s = s.Add(c.platform.Interval.D()) {
+		e := s.Add(c.platform.Interval.D())
+		if e.After(to) {
+			e = to
+		}
+		id := api.SliceWorkflowID(c.platform.Name, s, e)
+		if _, i := c.find(id); i >= 0 {
+			continue
+		}
+		c.st.Reprocess = append(c.st.Reprocess, api.SliceRef{ID: id, Start: s, End: e, Force: req.Force})
+		queued++
+	}
+	return queued, nil
+}
+
+func (c *cursor) validateConfig(p config.Platform) error {
+	if p.Name != c.platform.Name {
+		return fmt.Errorf("settings are for platform %q, this cursor is %q", p.Name, c.platform.Name)
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// applyConfig takes effect from the next slice; running slices keep the
+// settings they started with.
+func (c *cursor) applyConfig(p config.Platform) error {
+	if err := c.validateConfig(p); err != nil {
+		return err
+	}
+	ws, err := config.ParseWindows(p.Windows)
+	if err != nil {
+		return err
+	}
+	c.platform, c.windows = p, ws
+	return nil
+}

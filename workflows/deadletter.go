@@ -1,0 +1,210 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/searchattr"
+)
+
+// DeadLetter holds a platform's failed slices until they are reprocessed or
+// discarded. It is started by the first failure (signal-with-start) and runs
+// for as long as the platform exists.
+func DeadLetter(ctx workflow.Context, in api.DeadLetterInput) error {
+	d := &deadLetter{platform: in.Platform, entries: in.Entries, running: map[string]workflow.ChildWorkflowFuture{}}
+	return d.run(ctx)
+}
+
+type deadLetter struct {
+	platform config.Platform
+	entries  []api.DeadLetterEntry // sorted by slice start
+	running  map[string]workflow.ChildWorkflowFuture
+	alerts   int // alert activities not yet finished
+}
+
+func (d *deadLetter) run(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, api.QueryDeadLetterList, func() ([]api.DeadLetterEntry, error) {
+		return d.entries, nil
+	}); err != nil {
+		return err
+	}
+	// Entries carried over continue-as-new were not reprocessing any more
+	// (the workflow drains first); clear the flag defensively.
+	for i := range d.entries {
+		d.entries[i].Reprocessing = false
+	}
+	add := workflow.GetSignalChannel(ctx, api.SignalDeadLetterAdd)
+	reprocess := workflow.GetSignalChannel(ctx, api.SignalDeadLetterReprocess)
+	discard := workflow.GetSignalChannel(ctx, api.SignalDeadLetterDiscard)
+	cfg := workflow.GetSignalChannel(ctx, api.SignalDeadLetterConfig)
+	channels := []workflow.ReceiveChannel{add, reprocess, discard, cfg}
+	handle := func(ch workflow.ReceiveChannel, raw json.RawMessage) {
+		switch ch {
+		case add:
+			var e api.DeadLetterEntry
+			if err := decodeOptional(raw, &e); err != nil || e.SliceID == "" {
+				workflow.GetLogger(ctx).Error("dead-letter add signal ignored", "payload", string(raw))
+				return
+			}
+			d.add(ctx, e)
+		case reprocess:
+			var sel api.DeadLetterSelector
+			_ = decodeOptional(raw, &sel)
+			d.reprocess(ctx, sel)
+		case discard:
+			var sel api.DeadLetterSelector
+			_ = decodeOptional(raw, &sel)
+			d.discard(sel)
+		case cfg:
+			var p config.Platform
+			if err := decodeOptional(raw, &p); err == nil && p.Name == d.platform.Name && p.Validate() == nil {
+				d.platform = p
+			}
+		}
+	}
+	for {
+		err := workflow.Await(ctx, func() bool {
+			for _, ch := range channels {
+				if ch.Len() > 0 {
+					return true
+				}
+			}
+			return workflow.GetInfo(ctx).GetContinueAsNewSuggested() && d.idle()
+		})
+		if err != nil {
+			return err
+		}
+		for _, ch := range channels {
+			var raw json.RawMessage
+			for ch.ReceiveAsync(&raw) {
+				handle(ch, raw)
+				raw = nil
+			}
+		}
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && d.idle() {
+			return workflow.NewContinueAsNewError(ctx, api.DeadLetterWorkflowType,
+				api.DeadLetterInput{Platform: d.platform, Entries: d.entries})
+		}
+	}
+}
+
+// idle is true when no reprocess and no alert is in flight, so continuing
+// as new loses nothing.
+func (d *deadLetter) idle() bool { return len(d.running) == 0 && d.alerts == 0 }
+
+// add records a failure, or another failure of a known slice, and alerts.
+func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
+	i := d.index(e.SliceID)
+	if i >= 0 {
+		old := d.entries[i]
+		e.FirstFailedAt = old.FirstFailedAt
+		e.Failures = old.Failures + 1
+		e.Reprocessing = old.Reprocessing
+		d.entries[i] = e
+	} else {
+		e.Failures = 1
+		d.entries = append(d.entries, e)
+		sort.SliceStable(d.entries, func(a, b int) bool { return d.entries[a].Start.Before(d.entries[b].Start) })
+	}
+	alert := api.Alert{
+		Kind:     api.AlertDeadLetter,
+		Platform: e.Platform,
+		SliceID:  e.SliceID,
+		Message:  fmt.Sprintf("slice %s of %s failed after %d attempt(s): %s", e.SliceID, e.Platform, e.Attempts, e.Error),
+		At:       e.LastFailedAt,
+		Key:      fmt.Sprintf("%s/%s/%d", api.AlertDeadLetter, e.SliceID, e.Failures),
+	}
+	d.alerts++
+	f := workflow.ExecuteActivity(bookkeepingActivityContext(ctx, d.platform), acts.SendAlert, alert)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Error("alert not delivered", "key", alert.Key, "error", err)
+		}
+		d.alerts--
+	})
+}
+
+func (d *deadLetter) reprocess(ctx workflow.Context, sel api.DeadLetterSelector) {
+	for i := range d.entries {
+		e := &d.entries[i]
+		if e.Reprocessing || !(sel.All || sel.SliceID == e.SliceID) {
+			continue
+		}
+		e.Reprocessing = true
+		d.startSlice(ctx, e.SliceID, e.Start, e.End)
+	}
+}
+
+// startSlice runs the slice again under its own deterministic ID; success
+// removes the entry, a new failure updates it through the add signal.
+func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time.Time) {
+	opts := workflow.ChildWorkflowOptions{
+		WorkflowID:            id,
+		TaskQueue:             d.platform.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			searchattr.Platform.ValueSet(d.platform.Name),
+			searchattr.SliceStart.ValueSet(start),
+			searchattr.SliceState.ValueSet(searchattr.StateRunning),
+		),
+	}
+	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), api.SliceWorkflowType,
+		api.SliceInput{Platform: d.platform, Start: start, End: end})
+	d.running[id] = f
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		var res api.SliceResult
+		err := f.Get(ctx, &res)
+		delete(d.running, id)
+		i := d.index(id)
+		if i < 0 {
+			return // discarded while it ran
+		}
+		e := &d.entries[i]
+		switch {
+		case err != nil:
+			e.Reprocessing = false
+			e.Error = "reprocess could not run: " + err.Error()
+		case res.Outcome == api.SliceCompleted:
+			d.entries = append(d.entries[:i], d.entries[i+1:]...)
+		case res.Outcome == api.SliceSplit:
+			mid := e.Start.Add(e.End.Sub(e.Start) / 2).Truncate(time.Microsecond)
+			first, second := *e, *e
+			first.SliceID, first.End = api.SliceWorkflowID(d.platform.Name, e.Start, mid), mid
+			second.SliceID, second.Start = api.SliceWorkflowID(d.platform.Name, mid, e.End), mid
+			d.entries = append(d.entries[:i], append([]api.DeadLetterEntry{first, second}, d.entries[i+1:]...)...)
+			d.startSlice(ctx, first.SliceID, first.Start, first.End)
+			d.startSlice(ctx, second.SliceID, second.Start, second.End)
+		default: // failed again: the add signal has updated the entry
+			e.Reprocessing = false
+		}
+	})
+}
+
+func (d *deadLetter) discard(sel api.DeadLetterSelector) {
+	kept := d.entries[:0]
+	for _, e := range d.entries {
+		if sel.All || sel.SliceID == e.SliceID {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	d.entries = kept
+}
+
+func (d *deadLetter) index(id string) int {
+	for i, e := range d.entries {
+		if e.SliceID == id {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,150 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/internal/searchattr"
+)
+
+// MinSliceSpan is the smallest window a slice splits into; below it the
+// slice pages on without a page limit rather than split forever.
+const MinSliceSpan = time.Second
+
+// runawayPageFactor bounds paging of an unsplittable slice at this many
+// times max_pages, so a platform that hands out next tokens forever ends in
+// the dead-letter workflow instead of looping.
+const runawayPageFactor = 20
+
+// FetchSlice fetches every page of one slice and stores the orders.
+func FetchSlice(ctx workflow.Context, in api.SliceInput) (api.SliceResult, error) {
+	if !in.Start.Before(in.End) {
+		return api.SliceResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("slice start %s is not before end %s", in.Start, in.End), "InvalidInput", nil)
+	}
+	s := &sliceRun{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	return s.run(ctx)
+}
+
+type sliceRun struct {
+	in  api.SliceInput
+	id  string
+	res api.SliceResult
+}
+
+func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
+	p := s.in.Platform
+	pageCtx := pageActivityContext(ctx, p)
+	canSplit := s.in.End.Sub(s.in.Start) >= 2*MinSliceSpan
+	token := ""
+	for page := 1; ; page++ {
+		if page > p.MaxPages && canSplit {
+			s.res.Outcome = api.SliceSplit
+			return s.finish(ctx, "split")
+		}
+		if page > p.MaxPages*runawayPageFactor {
+			return s.fail(ctx, fmt.Errorf("page %d: the platform keeps returning next-page tokens for a %s window", page, s.in.End.Sub(s.in.Start)), 1)
+		}
+		var r activities.FetchPageResult
+		err := workflow.ExecuteActivity(pageCtx, acts.FetchPage, activities.FetchPageInput{
+			Platform: p,
+			SliceID:  s.id,
+			From:     s.in.Start.Add(-p.Overlap.D()),
+			To:       s.in.End,
+			Token:    token,
+			Page:     page,
+		}).Get(ctx, &r)
+		if err != nil {
+			return s.fail(ctx, err, attemptsOf(err, p.Retries+1))
+		}
+		s.res.Pages++
+		s.res.OrdersFetched += r.Fetched
+		s.res.OrdersInserted += r.Inserted
+		s.res.OrdersUpdated += r.Updated
+		s.res.OrdersUnchanged += r.Unchanged
+		s.res.OrdersOutsideRange += r.OutsideRange
+		if r.NextToken == "" {
+			break
+		}
+		token = r.NextToken
+	}
+	s.res.Outcome = api.SliceCompleted
+	return s.finish(ctx, searchattr.StateCompleted)
+}
+
+// fail records the slice in the dead-letter workflow before reporting it, so
+// the cursor may move its watermark past the slice only once the failure is
+// visible and reprocessable there.
+func (s *sliceRun) fail(ctx workflow.Context, cause error, attempts int) (api.SliceResult, error) {
+	now := workflow.Now(ctx)
+	s.res.Outcome = api.SliceFailed
+	s.res.Error = rootMessage(cause)
+	s.res.ErrorType = errorType(cause)
+	entry := api.DeadLetterEntry{
+		SliceID:       s.id,
+		Platform:      s.in.Platform.Name,
+		Start:         s.in.Start,
+		End:           s.in.End,
+		Error:         s.res.Error,
+		ErrorType:     s.res.ErrorType,
+		Attempts:      attempts,
+		FirstFailedAt: now,
+		LastFailedAt:  now,
+	}
+	err := workflow.ExecuteActivity(bookkeepingActivityContext(ctx, s.in.Platform), acts.RecordDeadLetter,
+		activities.RecordDeadLetterInput{Platform: s.in.Platform, Entry: entry}).Get(ctx, nil)
+	if err != nil {
+		return s.res, fmt.Errorf("record %s in the dead-letter workflow: %w", s.id, err)
+	}
+	workflow.GetLogger(ctx).Warn("slice dead-lettered", "slice", s.id, "error", s.res.Error)
+	return s.finish(ctx, searchattr.StateFailed)
+}
+
+func (s *sliceRun) finish(ctx workflow.Context, state string) (api.SliceResult, error) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.SliceState.ValueSet(state)); err != nil {
+		workflow.GetLogger(ctx).Warn("could not set SliceState", "error", err)
+	}
+	return s.res, nil
+}
+
+// rootMessage is the innermost failure message, without Temporal's wrapping.
+func rootMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Error()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "activity timed out: " + timeout.Error()
+	}
+	return err.Error()
+}
+
+func errorType(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Type()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "Timeout"
+	}
+	return ""
+}
+
+// attemptsOf says how many attempts a failed activity made: all of them when
+// the retry policy ran out, else unknown and reported as 1 or more.
+func attemptsOf(err error, maxAttempts int) int {
+	var act *temporal.ActivityError
+	if errors.As(err, &act) && act.RetryState() == enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED {
+		return maxAttempts
+	}
+	return 1
+}
