@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newConfigCommand(app *App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Inspect the platforms file",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "validate",
+		Short: "Validate the platforms file and print the merged settings",
+		Long: `Loads the platforms file, merges the default block into every platform and
+validates the result. Every problem is printed on its own line, naming the
+platform and the field, and the command exits with status 2.`,
+		Example: "  ordersync config validate -f platforms.yaml\n  ordersync config validate -f platforms.yaml -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := app.LoadPlatforms()
+			if err != nil {
+				return err
+			}
+			if app.Output == "json" {
+				enc := json.NewEncoder(app.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(f.Platforms)
+			}
+			tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PLATFORM\tKIND\tINTERVAL\tOVERLAP\tSETTLE\tCONCURRENCY\tRATE\tTASK QUEUE")
+			for _, p := range f.Platforms {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%g/s burst %d\t%s\n", p.Name, p.Kind, p.Interval, p.Overlap,
+					p.Settle, p.Concurrency, p.RateLimit.RPS, p.RateLimit.Burst, p.TaskQueue)
+			}
+			return tw.Flush()
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/worker"
+)
+
+func newWorkerCommand(app *App) *cobra.Command {
+	var names []string
+	var stopTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run Temporal workers for the configured platforms' task queues",
+		Long: `Runs one Temporal worker per task queue of the selected platforms (all by
+default) and serves their cursor, slice and dead-letter workflows and the
+fetch activities. Run as many worker processes as you like; Temporal spreads
+the work. SIGINT or SIGTERM drains: no new work is taken and running
+activities get --stop-timeout to finish.`,
+		Example: "  ordersync worker\n  ordersync worker --platforms shopify-acme,amazon-eu --stop-timeout 1m",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := SignalContext()
+			defer stop()
+			return app.RunWorker(ctx, names, stopTimeout)
+		},
+	}
+	cmd.Flags().StringSliceVar(&names, "platforms", nil, "comma-separated platform names to serve (default: all in the file)")
+	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", worker.DefaultStopTimeout, "how long running activities may finish on shutdown")
+	return cmd
+}
+
+// RunWorker serves the named platforms until ctx is cancelled.
+func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Duration) error {
+	file, err := a.LoadPlatforms()
+	if err != nil {
+		return err
+	}
+	platforms, err := SelectPlatforms(file, names)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, a.Process.StoreDSN)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+	c, err := a.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ws, err := worker.Start(worker.Options{
+		Client: c, Store: st, Platforms: platforms, Alerter: a.Alerter(),
+		Logger: a.Logger, StopTimeout: stopTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress)
+	<-ctx.Done()
+	a.Logger.Info("worker draining", "stop_timeout", stopTimeout)
+	ws.Stop()
+	return nil
+}
+
+// Alerter is the webhook alerter when ORDERSYNC_ALERT_WEBHOOK is set, else the log.
+func (a *App) Alerter() activities.Alerter {
+	if a.Process.AlertWebhook != "" {
+		return activities.NewWebhookAlerter(a.Process.AlertWebhook)
+	}
+	return activities.LogAlerter{Logger: a.Logger}
+}

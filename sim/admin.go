@@ -1,0 +1,181 @@
+package sim
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Truth is the ground truth of one shop: every order's newest version
+// visible at AsOf, which is exactly what the list endpoint shows at that time.
+type Truth struct {
+	Shop   string       `json:"shop"`
+	AsOf   time.Time    `json:"as_of"`
+	Orders []TruthOrder `json:"orders"` // by id
+}
+
+// TruthOrder is one order's visible version.
+type TruthOrder struct {
+	ID        string    `json:"id"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Status    string    `json:"status"`
+	Total     string    `json:"total"`
+}
+
+// Stats are the counters of every shop.
+type Stats struct {
+	AsOf  time.Time            `json:"as_of"`
+	Shops map[string]ShopStats `json:"shops"`
+}
+
+// ShopStats counts what one shop served and holds.
+type ShopStats struct {
+	// Requests counts every list request to the shop, whatever its answer.
+	Requests int64 `json:"requests"`
+	// RateLimited counts 429 answers.
+	RateLimited  int64 `json:"rate_limited"`
+	Unauthorized int64 `json:"unauthorized"`
+	BadRequests  int64 `json:"bad_requests"`
+	// Pages and OrdersServed count successful pages and the orders in them.
+	Pages        int64      `json:"pages"`
+	OrdersServed int64      `json:"orders_served"`
+	Faults       FaultStats `json:"faults"`
+	// Orders is the number of orders created so far (visible or not yet).
+	Orders int `json:"orders"`
+	// VisibleOrders is the number of orders the list endpoint can show.
+	VisibleOrders int `json:"visible_orders"`
+	// Versions is the number of order versions that have become visible
+	// (a version superseded before it became visible still counts).
+	Versions int64 `json:"versions"`
+	// PeakRequestsPerSecond is the largest number of list requests (any
+	// answer) that arrived within one second (t-1s, t] on the simulator's
+	// clock, over all t: the rate a client really inflicted.
+	PeakRequestsPerSecond int `json:"peak_requests_per_second"`
+}
+
+// FaultStats counts injected faults by type.
+type FaultStats struct {
+	Err5xx    int64 `json:"err_5xx"`
+	Hang      int64 `json:"hang"`
+	Malformed int64 `json:"malformed"`
+	EmptyPage int64 `json:"empty_page"`
+}
+
+// Stats returns every shop's counters, with the world advanced to now.
+func (s *Simulator) Stats() Stats {
+	now := s.now()
+	st := Stats{AsOf: time.UnixMicro(now).UTC(), Shops: make(map[string]ShopStats, len(s.shops))}
+	for _, sh := range s.shops {
+		sh.mu.Lock()
+		sh.world.advance(now)
+		ss := sh.stats
+		ss.Orders = len(sh.world.orders)
+		ss.VisibleOrders = sh.world.visible
+		ss.Versions = sh.world.versions
+		ss.PeakRequestsPerSecond = sh.peak.peak
+		sh.mu.Unlock()
+		st.Shops[sh.name] = ss
+	}
+	return st
+}
+
+// Truth returns a shop's ground truth as of asOf; the zero time means now.
+// asOf may lie in the past (the truth is re-derived), not in the future.
+func (s *Simulator) Truth(shopName string, asOf time.Time) (*Truth, error) {
+	t := &Truth{Shop: shopName, Orders: []TruthOrder{}}
+	err := s.eachTruth(shopName, asOf, func(at time.Time) { t.AsOf = at }, func(o TruthOrder) { t.Orders = append(t.Orders, o) })
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// eachTruth streams a shop's truth: asOf resolved, then the orders by id.
+func (s *Simulator) eachTruth(shopName string, asOf time.Time, head func(time.Time), fn func(TruthOrder)) error {
+	sh, ok := s.byName[shopName]
+	if !ok {
+		return fmt.Errorf("unknown shop %q", shopName)
+	}
+	now := s.now()
+	at := now
+	if !asOf.IsZero() {
+		if at = asOf.UnixNano() / 1000; at > now { // floor: a version visible at µs v is visible at any ns >= v*1000
+			return fmt.Errorf("as_of %s is after the simulator's now %s", asOf.UTC().Format(time.RFC3339Nano), formatMicros(now))
+		}
+	}
+	sh.mu.Lock()
+	sh.world.advance(now)
+	tv := sh.world.truthView()
+	sh.mu.Unlock()
+	head(time.UnixMicro(at).UTC())
+	tv.each(at, func(seq uint32, o *order, v version) {
+		fn(TruthOrder{ID: orderID(seq), UpdatedAt: time.UnixMicro(v.updated).UTC(), Status: v.status.String(), Total: formatCents(v.total)})
+	})
+	return nil
+}
+
+// adminAuth answers 403/401 unless the request carries the admin token.
+func (s *Simulator) adminAuth(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.AdminToken == "" {
+		writeError(w, http.StatusForbidden, "admin API disabled: no admin token configured")
+		return false
+	}
+	if !bearerMatches(r, []byte(s.cfg.AdminToken)) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sim-admin"`)
+		writeError(w, http.StatusUnauthorized, "invalid or missing admin bearer token")
+		return false
+	}
+	return true
+}
+
+// handleTruth serves GET /admin/shops/{shop}/truth[?as_of=RFC3339]. It
+// streams, since a big shop's truth is many megabytes.
+func (s *Simulator) handleTruth(w http.ResponseWriter, r *http.Request) {
+	if !s.adminAuth(w, r) {
+		return
+	}
+	shopName := r.PathValue("shop")
+	if _, ok := s.byName[shopName]; !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown shop %q", shopName))
+		return
+	}
+	var asOf time.Time
+	if v := r.URL.Query().Get("as_of"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil || t.Before(minTime) || !t.Before(maxTime) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("as_of %q is not an RFC3339 time between 1970 and 2200", v))
+			return
+		}
+		asOf = t
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	first := true
+	enc := json.NewEncoder(bw)
+	err := s.eachTruth(shopName, asOf, func(at time.Time) {
+		w.Header().Set("Content-Type", "application/json")
+		shop, _ := json.Marshal(shopName)
+		fmt.Fprintf(bw, `{"shop":%s,"as_of":%q,"orders":[`, shop, at.Format(time.RFC3339Nano))
+	}, func(o TruthOrder) {
+		if !first {
+			_ = bw.WriteByte(',')
+		}
+		first = false
+		_ = enc.Encode(o) // the trailing newline is valid JSON whitespace
+	})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	_, _ = bw.WriteString("]}\n")
+	_ = bw.Flush()
+}
+
+// handleStats serves GET /admin/stats.
+func (s *Simulator) handleStats(w http.ResponseWriter, r *http.Request) {
+	if !s.adminAuth(w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Stats())
+}

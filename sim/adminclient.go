@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// AdminClient reads a running simulator's ground truth and counters, for
+// tests and `ordersync verify`.
+type AdminClient struct {
+	// BaseURL is the simulator's base URL, e.g. http://127.0.0.1:8780.
+	BaseURL string
+	// Token is the simulator's AdminToken.
+	Token string
+	// HTTPClient defaults to a client with a one-minute timeout.
+	HTTPClient *http.Client
+}
+
+// Admin returns a client for this server's admin API.
+func (sv *Server) Admin(token string) *AdminClient {
+	return &AdminClient{BaseURL: sv.URL, Token: token}
+}
+
+// Truth returns a shop's ground truth as of the simulator's now.
+func (c *AdminClient) Truth(ctx context.Context, shop string) (*Truth, error) {
+	return c.TruthAsOf(ctx, shop, time.Time{})
+}
+
+// TruthAsOf returns a shop's ground truth as of a past instant (zero: now).
+func (c *AdminClient) TruthAsOf(ctx context.Context, shop string, asOf time.Time) (*Truth, error) {
+	q := url.Values{}
+	if !asOf.IsZero() {
+		q.Set("as_of", asOf.UTC().Format(time.RFC3339Nano))
+	}
+	var t Truth
+	if err := c.get(ctx, "/admin/shops/"+url.PathEscape(shop)+"/truth", q, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Stats returns every shop's counters.
+func (c *AdminClient) Stats(ctx context.Context) (*Stats, error) {
+	var s Stats
+	if err := c.get(ctx, "/admin/stats", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (c *AdminClient) get(ctx context.Context, path string, q url.Values, out any) error {
+	u := strings.TrimRight(c.BaseURL, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("sim admin: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Accept", "application/json")
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: time.Minute}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("sim admin: GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		var e errorBody
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return fmt.Errorf("sim admin: GET %s: HTTP %d: %s", path, resp.StatusCode, e.Error)
+		}
+		return fmt.Errorf("sim admin: GET %s: HTTP %d", path, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("sim admin: GET %s: decode: %w", path, err)
+	}
+	return nil
+}

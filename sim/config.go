@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// MaxUpdatesLimit caps Config.MaxUpdates so an order's versions fit in a
+// fixed-size buffer when they are re-derived from its seed.
+const MaxUpdatesLimit = 15
+
+// Config describes the simulated platform.
+type Config struct {
+	// Seed makes the world reproducible: same seed, same clock readings, same orders.
+	Seed int64
+	// Shops are the accounts the platform hosts, each with its own bearer token.
+	Shops []ShopConfig
+	// AdminToken protects /admin/...; empty disables the admin API.
+	AdminToken string
+	// History is how far back the backlog of orders reaches from the start time.
+	History time.Duration
+	// HistoryOrders is the number of backlog orders per shop, spread uniformly over History.
+	HistoryOrders int
+	// LiveRate is the number of new orders per second per shop after the start
+	// (a Poisson process on the simulator's clock).
+	LiveRate float64
+	// MaxUpdates is the maximum number of updates per order; each order gets
+	// a uniform 0..MaxUpdates updates (status changes, total adjustments).
+	MaxUpdates int
+	// UpdateSpread is the time after creation within which an order's updates happen.
+	UpdateSpread time.Duration
+	// Late is the maximum visibility delay: a version updated at t is listed
+	// from some time in [t, t+Late] on, still with updated_at t.
+	Late time.Duration
+	// MaxPageSize is the largest accepted limit (default 250).
+	MaxPageSize int
+	// RateLimit is the per-shop token bucket; RPS 0 means unlimited.
+	RateLimit RateLimit
+	// Faults are injected into otherwise valid list requests.
+	Faults Faults
+	// Clock is the simulator's time source (default time.Now).
+	Clock func() time.Time
+}
+
+// ShopConfig is one simulated account.
+type ShopConfig struct {
+	Name  string `json:"name"`
+	Token string `json:"token"`
+}
+
+// RateLimit is a token bucket: RPS requests per second sustained, Burst at once.
+// RPS 0 disables it; Burst 0 means max(1, ceil(RPS)).
+type RateLimit struct {
+	RPS   float64 `json:"rps"`
+	Burst int     `json:"burst"`
+}
+
+// Faults are the rates, each in [0,1] and summing to at most 1, at which a
+// valid list request is answered with a fault instead of its page.
+type Faults struct {
+	// Err5xx answers 503 with a JSON error.
+	Err5xx float64 `json:"err_5xx"`
+	// Hang sleeps HangFor (meant to exceed the client timeout), then either
+	// answers normally or drops the connection.
+	Hang float64 `json:"hang"`
+	// Malformed answers 200 with a truncated or garbled JSON body.
+	Malformed float64 `json:"malformed"`
+	// EmptyPageWithToken answers an empty page whose next token resumes
+	// exactly where the request started, so nothing is lost by following it.
+	EmptyPageWithToken float64 `json:"empty_page_with_token"`
+	// HangFor is how long a hang lasts (default 30s).
+	HangFor time.Duration `json:"hang_for"`
+}
+
+func (f Faults) total() float64 { return f.Err5xx + f.Hang + f.Malformed + f.EmptyPageWithToken }
+
+func (f Faults) validate() error {
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"Err5xx", f.Err5xx}, {"Hang", f.Hang}, {"Malformed", f.Malformed}, {"EmptyPageWithToken", f.EmptyPageWithToken}} {
+		if r.v < 0 || r.v > 1 || r.v != r.v {
+			return fmt.Errorf("fault rate %s must be in [0,1], got %v", r.name, r.v)
+		}
+	}
+	if f.total() > 1 {
+		return fmt.Errorf("fault rates sum to %v, must be at most 1", f.total())
+	}
+	if f.HangFor < 0 {
+		return fmt.Errorf("fault HangFor must not be negative, got %s", f.HangFor)
+	}
+	return nil
+}
+
+func (rl RateLimit) validate() error {
+	if rl.RPS < 0 || rl.RPS != rl.RPS || rl.Burst < 0 {
+		return fmt.Errorf("rate limit needs RPS >= 0 and Burst >= 0, got %v/%d", rl.RPS, rl.Burst)
+	}
+	return nil
+}
+
+// DefaultConfig is a small demo platform: three shops, 90 days of backlog,
+// a few live orders a minute, two-minute late visibility, 10 requests/s.
+func DefaultConfig() Config {
+	return Config{
+		Seed: 1,
+		Shops: []ShopConfig{
+			{Name: "acme", Token: "acme-token"},
+			{Name: "globex", Token: "globex-token"},
+			{Name: "initech", Token: "initech-token"},
+		},
+		AdminToken:    "sim-admin-token",
+		History:       90 * 24 * time.Hour,
+		HistoryOrders: 5000,
+		LiveRate:      0.05,
+		MaxUpdates:    3,
+		UpdateSpread:  72 * time.Hour,
+		Late:          2 * time.Minute,
+		MaxPageSize:   250,
+		RateLimit:     RateLimit{RPS: 10, Burst: 20},
+		Faults:        Faults{HangFor: 30 * time.Second},
+		Clock:         time.Now,
+	}
+}
+
+var shopNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// withDefaults validates cfg and fills in defaults.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(c.Shops) == 0 {
+		bad("at least one shop is required")
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Shops {
+		if !shopNameRE.MatchString(s.Name) {
+			bad("shop %d: name %q must be 1-63 characters of letters, digits, '.', '_' or '-'", i, s.Name)
+		}
+		if seen[s.Name] {
+			bad("shop %q is listed twice", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Token == "" {
+			bad("shop %q has no token", s.Name)
+		}
+	}
+	if c.History < 0 || c.HistoryOrders < 0 || (c.HistoryOrders > 0 && c.History <= 0) {
+		bad("history needs History > 0 when HistoryOrders > 0, got %s and %d", c.History, c.HistoryOrders)
+	}
+	if c.LiveRate < 0 || c.LiveRate != c.LiveRate {
+		bad("LiveRate must not be negative, got %v", c.LiveRate)
+	}
+	if c.MaxUpdates < 0 || c.MaxUpdates > MaxUpdatesLimit {
+		bad("MaxUpdates must be in [0,%d], got %d", MaxUpdatesLimit, c.MaxUpdates)
+	}
+	if c.UpdateSpread < 0 || c.Late < 0 {
+		bad("UpdateSpread and Late must not be negative, got %s and %s", c.UpdateSpread, c.Late)
+	}
+	if c.MaxPageSize < 0 {
+		bad("MaxPageSize must not be negative, got %d", c.MaxPageSize)
+	}
+	if err := c.RateLimit.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Faults.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("sim config: %w", errors.Join(errs...))
+	}
+	if c.MaxPageSize == 0 {
+		c.MaxPageSize = 250
+	}
+	if c.Faults.HangFor == 0 {
+		c.Faults.HangFor = 30 * time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	c.Shops = append([]ShopConfig(nil), c.Shops...)
+	return c, nil
+}
+
+// ParseShops reads "name:token,name:token" (the --shops flag format).
+func ParseShops(s string) ([]ShopConfig, error) {
+	var shops []ShopConfig
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, token, ok := strings.Cut(part, ":")
+		if !ok || name == "" || token == "" {
+			return nil, fmt.Errorf("shop %q is not name:token", name)
+		}
+		shops = append(shops, ShopConfig{Name: name, Token: token})
+	}
+	if len(shops) == 0 {
+		return nil, fmt.Errorf("no shops in %q", s)
+	}
+	return shops, nil
+}
+
+// RegisterFlags binds the settings to fs with c's current values as defaults,
+// so a CLI can do cfg := DefaultConfig(); cfg.RegisterFlags(fs); fs.Parse(...).
+// pflag users can add it with pflag.CommandLine.AddGoFlagSet(fs).
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed; same seed and clock give the same orders")
+	fs.Func("shops", "shops as name:token,name:token (default "+shopsString(c.Shops)+")", func(s string) error {
+		shops, err := ParseShops(s)
+		if err == nil {
+			c.Shops = shops
+		}
+		return err
+	})
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer token for /admin/... (empty disables the admin API)")
+	fs.DurationVar(&c.History, "history", c.History, "how far back the order backlog reaches")
+	fs.IntVar(&c.HistoryOrders, "history-orders", c.HistoryOrders, "backlog orders per shop")
+	fs.Float64Var(&c.LiveRate, "live-rate", c.LiveRate, "new orders per second per shop")
+	fs.IntVar(&c.MaxUpdates, "max-updates", c.MaxUpdates, "maximum updates per order")
+	fs.DurationVar(&c.UpdateSpread, "update-spread", c.UpdateSpread, "updates happen within this time after creation")
+	fs.DurationVar(&c.Late, "late", c.Late, "maximum visibility delay of a new version")
+	fs.IntVar(&c.MaxPageSize, "max-page-size", c.MaxPageSize, "largest accepted limit")
+	fs.Float64Var(&c.RateLimit.RPS, "rps", c.RateLimit.RPS, "per-shop rate limit in requests/s (0: unlimited)")
+	fs.IntVar(&c.RateLimit.Burst, "burst", c.RateLimit.Burst, "per-shop rate limit burst")
+	fs.Float64Var(&c.Faults.Err5xx, "fault-5xx", c.Faults.Err5xx, "rate of 503 answers")
+	fs.Float64Var(&c.Faults.Hang, "fault-hang", c.Faults.Hang, "rate of hanging requests")
+	fs.Float64Var(&c.Faults.Malformed, "fault-malformed", c.Faults.Malformed, "rate of malformed JSON bodies")
+	fs.Float64Var(&c.Faults.EmptyPageWithToken, "fault-empty-page", c.Faults.EmptyPageWithToken, "rate of empty pages that carry a next token")
+	fs.DurationVar(&c.Faults.HangFor, "hang-for", c.Faults.HangFor, "how long a hanging request hangs")
+}
+
+func shopsString(shops []ShopConfig) string {
+	names := make([]string, len(shops))
+	for i, s := range shops {
+		names[i] = s.Name + ":***"
+	}
+	return strings.Join(names, ",")
+}

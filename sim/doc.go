@@ -1,0 +1,59 @@
+// Package sim is a platform simulator: an HTTP server that plays N shops of
+// one e-commerce platform, so ordersync can be tested and demonstrated without
+// a real account. Orders are created and updated over time, become visible
+// late, are listed by update time with cursor paging, and the server answers
+// with rate limits (429) and injected faults. An admin API returns the ground
+// truth so tests and `ordersync verify` can prove that no order was lost.
+//
+// # Determinism
+//
+// The world is derived from Config.Seed and the clock readings alone; it is
+// advanced lazily to Config.Clock on every request. Creation times and order
+// seeds come from one random stream per shop in time order, and everything
+// else about an order (its updates, visibility delays, line items, customer)
+// is re-derived from the order's own seed, so the world at time t is the same
+// whichever readings led there. Every time-dependent behaviour (world, rate
+// limit, request-rate statistics) reads Config.Clock, so a test with a fake
+// clock gets the same answers on every run; only hangs sleep in real time,
+// because their purpose is to trip a real client timeout.
+//
+// # Orders and visibility
+//
+// Each order gets 0..MaxUpdates updates within UpdateSpread of its creation
+// (pending -> paid -> shipped -> delivered, with cancellations and refunds;
+// the total may change). Every version has visible_at = updated_at +
+// rand[0, Late], clamped so an order's versions become visible in order. The
+// list shows, for each order, its newest visible version, with that version's
+// updated_at: a late version appears in an older window than the time it
+// became visible, which is what overlapping requests are for.
+//
+// # HTTP API
+//
+//	GET /shops/{shop}/orders?updated_from=T&updated_to=T[&limit=N][&page_token=P]
+//	    Authorization: Bearer <shop token>
+//	    200 {"orders":[{"id","status","created_at","updated_at","currency","total",
+//	         "line_items":[{"sku","title","qty","price"}],
+//	         "customer":{"name","email","phone","address":{"street","city","zip","country"}}}],
+//	         "next_page_token":"..."}   (token absent on the last page)
+//	    Orders whose shown version has updated_at in [updated_from, updated_to),
+//	    sorted by (updated_at, id); ids are fixed-width decimal strings. T is
+//	    RFC3339 (nanoseconds allowed), limit is 1..MaxPageSize (default 50).
+//	    The token carries the window and the last (updated_at, id) returned; the
+//	    next page continues strictly after it.
+//	    400 bad window, limit or token; 401 bad token; 404 unknown shop;
+//	    429 with Retry-After (whole seconds) and X-RateLimit-Limit (requests/s);
+//	    faults: 503, a hang, a malformed 200 body, an empty page with a token.
+//	    Every error body is {"error":"..."}.
+//
+//	GET /admin/shops/{shop}/truth[?as_of=T]      Authorization: Bearer <AdminToken>
+//	    200 {"shop","as_of","orders":[{"id","updated_at","status","total"}]} by id:
+//	    every order's newest version visible at as_of (default: now; not in the future).
+//
+//	GET /admin/stats                             Authorization: Bearer <AdminToken>
+//	    200 {"as_of","shops":{"<shop>":{"requests","rate_limited","unauthorized",
+//	         "bad_requests","pages","orders_served",
+//	         "faults":{"err_5xx","hang","malformed","empty_page"},
+//	         "orders","visible_orders","versions","peak_requests_per_second"}}}
+//
+// An empty AdminToken disables the admin API (403).
+package sim

@@ -1,0 +1,64 @@
+// Package starter starts platform cursors idempotently: starting a cursor
+// that already runs is a no-op, so the CLI, `ordersync dev` and deploy
+// scripts can all call it freely.
+package starter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/searchattr"
+)
+
+// Result tells what EnsureCursor found or did.
+type Result struct {
+	WorkflowID string
+	RunID      string
+	// Started is false when the cursor was already running.
+	Started bool
+}
+
+// EnsureCursor starts the platform's cursor unless one is running. A
+// relative start ("-2160h") is resolved against now.
+func EnsureCursor(ctx context.Context, c client.Client, p config.Platform, now time.Time) (Result, error) {
+	id := api.CursorWorkflowID(p.Name)
+	if desc, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil &&
+		desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return Result{WorkflowID: id, RunID: desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()}, nil
+	}
+	start, err := p.ResolveStart(now)
+	if err != nil {
+		return Result{}, fmt.Errorf("platform %s: start: %w", p.Name, err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                p.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
+	}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start})
+	if err != nil {
+		return Result{}, fmt.Errorf("start cursor of %s: %w", p.Name, err)
+	}
+	return Result{WorkflowID: id, RunID: run.GetRunID(), Started: true}, nil
+}
+
+// EnsureCursors starts every platform's cursor, stopping at the first error.
+func EnsureCursors(ctx context.Context, c client.Client, platforms []config.Platform, now time.Time) ([]Result, error) {
+	out := make([]Result, 0, len(platforms))
+	for _, p := range platforms {
+		r, err := EnsureCursor(ctx, c, p, now)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

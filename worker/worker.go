@@ -1,0 +1,105 @@
+// Package worker runs ordersync's Temporal workers: one SDK worker per task
+// queue, serving the workflows and activities of every platform on that
+// queue. A busy platform gets its own queue and many worker processes; quiet
+// platforms share one.
+package worker
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/workflows"
+)
+
+// DefaultStopTimeout is how long a stopping worker lets running activities
+// finish before it gives up on them (Temporal then retries them elsewhere).
+const DefaultStopTimeout = 30 * time.Second
+
+// Options configures the workers of one process.
+type Options struct {
+	Client    client.Client
+	Store     activities.OrderStore
+	Platforms []config.Platform
+	Alerter   activities.Alerter
+	Logger    *slog.Logger
+	// StopTimeout bounds the drain on shutdown (default DefaultStopTimeout).
+	StopTimeout time.Duration
+}
+
+// Workers is a started set of task-queue workers.
+type Workers struct {
+	queues  []string
+	workers []sdkworker.Worker
+}
+
+// QueuePlan groups platforms by task queue and sums their request rates:
+// the sum is the queue's activity rate limit, which the Temporal server
+// enforces across every worker polling that queue.
+func QueuePlan(platforms []config.Platform) map[string]float64 {
+	plan := map[string]float64{}
+	for _, p := range platforms {
+		plan[p.TaskQueue] += p.RateLimit.RPS
+	}
+	return plan
+}
+
+// Start starts one worker per task queue of the given platforms.
+func Start(opts Options) (*Workers, error) {
+	if len(opts.Platforms) == 0 {
+		return nil, fmt.Errorf("no platforms to serve")
+	}
+	if opts.StopTimeout == 0 {
+		opts.StopTimeout = DefaultStopTimeout
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	acts := &activities.Activities{
+		Store:      opts.Store,
+		Connectors: activities.NewConnectorCache(),
+		Limiters:   activities.NewLimiters(),
+		Client:     opts.Client,
+		Alerter:    opts.Alerter,
+		Logger:     logger,
+	}
+	plan := QueuePlan(opts.Platforms)
+	ws := &Workers{}
+	for q := range plan {
+		ws.queues = append(ws.queues, q)
+	}
+	sort.Strings(ws.queues)
+	for _, q := range ws.queues {
+		w := sdkworker.New(opts.Client, q, sdkworker.Options{
+			TaskQueueActivitiesPerSecond: plan[q],
+			WorkerStopTimeout:            opts.StopTimeout,
+		})
+		workflows.Register(w)
+		w.RegisterActivity(acts)
+		if err := w.Start(); err != nil {
+			ws.Stop()
+			return nil, fmt.Errorf("start worker for task queue %s: %w", q, err)
+		}
+		ws.workers = append(ws.workers, w)
+		logger.Info("worker polling", "task_queue", q, "activities_per_second", plan[q])
+	}
+	return ws, nil
+}
+
+// Queues lists the task queues served.
+func (ws *Workers) Queues() []string { return ws.queues }
+
+// Stop drains every worker: no new tasks are taken, running activities get
+// up to StopTimeout to finish.
+func (ws *Workers) Stop() {
+	for _, w := range ws.workers {
+		w.Stop()
+	}
+}
