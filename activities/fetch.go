@@ -16,7 +16,7 @@ import (
 const (
 	// ErrPermanent marks errors retrying cannot fix (bad credentials, a
 	// rejected request); the slice goes to the dead-letter workflow at once.
-	ErrPermanent = "PermanentError"
+	ErrPermanent   = "PermanentError"
 	ErrRateLimited = "RateLimited"
 	ErrTransient   = "TransientError"
 	ErrMalformed   = "MalformedResponse"

@@ -22,7 +22,7 @@ const (
 
 // DeadLetterInput starts or continues a dead-letter workflow.
 type DeadLetterInput struct {
-	Platform config.Platform  `json:"platform"`
+	Platform config.Platform   `json:"platform"`
 	Entries  []DeadLetterEntry `json:"entries,omitempty"`
 }
 

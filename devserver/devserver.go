@@ -121,9 +121,7 @@ func Start(opts Options) (*Server, error) {
 				return nil, fmt.Errorf("set up Temporal schema in %s: %w", opts.DatabasePath, err)
 			}
 		}
-	} else if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
-		return nil, fmt.Errorf("set up in-memory Temporal schema: %w", err)
-	}
+	} // an in-memory database gets its schema from the SQLite plugin itself
 	if err := createNamespace(&opts, sqlCfg, cfg.ClusterMetadata.CurrentClusterName); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+	_ "github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/devserver"
+	"github.com/ordersync/ordersync/internal/verify"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/starter"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/worker"
+)
+
+const adminToken = "e2e-admin"
+
+// startServer starts an embedded Temporal server on free ports with its
+// database in dbPath (empty: in memory), logging to the test's temp dir.
+func startServer(t *testing.T, dbPath string) *devserver.Server {
+	t.Helper()
+	srv, err := devserver.Start(devserver.Options{
+		DatabasePath: dbPath,
+		FrontendPort: -1,
+		LogFile:      filepath.Join(t.TempDir(), "temporal.log"),
+	})
+	require.NoError(t, err)
+	return srv
+}
+
+func dial(t *testing.T, srv *devserver.Server) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: quietLogger{}})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// system is a running ordersync: server, simulator, store, worker.
+type system struct {
+	t       *testing.T
+	srv     *devserver.Server
+	client  client.Client
+	sim     *sim.Simulator
+	simSrv  *sim.Server
+	store   store.Store
+	workers *worker.Workers
+	file    *config.File
+}
+
+// startSystem starts everything; platformsYAML may use {{SIM}} for the
+// simulator's base URL. Shop tokens are put in ORDERSYNC_E2E_<SHOP>_TOKEN.
+func startSystem(t *testing.T, simCfg sim.Config, platformsYAML string) *system {
+	t.Helper()
+	s := &system{t: t}
+	s.srv = startServer(t, "")
+	t.Cleanup(func() { _ = s.srv.Stop() })
+	s.client = dial(t, s.srv)
+
+	simCfg.AdminToken = adminToken
+	for _, shop := range simCfg.Shops {
+		t.Setenv("ORDERSYNC_E2E_"+strings.ToUpper(shop.Name)+"_TOKEN", shop.Token)
+	}
+	var err error
+	s.sim, err = sim.New(simCfg)
+	require.NoError(t, err)
+	s.simSrv, err = s.sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.simSrv.Close() })
+
+	s.file, err = config.Parse([]byte(strings.ReplaceAll(platformsYAML, "{{SIM}}", s.simSrv.URL)))
+	require.NoError(t, err)
+	s.store, err = store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "orders.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.store.Close() })
+	s.workers, err = worker.Start(worker.Options{Client: s.client, Store: s.store, Platforms: s.file.Platforms, StopTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(s.workers.Stop)
+	return s
+}
+
+func (s *system) startCursors() {
+	_, err := starter.EnsureCursors(context.Background(), s.client, s.file.Platforms, time.Now())
+	require.NoError(s.t, err)
+}
+
+func (s *system) status(platform string) api.CursorStatus {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := s.client.QueryWorkflow(ctx, api.CursorWorkflowID(platform), "", api.QueryStatus)
+	require.NoError(s.t, err)
+	var st api.CursorStatus
+	require.NoError(s.t, v.Get(&st))
+	return st
+}
+
+// waitWatermark waits until the platform's watermark reaches at least t.
+func (s *system) waitWatermark(platform string, t time.Time, timeout time.Duration) api.CursorStatus {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st := s.status(platform)
+		if !st.Watermark.Before(t) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: watermark %s did not reach %s within %s; status: %+v", platform, st.Watermark, t, timeout, st)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// verify compares the store with the simulator's ground truth for one shop.
+func (s *system) verify(platform, shop string) verify.Report {
+	s.t.Helper()
+	admin := &sim.AdminClient{BaseURL: s.simSrv.URL, Token: adminToken}
+	truth, err := admin.Truth(context.Background(), shop)
+	require.NoError(s.t, err)
+	expected := make([]verify.Expected, len(truth.Orders))
+	for i, o := range truth.Orders {
+		expected[i] = verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt}
+	}
+	stored, err := s.store.OrderVersions(context.Background(), platform)
+	require.NoError(s.t, err)
+	return verify.Compare(platform, expected, stored)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...interface{}) {}
+func (quietLogger) Info(string, ...interface{})  {}
+
+// Warn and Error are shown with ORDERSYNC_E2E_VERBOSE=1: the chaos in these
+// tests makes activities fail on purpose, and the SDK logs every failure.
+func (quietLogger) Warn(msg string, kv ...interface{})  { verbose("WARN", msg, kv) }
+func (quietLogger) Error(msg string, kv ...interface{}) { verbose("ERROR", msg, kv) }
+
+func verbose(level, msg string, kv []interface{}) {
+	if os.Getenv("ORDERSYNC_E2E_VERBOSE") != "" {
+		fmt.Fprintln(os.Stderr, append([]interface{}{level, msg}, kv...)...)
+	}
+}
