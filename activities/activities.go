@@ -16,6 +16,7 @@ import (
 )
 
 //go:generate go run go.uber.org/mock/mockgen -destination=mocks_test.go -package=activities . ConnectorSource,OrderStore
+//go:generate go run go.uber.org/mock/mockgen -destination=mock_connector_test.go -package=activities github.com/ordersync/ordersync/connectors Connector
 
 // ConnectorSource builds (or reuses) the connector for a platform's settings.
 type ConnectorSource interface {

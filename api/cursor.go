@@ -31,6 +31,11 @@ type CursorInput struct {
 	Start time.Time `json:"start"`
 	// State is set when the cursor continues as new.
 	State *CursorState `json:"state,omitempty"`
+	// MaxSlicesPerRun caps one run's history: after starting this many slices
+	// the cursor drains and continues as new. It travels in the input (0:
+	// the default) so that changing the default never changes how a
+	// recorded history replays.
+	MaxSlicesPerRun int `json:"max_slices_per_run,omitempty"`
 }
 
 // PauseRequest is the optional payload of SignalPause.
@@ -128,4 +133,6 @@ type CursorStatus struct {
 	Runs       int        `json:"runs"`
 	Interval   string     `json:"interval"`
 	TaskQueue  string     `json:"task_queue"`
+	// Settings are the platform settings the cursor runs with now.
+	Settings config.Platform `json:"settings"`
 }

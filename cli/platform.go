@@ -14,9 +14,11 @@ import (
 func newPlatformCommand(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "platform",
-		Short: "Start and inspect platform cursors",
+		Short: "Start, pause, resume, inspect and reconfigure platform cursors",
 	}
-	cmd.AddCommand(newPlatformStartCommand(app))
+	cmd.AddCommand(newPlatformStartCommand(app), newPlatformListCommand(app),
+		newPlatformPauseCommand(app, true), newPlatformPauseCommand(app, false),
+		newPlatformStatusCommand(app), newPlatformApplyCommand(app))
 	return cmd
 }
 

@@ -66,7 +66,8 @@ platforms come from a YAML file (--platforms-file, ORDERSYNC_PLATFORMS_FILE).`,
 	}
 	root.PersistentFlags().StringVarP(&app.PlatformsFile, "platforms-file", "f", "", "platforms YAML file (default $ORDERSYNC_PLATFORMS_FILE or platforms.yaml)")
 	root.PersistentFlags().StringVarP(&app.Output, "output", "o", "table", "output format: table or json")
-	root.AddCommand(newWorkerCommand(app), newSimCommand(app), newPlatformCommand(app), newConfigCommand(app))
+	root.AddCommand(newWorkerCommand(app), newSimCommand(app), newPlatformCommand(app), newConfigCommand(app),
+		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app))
 	return root
 }
 

@@ -44,6 +44,11 @@ type Config struct {
 	Faults Faults
 	// Clock is the simulator's time source (default time.Now).
 	Clock func() time.Time
+	// Start, when set, is the instant the backlog ends and live creation
+	// begins; by default the first clock reading. Restarting a simulator
+	// with the same Seed and Start replays the same world, which is how
+	// `ordersync dev` survives restarts.
+	Start time.Time
 }
 
 // ShopConfig is one simulated account.

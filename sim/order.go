@@ -135,15 +135,6 @@ func visibleAt(vs []version, t int64) int {
 // order, which keeps the (updated_at, id) sort cheap.
 func orderID(seq uint32) string { return strconv.FormatUint(1_000_000_000+uint64(seq), 10) }
 
-// parseOrderID is the inverse of orderID.
-func parseOrderID(id string) (uint32, bool) {
-	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil || len(id) != 10 || n <= 1_000_000_000 || n-1_000_000_000 > 1<<32-1 {
-		return 0, false
-	}
-	return uint32(n - 1_000_000_000), true
-}
-
 func formatMicros(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }
 
 func formatCents(c int64) string {

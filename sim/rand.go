@@ -40,11 +40,6 @@ func (r *rng) exp(rate float64) float64 {
 	return -math.Log(1-r.float()) / rate
 }
 
-// pick returns one element of list.
-func pick[T any](r *rng, list []T) T {
-	return list[r.intn(int64(len(list)))]
-}
-
 // hashString is FNV-1a, used to give each shop its own random streams.
 func hashString(s string) uint64 {
 	h := uint64(14695981039346656037)

@@ -46,7 +46,14 @@ func New(cfg Config) (*Simulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Simulator{cfg: cfg, start: cfg.Clock().UnixMicro(), byName: map[string]*shop{}}
+	start := cfg.Clock().UnixMicro()
+	if !cfg.Start.IsZero() {
+		if cfg.Start.After(cfg.Clock()) {
+			return nil, fmt.Errorf("simulator start %s is in the future", cfg.Start.Format(time.RFC3339))
+		}
+		start = cfg.Start.UnixMicro()
+	}
+	s := &Simulator{cfg: cfg, start: start, byName: map[string]*shop{}}
 	s.last.Store(s.start)
 	for _, sc := range cfg.Shops {
 		h := hashString(sc.Name)

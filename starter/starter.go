@@ -15,6 +15,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/workflows"
 )
 
 // Result tells what EnsureCursor found or did.
@@ -43,7 +44,7 @@ func EnsureCursor(ctx context.Context, c client.Client, p config.Platform, now t
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
-	}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start})
+	}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: workflows.DefaultMaxSlicesPerRun})
 	if err != nil {
 		return Result{}, fmt.Errorf("start cursor of %s: %w", p.Name, err)
 	}

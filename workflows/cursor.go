@@ -13,10 +13,10 @@ import (
 	"github.com/ordersync/ordersync/internal/searchattr"
 )
 
-// MaxSlicesPerRun caps one cursor run's history: after starting this many
-// slices the cursor drains and continues as new, even if the server has not
-// suggested it yet. A variable so tests can make it small.
-var MaxSlicesPerRun = 400
+// DefaultMaxSlicesPerRun caps one cursor run's history when the input does
+// not say otherwise: after starting this many slices the cursor drains and
+// continues as new, even if the server has not suggested it yet.
+const DefaultMaxSlicesPerRun = 400
 
 // MaxReprocessSlices bounds one reprocess request, so a typo in a year
 // cannot queue a million slices into the cursor's state.
@@ -42,6 +42,8 @@ type cursor struct {
 	windows  config.Windows
 	start    time.Time
 	st       api.CursorState
+	// maxSlicesPerRun comes from the input (see api.CursorInput).
+	maxSlicesPerRun int
 
 	children       map[string]workflow.ChildWorkflowFuture // slices started by this run
 	startedThisRun int
@@ -61,7 +63,11 @@ func newCursor(in api.CursorInput) (*cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cursor{platform: in.Platform, windows: ws, start: in.Start, children: map[string]workflow.ChildWorkflowFuture{}}
+	c := &cursor{platform: in.Platform, windows: ws, start: in.Start, maxSlicesPerRun: in.MaxSlicesPerRun,
+		children: map[string]workflow.ChildWorkflowFuture{}}
+	if c.maxSlicesPerRun <= 0 {
+		c.maxSlicesPerRun = DefaultMaxSlicesPerRun
+	}
 	if in.State != nil {
 		c.st = *in.State
 		// Nothing runs across continue-as-new (the cursor drains first); a
@@ -87,7 +93,12 @@ func (c *cursor) run(ctx workflow.Context) error {
 	sig := c.signalChannels(ctx)
 	for {
 		c.now = workflow.Now(ctx)
-		if !c.draining && (workflow.GetInfo(ctx).GetContinueAsNewSuggested() || c.startedThisRun >= MaxSlicesPerRun) {
+		if err := ctx.Err(); err != nil {
+			// Cancelled: stop here. Without this check every new timer and
+			// child is cancelled at once and the loop never blocks again.
+			return err
+		}
+		if !c.draining && (workflow.GetInfo(ctx).GetContinueAsNewSuggested() || c.startedThisRun >= c.maxSlicesPerRun) {
 			c.draining = true
 		}
 		if c.draining && c.running() == 0 {
@@ -98,7 +109,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 			c.st.Runs++
 			next := workflow.WithWorkflowTaskQueue(ctx, c.platform.TaskQueue)
 			return workflow.NewContinueAsNewError(next, api.CursorWorkflowType,
-				api.CursorInput{Platform: c.platform, Start: c.start, State: &c.st})
+				api.CursorInput{Platform: c.platform, Start: c.start, State: &c.st, MaxSlicesPerRun: c.maxSlicesPerRun})
 		}
 		if !c.draining {
 			c.launch(ctx)
@@ -107,7 +118,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 
 		sel := workflow.NewSelector(ctx)
 		c.addChildFutures(ctx, sel)
-		sig.addTo(sel, c)
+		sig.addTo(ctx, sel, c)
 		sel.AddReceive(c.wake, func(ch workflow.ReceiveChannel, _ bool) { ch.ReceiveAsync(nil) })
 		if !wakeAt.IsZero() {
 			sel.AddFuture(c.ensureTimer(ctx, wakeAt), func(workflow.Future) { c.timer = nil })
@@ -137,6 +148,9 @@ func (c *cursor) launch(ctx workflow.Context) {
 			ID: api.SliceWorkflowID(c.platform.Name, c.st.Next, end), Start: c.st.Next, End: end,
 		})
 		c.st.Next = end
+		if _, busy := c.children[c.st.Pending[len(c.st.Pending)-1].ID]; busy {
+			continue // a reprocess of this very slice runs; it starts after that
+		}
 		c.startChild(ctx, &c.st.Pending[len(c.st.Pending)-1])
 	}
 }
@@ -145,6 +159,9 @@ func (c *cursor) nextWaiting(open bool) *api.SliceRef {
 	for _, list := range [][]api.SliceRef{c.st.Pending, c.st.Reprocess} {
 		for i := range list {
 			r := &list[i]
+			if _, busy := c.children[r.ID]; busy {
+				continue // one workflow ID, one run at a time
+			}
 			if !r.Running && !r.Done && !r.NotBefore.After(c.now) && (open || r.Force) {
 				return r
 			}
@@ -188,10 +205,11 @@ func (c *cursor) addChildFutures(ctx workflow.Context, sel workflow.Selector) {
 }
 
 func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future) {
+	c.now = workflow.Now(ctx) // the loop read the clock before it blocked
 	delete(c.children, id)
 	var res api.SliceResult
 	err := f.Get(ctx, &res)
-	list, i := c.find(id)
+	list, i := c.findRunning(id)
 	if i < 0 {
 		return
 	}
@@ -259,15 +277,30 @@ func (c *cursor) count(res api.SliceResult) {
 	k.OrdersOutsideRange += int64(res.OrdersOutsideRange)
 }
 
-func (c *cursor) find(id string) (*[]api.SliceRef, int) {
+// findRunning finds the ref whose child just ended: a regular slice and a
+// reprocess request may share an ID, but only one of them runs at a time.
+func (c *cursor) findRunning(id string) (*[]api.SliceRef, int) {
 	for _, list := range []*[]api.SliceRef{&c.st.Pending, &c.st.Reprocess} {
 		for i := range *list {
-			if (*list)[i].ID == id {
+			if (*list)[i].ID == id && (*list)[i].Running {
 				return list, i
 			}
 		}
 	}
 	return nil, -1
+}
+
+// willRun says whether a slice with this ID is queued or running, so a
+// reprocess request need not queue it again.
+func (c *cursor) willRun(id string) bool {
+	for _, list := range [][]api.SliceRef{c.st.Pending, c.st.Reprocess} {
+		for _, r := range list {
+			if r.ID == id && !r.Done {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c *cursor) running() int {

@@ -34,12 +34,12 @@ func (c *cursor) registerHandlers(ctx workflow.Context) error {
 			return c.status(), nil
 		}, workflow.UpdateHandlerOptions{}},
 		{api.SignalReprocess, func(ctx workflow.Context, req api.ReprocessRequest) (int, error) {
+			c.now = workflow.Now(ctx)
 			n, err := c.applyReprocess(req)
 			c.poke()
 			return n, err
 		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req api.ReprocessRequest) error {
-			c.now = workflow.Now(ctx)
-			return c.validateReprocess(req)
+			return c.validateReprocess(req, workflow.Now(ctx))
 		}}},
 		{api.SignalConfig, func(ctx workflow.Context, p config.Platform) (api.CursorStatus, error) {
 			err := c.applyConfig(p)
@@ -78,6 +78,7 @@ func (c *cursor) status() api.CursorStatus {
 		Runs:       c.st.Runs,
 		Interval:   c.platform.Interval.String(),
 		TaskQueue:  c.platform.TaskQueue,
+		Settings:   c.platform,
 	}
 	if c.st.Paused && c.st.PauseReason != "" {
 		s.Waiting = api.WaitPaused + ": " + c.st.PauseReason

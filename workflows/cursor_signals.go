@@ -62,13 +62,14 @@ func (s *cursorSignals) ordered() []workflow.ReceiveChannel {
 	return []workflow.ReceiveChannel{s.pause, s.resume, s.reprocess, s.config}
 }
 
-func (s *cursorSignals) addTo(sel workflow.Selector, c *cursor) {
+func (s *cursorSignals) addTo(ctx workflow.Context, sel workflow.Selector, c *cursor) {
 	h := s.handlers(c)
 	for _, ch := range s.ordered() {
 		apply := h[ch]
 		sel.AddReceive(ch, func(ch workflow.ReceiveChannel, _ bool) {
 			var raw json.RawMessage
-			ch.Receive(nil, &raw)
+			ch.Receive(ctx, &raw)
+			c.now = workflow.Now(ctx) // the loop read the clock before it blocked
 			apply(raw)
 		})
 	}
@@ -112,14 +113,16 @@ func (c *cursor) applyResume() {
 	c.st.PauseReason = ""
 }
 
-func (c *cursor) validateReprocess(req api.ReprocessRequest) error {
+// validateReprocess checks a request against now; it changes nothing, as
+// update validators do not run on replay.
+func (c *cursor) validateReprocess(req api.ReprocessRequest, now time.Time) error {
 	switch {
 	case req.From.IsZero() || req.To.IsZero():
 		return fmt.Errorf("from and to are both required (RFC3339 times)")
 	case !req.From.Before(req.To):
 		return fmt.Errorf("from %s is not before to %s", req.From.Format(time.RFC3339), req.To.Format(time.RFC3339))
-	case req.To.After(c.now):
-		return fmt.Errorf("to %s is in the future (now %s)", req.To.Format(time.RFC3339), c.now.Format(time.RFC3339))
+	case req.To.After(now):
+		return fmt.Errorf("to %s is in the future (now %s)", req.To.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
 	if n := int(req.To.Sub(req.From)/c.platform.Interval.D()) + 1; n > MaxReprocessSlices {
 		return fmt.Errorf("range needs %d slices of %s, more than %d; ask for a shorter range", n, c.platform.Interval, MaxReprocessSlices)
@@ -128,9 +131,9 @@ func (c *cursor) validateReprocess(req api.ReprocessRequest) error {
 }
 
 // applyReprocess queues [From, To) in interval-sized slices, exactly that
-// range; a slice already queued is not queued twice.
+// range; a slice already queued or running is not queued twice.
 func (c *cursor) applyReprocess(req api.ReprocessRequest) (int, error) {
-	if err := c.validateReprocess(req); err != nil {
+	if err := c.validateReprocess(req, c.now); err != nil {
 		return 0, err
 	}
 	from, to := req.From.UTC(), req.To.UTC()
@@ -141,7 +144,7 @@ func (c *cursor) applyReprocess(req api.ReprocessRequest) (int, error) {
 			e = to
 		}
 		id := api.SliceWorkflowID(c.platform.Name, s, e)
-		if _, i := c.find(id); i >= 0 {
+		if c.willRun(id) {
 			continue
 		}
 		c.st.Reprocess = append(c.st.Reprocess, api.SliceRef{ID: id, Start: s, End: e, Force: req.Force})

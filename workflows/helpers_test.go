@@ -3,13 +3,18 @@ package workflows_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -20,19 +25,28 @@ import (
 	"github.com/ordersync/ordersync/workflows"
 )
 
-// t0 is the test environment's clock at the start of every test: a Monday
-// noon, so work windows and slice boundaries are easy to read.
+// t0 is the test clock at the start of every test: a Monday noon.
 var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
 const platformName = "shop-x"
 
-// acts names activities for OnActivity. A method value on an instance, not
-// (*Activities).FetchPage: the SDK needs the registered signature, without
-// the receiver parameter.
+// acts names activities for OnActivity. It is a method value on an
+// instance, not (*Activities).FetchPage: the SDK matches the registered
+// signature, which has no receiver parameter.
 var acts = &activities.Activities{}
 
-// testPlatform is a valid platform with small, readable numbers: 15-minute
-// slices, 2-minute overlap, 1-minute settle, 4 in flight, 2 retries.
+// at is t0 plus a readable offset ("-2h", "15m").
+func at(offset string) time.Time {
+	d, err := time.ParseDuration(offset)
+	if err != nil {
+		panic(err)
+	}
+	return t0.Add(d)
+}
+
+// testPlatform is a valid platform with readable numbers: 15-minute slices,
+// 2-minute overlap, 1-minute settle, 4 in flight, 2 retries 1s apart, and a
+// backfill that starts two hours before t0.
 func testPlatform(t *testing.T) config.Platform {
 	t.Helper()
 	p := config.BuiltinDefaults()
@@ -40,7 +54,7 @@ func testPlatform(t *testing.T) config.Platform {
 	p.Kind = "sim"
 	p.Endpoint = "http://127.0.0.1:1/shops/x"
 	p.Credentials = config.CredentialRef{Env: "X"}
-	p.Start = "2026-03-02T10:00:00Z"
+	p.Start = at("-2h").Format(time.RFC3339)
 	p.TaskQueue = "orders-x"
 	p.Retries = 2
 	p.RetryInterval = config.Duration(time.Second)
@@ -51,34 +65,58 @@ func testPlatform(t *testing.T) config.Platform {
 }
 
 // newEnv returns a test environment with the workflows and activities
-// registered and the clock at t0.
+// registered, the clock at t0, and the SDK's logs dropped (failing
+// activities are what these tests are about).
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
+	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	workflows.Register(env)
 	env.RegisterActivity(acts)
 	env.SetStartTime(t0)
-	env.SetTestTimeout(30 * time.Second)
+	env.SetTestTimeout(20 * time.Second)
 	return env
 }
 
-// fetchCall is one FetchPage call as the activity saw it.
+// fetchCall is one FetchPage attempt, as the activity saw it.
 type fetchCall struct {
-	In activities.FetchPageInput
-	At time.Time // test clock when the activity ran
+	In      activities.FetchPageInput
+	At      time.Time // test clock when the attempt started
+	Attempt int32
 }
 
-// pageLog records FetchPage calls; activities run on their own goroutines.
+// pageLog records FetchPage attempts (when they start) and slices whose
+// last page has been stored (when it returns). Activities run on their own
+// goroutines, hence the lock.
 type pageLog struct {
-	mu    sync.Mutex
-	calls []fetchCall
+	mu       sync.Mutex
+	calls    []fetchCall
+	finished map[string]time.Time
 }
 
-func (l *pageLog) add(env *testsuite.TestWorkflowEnvironment, in activities.FetchPageInput) {
+// watchPages records every FetchPage attempt's input and start time.
+func watchPages(env *testsuite.TestWorkflowEnvironment) *pageLog {
+	l := &pageLog{finished: map[string]time.Time{}}
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name != "FetchPage" {
+			return
+		}
+		var in activities.FetchPageInput
+		if err := args.Get(&in); err != nil {
+			panic(err)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.calls = append(l.calls, fetchCall{In: in, At: env.Now().UTC(), Attempt: info.Attempt})
+	})
+	return l
+}
+
+func (l *pageLog) finish(id string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.calls = append(l.calls, fetchCall{In: in, At: env.Now()})
+	l.finished[id] = at
 }
 
 func (l *pageLog) all() []fetchCall {
@@ -87,35 +125,89 @@ func (l *pageLog) all() []fetchCall {
 	return append([]fetchCall(nil), l.calls...)
 }
 
-// slices returns the distinct slice IDs asked for, in first-call order.
-func (l *pageLog) slices() []string {
-	seen := map[string]bool{}
-	var ids []string
+// since returns the attempts started at or after t.
+func (l *pageLog) since(t time.Time) []fetchCall {
+	var out []fetchCall
 	for _, c := range l.all() {
+		if !c.At.Before(t) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// finishedAt is when the slice's last page was stored (zero: not yet).
+func (l *pageLog) finishedAt(id string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.finished[id]
+}
+
+// isFinished says whether the slice's last page had been stored.
+func (l *pageLog) isFinished(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.finished[id]
+	return ok
+}
+
+// sliceIDs returns the distinct slice IDs of calls, sorted.
+func sliceIDs(calls []fetchCall) []string {
+	seen := map[string]bool{}
+	ids := []string{}
+	for _, c := range calls {
 		if !seen[c.In.SliceID] {
 			seen[c.In.SliceID] = true
 			ids = append(ids, c.In.SliceID)
 		}
 	}
+	sort.Strings(ids)
 	return ids
 }
 
-// onePage mocks FetchPage as a single page of one order for every slice,
-// recording each call.
-func onePage(env *testsuite.TestWorkflowEnvironment, log *pageLog) {
-	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FetchPageInput) (activities.FetchPageResult, error) {
-			log.add(env, in)
-			return activities.FetchPageResult{Fetched: 1, Inserted: 1}, nil
-		}).Maybe()
+// pageResult decides one page: the result, or an error.
+type pageResult func(in activities.FetchPageInput) (activities.FetchPageResult, error)
+
+// onePage is a page of one new order and no next page.
+func onePage(activities.FetchPageInput) (activities.FetchPageResult, error) {
+	return activities.FetchPageResult{Fetched: 1, Inserted: 1}, nil
 }
 
-// sliceID is the slice workflow ID of [start, start+d) on the test platform.
-func sliceID(start time.Time, d time.Duration) string {
-	return api.SliceWorkflowID(platformName, start, start.Add(d))
+// mockPages mocks FetchPage with fn, taking delay(sliceID) of test-clock
+// time for the listed slices and no time for the others. A slice counts as
+// finished in l when a page without a next token returns.
+func mockPages(env *testsuite.TestWorkflowEnvironment, l *pageLog, fn pageResult, delays map[string]time.Duration) {
+	ret := func(_ context.Context, in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		r, err := fn(in)
+		if err == nil && r.NextToken == "" {
+			l.finish(in.SliceID, env.Now().UTC())
+		}
+		return r, err
+	}
+	ids := make([]string, 0, len(delays))
+	for id := range delays {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		env.OnActivity(acts.FetchPage, mock.Anything, mock.MatchedBy(func(in activities.FetchPageInput) bool {
+			return in.SliceID == id
+		})).After(delays[id]).Return(ret).Maybe()
+	}
+	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(ret).Maybe()
 }
 
-// tiles returns the IDs of consecutive d-long slices from from to to.
+// window parses a slice ID back into its [start, end).
+func window(t *testing.T, id string) api.Range {
+	t.Helper()
+	p, s, e, err := api.ParseSliceWorkflowID(id)
+	require.NoError(t, err)
+	require.Equal(t, platformName, p)
+	return api.Range{Start: s, End: e}
+}
+
+// tiles returns the IDs of consecutive d-long slices from from to to; the
+// last one ends at to even if shorter.
 func tiles(from, to time.Time, d time.Duration) []string {
 	var ids []string
 	for s := from; s.Before(to); s = s.Add(d) {
@@ -128,7 +220,7 @@ func tiles(from, to time.Time, d time.Duration) []string {
 	return ids
 }
 
-// cursorInput starts the test platform's cursor at its configured start.
+// cursorInput starts the cursor at the platform's configured start.
 func cursorInput(t *testing.T, p config.Platform) api.CursorInput {
 	t.Helper()
 	start, err := p.ResolveStart(t0)
@@ -146,7 +238,15 @@ func status(t *testing.T, env *testsuite.TestWorkflowEnvironment) api.CursorStat
 	return s
 }
 
-// stopAt cancels the workflow under test at t0+d, after fn (if any) ran.
+// every runs fn at t0+step, t0+2*step, ... up to t0+until.
+func every(env *testsuite.TestWorkflowEnvironment, step, until time.Duration, fn func()) {
+	for d := step; d <= until; d += step {
+		env.RegisterDelayedCallback(fn, d)
+	}
+}
+
+// stopAt runs fn (if any) at t0+d and then cancels the workflow under test;
+// cursors and dead-letter workflows never end on their own.
 func stopAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, fn func()) {
 	env.RegisterDelayedCallback(func() {
 		if fn != nil {
@@ -156,24 +256,77 @@ func stopAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, fn func()) 
 	}, d)
 }
 
-// requireCanceled checks the workflow ended because the test cancelled it.
-func requireCanceled(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
+// requireStopped checks the workflow ran until the test cancelled it.
+func requireStopped(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
 	err := env.GetWorkflowError()
-	require.Error(t, err)
-	require.True(t, temporal.IsCanceledError(err), "want a cancellation, got %v", err)
+	require.True(t, temporal.IsCanceledError(err), "want the test's cancellation, got %v", err)
 }
 
-// continuedAs decodes the cursor input carried by a continue-as-new.
-func continuedAs(t *testing.T, env *testsuite.TestWorkflowEnvironment) api.CursorInput {
+// continuedAs decodes the input a workflow continued as new with.
+func continuedAs(t *testing.T, env *testsuite.TestWorkflowEnvironment, workflowType string, into any) {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(env.GetWorkflowError(), &can), "want continue-as-new, got %v", env.GetWorkflowError())
-	require.Equal(t, api.CursorWorkflowType, can.WorkflowType.Name)
-	var in api.CursorInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &in))
-	require.NotNil(t, in.State, "continue-as-new must carry the cursor state")
-	return in
+	require.Equal(t, workflowType, can.WorkflowType.Name)
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, into))
+}
+
+// unfinished returns the status's in-flight and queued slices.
+func unfinished(s api.CursorStatus) []api.SliceRef {
+	return append(append([]api.SliceRef{}, s.InFlight...), s.Queued...)
+}
+
+// covered says whether the union of ranges covers [from, to).
+func covered(ranges []api.Range, from, to time.Time) bool {
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i].Start.Before(ranges[j].Start) })
+	reach := from
+	for _, r := range ranges {
+		if r.Start.After(reach) {
+			break
+		}
+		if r.End.After(reach) {
+			reach = r.End
+		}
+	}
+	return !reach.Before(to)
+}
+
+// updateOutcome collects what the test environment reports for one update.
+type updateOutcome struct {
+	accepted bool
+	rejected error
+	done     bool
+	result   any
+	err      error
+}
+
+// sendUpdate sends an update from inside a delayed callback; the outcome
+// fills in as the workflow handles it.
+func sendUpdate(env *testsuite.TestWorkflowEnvironment, name string, args ...any) *updateOutcome {
+	o := &updateOutcome{}
+	updateSeq++
+	env.UpdateWorkflow(name, fmt.Sprintf("%s-%d", name, updateSeq), &testsuite.TestUpdateCallback{
+		OnAccept: func() { o.accepted = true },
+		OnReject: func(err error) { o.rejected = err },
+		OnComplete: func(res any, err error) {
+			o.done, o.result, o.err = true, res, err
+		},
+	}, args...)
+	return o
+}
+
+var updateSeq int
+
+func sortedCopy(ids []string) []string {
+	out := append([]string{}, ids...)
+	sort.Strings(out)
+	return out
+}
+
+// sliceID is the workflow ID of the slice [start, start+d).
+func sliceID(start time.Time, d time.Duration) string {
+	return api.SliceWorkflowID(platformName, start, start.Add(d))
 }

@@ -118,7 +118,7 @@ func (s *sliceRun) finish(ctx workflow.Context, state string) (api.SliceResult, 
 func rootMessage(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return app.Error()
+		return app.Message() // Error() appends "(type: ..., retryable: ...)"
 	}
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) {

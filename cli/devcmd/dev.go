@@ -98,7 +98,7 @@ func run(ctx context.Context, app *cli.App, o options) error {
 	}
 
 	if o.simListen != "" {
-		simSrv, err := startDemoSimulator(o.simListen)
+		simSrv, err := startDemoSimulator(o.simListen, filepath.Join(app.Process.DataDir, "sim-start"))
 		if err != nil {
 			return err
 		}
@@ -146,8 +146,18 @@ const demoAdminToken = "demo-admin-token"
 
 // startDemoSimulator plays the demo shops with two days of history, a steady
 // trickle of live orders, and updates that become visible up to 20 s late.
-func startDemoSimulator(listen string) (*sim.Server, error) {
+// Its start instant is kept in startFile so a restarted `ordersync dev`
+// plays the same world and the store still matches it.
+func startDemoSimulator(listen, startFile string) (*sim.Server, error) {
 	cfg := sim.DefaultConfig()
+	cfg.Start = time.Now().UTC().Truncate(time.Second)
+	if b, err := os.ReadFile(startFile); err == nil {
+		if t, err := time.Parse(time.RFC3339, strings.TrimSpace(string(b))); err == nil {
+			cfg.Start = t
+		}
+	} else if err := os.WriteFile(startFile, []byte(cfg.Start.Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("remember the simulator's start in %s: %w", startFile, err)
+	}
 	cfg.Shops = DemoShops
 	cfg.AdminToken = demoAdminToken
 	cfg.History = 48 * time.Hour

@@ -40,7 +40,7 @@ func Options(p config.Process, logger *slog.Logger) (client.Options, error) {
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return opts, fmt.Errorf("Temporal CA %s holds no PEM certificate", p.TemporalTLSCA)
+				return opts, fmt.Errorf("the Temporal CA file %s holds no PEM certificate", p.TemporalTLSCA)
 			}
 			tlsCfg.RootCAs = pool
 		}

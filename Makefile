@@ -1,0 +1,49 @@
+# ordersync — the two commands a newcomer needs are `make run` and `make test`.
+export GOTOOLCHAIN := local
+GO      ?= go
+BIN     := bin/ordersync
+PKGS    := ./...
+# Tests that run the real Temporal server take a few minutes on a 2-core box.
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all build run test test-short lint generate histories clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ordersync
+
+## run: build, then start the embedded Temporal server + Web UI, the simulator,
+## a worker and the three demo platforms.
+run: build
+	./$(BIN) dev -f examples/demo-platforms.yaml
+
+## test: go vet plus every test (PostgreSQL tests need ORDERSYNC_TEST_POSTGRES_DSN;
+## .ci/run sets it up, see README).
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+## test-short: unit tests only (skips the end-to-end runs on the real server).
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+## lint: gofmt, go vet, staticcheck and Temporal's workflowcheck.
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
+
+## generate: regenerate mocks (go.uber.org/mock).
+generate:
+	$(GO) generate ./...
+
+## histories: re-record the replay-test histories in testdata/histories from
+## real runs on the embedded server. Only for new scenarios: a workflow change
+## that breaks replay must be guarded with workflow.GetVersion instead.
+histories:
+	ORDERSYNC_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(GO) test -count=1 -run TestRecordHistories -v ./e2e/
+
+clean:
+	rm -rf bin

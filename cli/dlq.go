@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync/api"
+)
+
+func newDLQCommand(app *App) *cobra.Command {
+	cmd := &cobra.Command{Use: "dlq", Short: "List, retry or discard dead-lettered slices"}
+	var platform string
+	cmd.PersistentFlags().StringVarP(&platform, "platform", "p", "", "platform name (required)")
+
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "List a platform's dead-lettered slices",
+		Example: "  ordersync dlq list --platform sim-acme",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := app.requirePlatform(platform); err != nil {
+				return err
+			}
+			c, err := app.Dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			entries, err := deadLetters(cmd.Context(), c, platform)
+			if err != nil {
+				return err
+			}
+			if app.Output == "json" {
+				if entries == nil {
+					entries = []api.DeadLetterEntry{}
+				}
+				return writeJSON(app, entries)
+			}
+			tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SLICE\tFAILURES\tATTEMPTS\tLAST FAILED\tREPROCESSING\tERROR")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\t%s\n", e.SliceID, e.Failures, e.Attempts, fmtTime(e.LastFailedAt), e.Reprocessing, clipText(e.Error, 80))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.AddCommand(list, newDLQActionCommand(app, &platform, "retry", api.SignalDeadLetterReprocess,
+		"Run dead-lettered slices again; success removes them"),
+		newDLQActionCommand(app, &platform, "discard", api.SignalDeadLetterDiscard,
+			"Drop dead-lettered slices without running them"))
+	return cmd
+}
+
+func newDLQActionCommand(app *App, platform *string, verb, signal, short string) *cobra.Command {
+	var sliceID string
+	var all bool
+	cmd := &cobra.Command{
+		Use:     verb,
+		Short:   short,
+		Example: fmt.Sprintf("  ordersync dlq %s --platform sim-acme --slice slice/sim-acme/20261120T000000.000000Z-20261120T002000.000000Z\n  ordersync dlq %s --platform sim-acme --all", verb, verb),
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := app.requirePlatform(*platform); err != nil {
+				return err
+			}
+			if (sliceID == "") == !all {
+				return Usage(fmt.Errorf("give --slice ID or --all"))
+			}
+			c, err := app.Dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			entries, err := deadLetters(cmd.Context(), c, *platform)
+			if err != nil {
+				return err
+			}
+			matched := 0
+			for _, e := range entries {
+				if all || e.SliceID == sliceID {
+					matched++
+				}
+			}
+			if sliceID != "" && matched == 0 {
+				return Usage(fmt.Errorf("slice %q is not in the dead-letter workflow of %s", sliceID, *platform))
+			}
+			if matched > 0 {
+				sel := api.DeadLetterSelector{SliceID: sliceID, All: all}
+				if err := c.SignalWorkflow(cmd.Context(), api.DeadLetterWorkflowID(*platform), "", signal, sel); err != nil {
+					return fmt.Errorf("%s %s: %w", verb, api.DeadLetterWorkflowID(*platform), err)
+				}
+			}
+			if app.Output == "json" {
+				return writeJSON(app, map[string]any{"platform": *platform, "action": verb, "slices": matched})
+			}
+			fmt.Fprintf(app.Out, "%s: %s requested for %d slice(s)\n", *platform, verb, matched)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&sliceID, "slice", "", "slice workflow ID")
+	cmd.Flags().BoolVar(&all, "all", false, "every dead-lettered slice of the platform")
+	return cmd
+}
+
+// requirePlatform checks the platform is named and configured.
+func (a *App) requirePlatform(name string) error {
+	if name == "" {
+		return Usage(fmt.Errorf("--platform is required"))
+	}
+	f, err := a.LoadPlatforms()
+	if err != nil {
+		return err
+	}
+	_, err = SelectPlatforms(f, []string{name})
+	return err
+}

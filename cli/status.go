@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersync/ordersync/api"
+)
+
+// platformStatus is one row of `platform status`.
+type platformStatus struct {
+	Platform    string            `json:"platform"`
+	Running     bool              `json:"running"`
+	Cursor      *api.CursorStatus `json:"cursor,omitempty"`
+	DeadLetters int               `json:"dead_letters"`
+	// Progress is how far the watermark has come from start to now, 0..1.
+	Progress float64 `json:"progress"`
+}
+
+func newPlatformStatusCommand(app *App) *cobra.Command {
+	var watch bool
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "status [PLATFORM...]",
+		Short: "Show backfill progress, lag, in-flight slices, dead letters and why a cursor waits",
+		Long: `For each platform (all by default): a progress bar of the watermark from the
+platform's start to now, the lag (now - watermark), slices in flight, the
+number of dead-lettered slices, and what the cursor waits for (paused,
+outside its work window, settling, concurrency limit). --watch refreshes.`,
+		Example: "  ordersync platform status\n  ordersync platform status --watch\n  ordersync platform status sim-acme -o json",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := app.LoadPlatforms()
+			if err != nil {
+				return err
+			}
+			platforms, err := SelectPlatforms(f, args)
+			if err != nil {
+				return err
+			}
+			c, err := app.Dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			names := make([]string, len(platforms))
+			for i, p := range platforms {
+				names[i] = p.Name
+			}
+			if !watch {
+				rows, err := collectStatus(cmd.Context(), c, names)
+				if err != nil {
+					return err
+				}
+				return app.renderStatus(rows, time.Now())
+			}
+			ctx, stop := SignalContext()
+			defer stop()
+			for {
+				rows, err := collectStatus(ctx, c, names)
+				if err != nil && ctx.Err() == nil {
+					return err
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
+				fmt.Fprint(app.Out, "\033[H\033[2J")
+				fmt.Fprintf(app.Out, "ordersync status  %s  (every %s, Ctrl-C to stop)\n\n", time.Now().UTC().Format(time.RFC3339), every)
+				if err := app.renderStatus(rows, time.Now()); err != nil {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(every):
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until Ctrl-C")
+	cmd.Flags().DurationVar(&every, "every", 2*time.Second, "refresh interval with --watch")
+	return cmd
+}
+
+func collectStatus(ctx context.Context, c client.Client, names []string) ([]platformStatus, error) {
+	rows := make([]platformStatus, 0, len(names))
+	now := time.Now()
+	for _, n := range names {
+		row := platformStatus{Platform: n}
+		st, found, err := cursorStatus(ctx, c, n)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			row.Running, row.Cursor = true, &st
+			if total := now.Sub(st.Start); total > 0 {
+				row.Progress = math.Max(0, math.Min(1, st.Watermark.Sub(st.Start).Seconds()/total.Seconds()))
+			}
+		}
+		dl, err := deadLetters(ctx, c, n)
+		if err != nil {
+			return nil, err
+		}
+		row.DeadLetters = len(dl)
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func (a *App) renderStatus(rows []platformStatus, now time.Time) error {
+	if a.Output == "json" {
+		return writeJSON(a, rows)
+	}
+	return renderStatusTable(a.Out, rows, now)
+}
+
+func renderStatusTable(w io.Writer, rows []platformStatus, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLATFORM\tBACKFILL\tWATERMARK\tLAG\tIN FLIGHT\tDLQ\tSTATE\tLAST ERROR")
+	for _, r := range rows {
+		if !r.Running {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%d\tnot started\t\n", r.Platform, r.DeadLetters)
+			continue
+		}
+		st := r.Cursor
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", r.Platform, progressBar(r.Progress, 20),
+			fmtTime(st.Watermark), fmtLag(now.Sub(st.Watermark)), len(st.InFlight), r.DeadLetters,
+			describeWait(st), clipText(st.LastError, 60))
+	}
+	return tw.Flush()
+}
+
+func progressBar(frac float64, width int) string {
+	filled := int(math.Round(frac * float64(width)))
+	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "] " + fmt.Sprintf("%3.0f%%", frac*100)
+}
+
+func fmtLag(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(time.Second).String()
+}
+
+func describeWait(st *api.CursorStatus) string {
+	if st.Waiting == "" {
+		return "fetching"
+	}
+	if !st.WaitUntil.IsZero() {
+		return fmt.Sprintf("%s until %s", st.Waiting, st.WaitUntil.UTC().Format("01-02 15:04:05Z"))
+	}
+	return st.Waiting
+}
+
+func clipText(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

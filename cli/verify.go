@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/internal/verify"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
+)
+
+// DefaultSimAdminToken is the admin token of `ordersync dev`'s simulator.
+const DefaultSimAdminToken = "demo-admin-token"
+
+func newVerifyCommand(app *App) *cobra.Command {
+	var platform, until, adminToken string
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Compare the store with the platform and report missing, stale and extra orders",
+		Long: `Compares what the store holds for a platform with what the platform shows,
+for every order updated before --until (default: the cursor's watermark, so
+work not yet due is not reported). For the simulator the comparison is with
+its ground truth; for other kinds verify lists the platform's orders itself
+through the connector, from the platform's start.
+
+  missing  the platform shows the order, the store does not have it
+  stale    the store holds an older version than the platform shows
+  extra    the store has an order the platform does not show
+
+Exits 1 when anything is missing or stale. Orders of dead-lettered slices
+count as missing until the slices are reprocessed.`,
+		Example: "  ordersync verify --platform sim-acme\n  ordersync verify --platform sim-acme --until -10m -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := app.requirePlatform(platform); err != nil {
+				return err
+			}
+			f, _ := app.LoadPlatforms()
+			p, _ := f.Get(platform)
+			ctx := cmd.Context()
+			cutoff, err := app.verifyCutoff(ctx, platform, until)
+			if err != nil {
+				return err
+			}
+			expected, err := expectedOrders(ctx, p, cutoff, adminToken)
+			if err != nil {
+				return err
+			}
+			st, err := store.Open(ctx, app.Process.StoreDSN)
+			if err != nil {
+				return fmt.Errorf("open store: %w", err)
+			}
+			defer st.Close()
+			stored, err := st.OrderVersions(ctx, platform)
+			if err != nil {
+				return err
+			}
+			// Only orders of the verified range count as extra.
+			inRange := map[string]time.Time{}
+			for id, t := range stored {
+				if t.Before(cutoff) {
+					inRange[id] = t
+				}
+			}
+			r := verify.Compare(platform, expected, inRange)
+			if app.Output == "json" {
+				if err := writeJSON(app, map[string]any{"report": r, "until": cutoff}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(app.Out, "%s: %d orders updated before %s checked: %d missing, %d stale, %d extra\n",
+					platform, r.Checked, cutoff.Format(time.RFC3339), len(r.Missing), len(r.Stale), len(r.Extra))
+				listIDs(app.Out, "missing", r.Missing)
+				listIDs(app.Out, "stale", r.Stale)
+			}
+			if !r.OK() {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %d missing, %d stale", platform, len(r.Missing), len(r.Stale))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&platform, "platform", "p", "", "platform name (required)")
+	cmd.Flags().StringVar(&until, "until", "", "check orders updated before this time: RFC3339 or relative (-10m); default the watermark")
+	cmd.Flags().StringVar(&adminToken, "sim-admin-token", "", "simulator admin token (default $ORDERSYNC_SIM_ADMIN_TOKEN or the dev demo token)")
+	return cmd
+}
+
+func (a *App) verifyCutoff(ctx context.Context, platform, until string) (time.Time, error) {
+	if until != "" {
+		return parseTime("until", until, time.Now())
+	}
+	c, err := a.Dial(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer c.Close()
+	st, found, err := cursorStatus(ctx, c, platform)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !found {
+		return time.Time{}, Usage(fmt.Errorf("the cursor of %s is not running, so it has no watermark; pass --until", platform))
+	}
+	return st.Watermark, nil
+}
+
+// expectedOrders is what the platform shows for orders updated before cutoff.
+func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, adminToken string) ([]verify.Expected, error) {
+	if p.Kind == "sim" {
+		u, err := url.Parse(p.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("platform %s endpoint: %w", p.Name, err)
+		}
+		if adminToken == "" {
+			adminToken = os.Getenv("ORDERSYNC_SIM_ADMIN_TOKEN")
+		}
+		if adminToken == "" {
+			adminToken = DefaultSimAdminToken
+		}
+		admin := &sim.AdminClient{BaseURL: u.Scheme + "://" + u.Host, Token: adminToken}
+		truth, err := admin.Truth(ctx, path.Base(u.Path))
+		if err != nil {
+			return nil, fmt.Errorf("simulator ground truth of %s: %w", p.Name, err)
+		}
+		var out []verify.Expected
+		for _, o := range truth.Orders {
+			if o.UpdatedAt.Before(cutoff) {
+				out = append(out, verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt})
+			}
+		}
+		return out, nil
+	}
+	return listThroughConnector(ctx, p, cutoff)
+}
+
+// listThroughConnector pages through the platform from its start to cutoff,
+// one interval at a time, keeping each order's newest version.
+func listThroughConnector(ctx context.Context, p config.Platform, cutoff time.Time) ([]verify.Expected, error) {
+	conn, err := connectors.New(p)
+	if err != nil {
+		return nil, err
+	}
+	start, err := p.ResolveStart(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]time.Time{}
+	for from := start; from.Before(cutoff); from = from.Add(p.Interval.D()) {
+		to := from.Add(p.Interval.D())
+		if to.After(cutoff) {
+			to = cutoff
+		}
+		token := ""
+		for page := 1; ; page++ {
+			pg, err := conn.ListOrders(ctx, connectors.PageRequest{From: from, To: to, Token: token, PageSize: p.PageSize, Page: page})
+			if err != nil {
+				return nil, fmt.Errorf("list %s [%s, %s): %w", p.Name, from.Format(time.RFC3339), to.Format(time.RFC3339), err)
+			}
+			for _, o := range pg.Orders {
+				if t, ok := latest[o.ID]; !ok || o.UpdatedAt.After(t) {
+					latest[o.ID] = o.UpdatedAt
+				}
+			}
+			if pg.NextToken == "" {
+				break
+			}
+			token = pg.NextToken
+		}
+	}
+	out := make([]verify.Expected, 0, len(latest))
+	for id, t := range latest {
+		out = append(out, verify.Expected{ID: id, UpdatedAt: t})
+	}
+	return out, nil
+}
+
+// listIDs prints the first ids of a category; -o json has them all.
+func listIDs(w io.Writer, what string, ids []string) {
+	const shown = 20
+	for i, id := range ids {
+		if i == shown {
+			fmt.Fprintf(w, "  ... and %d more %s (all of them with -o json)\n", len(ids)-shown, what)
+			return
+		}
+		fmt.Fprintf(w, "  %-7s %s\n", what, id)
+	}
+}

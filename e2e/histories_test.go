@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/sim"
+)
+
+// exportHistory returns a workflow run's history in the JSON format of
+// `temporal workflow show --output json`, which the replayer reads.
+func exportHistory(t *testing.T, c client.Client, workflowID, runID string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	return b
+}
+
+// runIDs lists the runs of a workflow ID, oldest first.
+func runIDs(t *testing.T, c client.Client, workflowID string) []string {
+	t.Helper()
+	resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: "WorkflowId = '" + workflowID + "'",
+	})
+	require.NoError(t, err)
+	execs := resp.GetExecutions()
+	sort.Slice(execs, func(i, j int) bool { return execs[i].GetStartTime().AsTime().Before(execs[j].GetStartTime().AsTime()) })
+	var ids []string
+	for _, e := range execs {
+		ids = append(ids, e.GetExecution().GetRunId())
+	}
+	return ids
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+const recordPlatforms = `
+default:
+  kind: sim
+  start: -90s
+  interval: 10s
+  overlap: 3s
+  settle: 1s
+  timeout: 3s
+  retries: 6
+  retry_interval: 100ms
+  retry_backoff: 1.5
+  max_retry_interval: 1s
+  concurrency: 3
+  rate_limit: {rps: 500, burst: 50}
+  page_size: 25
+  max_pages: 50
+platforms:
+  rec:
+    endpoint: "{{SIM}}/shops/rec"
+    credentials: {env: ORDERSYNC_E2E_REC_TOKEN}
+`
+
+func recordSim() sim.Config {
+	cfg := sim.DefaultConfig()
+	cfg.Seed = 11
+	cfg.Shops = []sim.ShopConfig{{Name: "rec", Token: "rec-token"}}
+	cfg.History = 90 * time.Second
+	cfg.HistoryOrders = 200
+	cfg.LiveRate = 2
+	cfg.Late = time.Second
+	return cfg
+}
+
+// TestRecordHistories records the replay tests' histories from real runs:
+// a cursor across continue-as-new, a slice whose pages were retried, and a
+// dead-letter workflow with a reprocess. It runs only when
+// ORDERSYNC_RECORD_HISTORIES names the output directory (make histories).
+func TestRecordHistories(t *testing.T) {
+	dir := os.Getenv("ORDERSYNC_RECORD_HISTORIES")
+	if dir == "" {
+		t.Skip("set ORDERSYNC_RECORD_HISTORIES=<dir> (make histories) to record")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	write := func(name string, b []byte) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+		t.Logf("recorded %s (%d bytes)", name, len(b))
+	}
+
+	cfg := recordSim()
+	cfg.Faults = sim.Faults{Err5xx: 0.35}
+	s := startSystem(t, cfg, recordPlatforms)
+	// A run capped at five slices, so the recording crosses continue-as-new.
+	p, _ := s.file.Get("rec")
+	start, err := p.ResolveStart(time.Now())
+	require.NoError(t, err)
+	_, err = s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: api.CursorWorkflowID("rec"), TaskQueue: p.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Platform.ValueSet("rec")),
+	}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: 5})
+	require.NoError(t, err)
+	cursorID := api.CursorWorkflowID("rec")
+	eventually(t, 2*time.Minute, "two continue-as-new generations", func() bool { return s.status("rec").Runs >= 2 })
+	runs := runIDs(t, s.client, cursorID)
+	require.GreaterOrEqual(t, len(runs), 2)
+	write("cursor_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[0]))
+	write("cursor_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
+
+	// A slice with a retried page: its history shows an attempt above 1.
+	resp, err := s.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: "WorkflowType = 'FetchSlice' AND ExecutionStatus = 'Completed'",
+	})
+	require.NoError(t, err)
+	recorded := false
+	for _, e := range resp.GetExecutions() {
+		h := exportHistory(t, s.client, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
+		if strings.Contains(string(h), `"attempt": 2`) || strings.Contains(string(h), `"attempt": 3`) {
+			write("slice_with_retries.json", h)
+			recorded = true
+			break
+		}
+	}
+	require.True(t, recorded, "no slice with a retried page among %d", len(resp.GetExecutions()))
+
+	// Dead letters: every request fails until the simulator recovers, then
+	// the dead-letter workflow reprocesses them all.
+	require.NoError(t, s.sim.SetFaults(sim.Faults{Err5xx: 1}))
+	dlqID := api.DeadLetterWorkflowID("rec")
+	listDLQ := func() []api.DeadLetterEntry {
+		v, err := s.client.QueryWorkflow(context.Background(), dlqID, "", api.QueryDeadLetterList)
+		if err != nil {
+			return nil
+		}
+		var entries []api.DeadLetterEntry
+		require.NoError(t, v.Get(&entries))
+		return entries
+	}
+	eventually(t, 2*time.Minute, "a dead-lettered slice", func() bool { return len(listDLQ()) > 0 })
+	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
+	require.NoError(t, s.client.SignalWorkflow(context.Background(), dlqID, "", api.SignalDeadLetterReprocess, api.DeadLetterSelector{All: true}))
+	eventually(t, 2*time.Minute, "the dead-letter workflow to empty", func() bool { return len(listDLQ()) == 0 })
+	write("deadletter_reprocess.json", exportHistory(t, s.client, dlqID, ""))
+}
