@@ -102,8 +102,9 @@ func Parse(b []byte) (*File, error) {
 		}
 	}
 	defaults := BuiltinDefaults()
+	defaultsSet := map[string]bool{} // fields the default block sets, which kind defaults must not override
 	if defaultNode != nil {
-		decodeInto(defaultNode, &defaults, "default", "", ve)
+		decodeInto(defaultNode, &defaults, "default", "", ve, defaultsSet)
 	}
 	f := &File{}
 	if platformsNode == nil || len(platformsNode.Content) == 0 {
@@ -126,7 +127,9 @@ func Parse(b []byte) (*File, error) {
 		p.Options = maps.Clone(defaults.Options)
 		p.Windows = append([]string(nil), defaults.Windows...)
 		p.Name = name
-		decodeInto(val, &p, name, "", ve)
+		set := maps.Clone(defaultsSet)
+		decodeInto(val, &p, name, "", ve, set)
+		applyKindDefaults(&p, set) // kinds.go: the platform's documented defaults for unset fields
 		if p.TaskQueue == "" {
 			p.TaskQueue = DefaultTaskQueue(name)
 		}
@@ -142,8 +145,9 @@ func Parse(b []byte) (*File, error) {
 
 // decodeInto sets the fields named in a mapping node on target one by one, so
 // an unknown field or a value of the wrong type is reported with its platform
-// and field name, and the other fields still get checked.
-func decodeInto(node *yaml.Node, target any, platform, prefix string, ve *ValidationError) {
+// and field name, and the other fields still get checked. It records the
+// path of every field it sets ("settle", "rate_limit.rps") in set.
+func decodeInto(node *yaml.Node, target any, platform, prefix string, ve *ValidationError, set map[string]bool) {
 	if node.Kind != yaml.MappingNode {
 		ve.add(platform, strings.TrimSuffix(prefix, "."), "must be a mapping (line %d)", node.Line)
 		return
@@ -160,7 +164,7 @@ func decodeInto(node *yaml.Node, target any, platform, prefix string, ve *Valida
 		}
 		fv := v.Field(idx)
 		if fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeOf(Duration(0)) {
-			decodeInto(val, fv.Addr().Interface(), platform, name+".", ve)
+			decodeInto(val, fv.Addr().Interface(), platform, name+".", ve, set)
 			continue
 		}
 		fresh := reflect.New(fv.Type())
@@ -174,9 +178,11 @@ func decodeInto(node *yaml.Node, target any, platform, prefix string, ve *Valida
 			for iter.Next() {
 				fv.SetMapIndex(iter.Key(), iter.Value())
 			}
+			set[name] = true
 			continue
 		}
 		fv.Set(fresh.Elem())
+		set[name] = true
 	}
 }
 

@@ -136,7 +136,9 @@ func (p Platform) Validate() *ValidationError {
 		bad("task_queue", "must not be empty")
 	}
 	if len(ve.Problems) == 0 {
-		return nil
+		// Kind checks (kinds.go) build on valid generic settings; run after
+		// them so one mistake does not pile up follow-on problems.
+		return p.validateKind()
 	}
 	return ve
 }

@@ -238,6 +238,13 @@ type JSONItem struct {
 // which order of a page is broken and where. A null field gives no elements;
 // a missing field or any other shape is a MalformedError.
 func DecodeArrayField(platform string, page int, body []byte, field string) ([]JSONItem, error) {
+	return DecodeArrayPath(platform, page, body, []string{field})
+}
+
+// DecodeArrayPath is DecodeArrayField for an array nested in objects
+// (path data, orders for {"data":{"orders":[...]}}); an empty path means the
+// body itself is the array (WooCommerce).
+func DecodeArrayPath(platform string, page int, body []byte, path []string) ([]JSONItem, error) {
 	bad := func(off int64, err error) error {
 		return &MalformedError{Platform: platform, Page: page, Offset: off, Err: err}
 	}
@@ -247,52 +254,61 @@ func DecodeArrayField(platform string, page int, body []byte, field string) ([]J
 		return nil, fail(json.Unmarshal(body, &v))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil {
-		return nil, fail(err)
-	} else if t != json.Delim('{') {
-		return nil, bad(0, errors.New("body is not a JSON object"))
-	}
-	var items []JSONItem
-	found := false
-	for dec.More() {
+	for depth := 0; ; depth++ {
+		at := skipSeparators(body, dec.InputOffset())
 		t, err := dec.Token()
 		if err != nil {
 			return nil, fail(err)
 		}
-		if key, _ := t.(string); key != field {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, fail(err)
+		name := strings.Join(path[:depth], ".")
+		switch {
+		case depth == len(path) && t == nil:
+			return nil, nil
+		case depth == len(path) && t != json.Delim('['):
+			if depth == 0 {
+				return nil, bad(0, errors.New("body is not a JSON array"))
 			}
-			continue
-		}
-		found = true
-		at := skipSeparators(body, dec.InputOffset())
-		switch t, err := dec.Token(); {
-		case err != nil:
-			return nil, fail(err)
+			return nil, bad(at, fmt.Errorf("field %q is not an array", name))
+		case depth == len(path):
+			return decodeItems(dec, body, fail)
 		case t == nil:
-			continue
-		case t != json.Delim('['):
-			return nil, bad(at, fmt.Errorf("field %q is not an array", field))
+			return nil, bad(-1, fmt.Errorf("field %q is missing", strings.Join(path, ".")))
+		case t != json.Delim('{') && depth == 0:
+			return nil, bad(0, errors.New("body is not a JSON object"))
+		case t != json.Delim('{'):
+			return nil, bad(at, fmt.Errorf("field %q is not an object", name))
 		}
-		for dec.More() {
-			off := skipSeparators(body, dec.InputOffset())
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return nil, fail(err)
-			}
-			items = append(items, JSONItem{Offset: off, Raw: raw})
+		if !seekKey(dec, path[depth]) {
+			return nil, bad(-1, fmt.Errorf("field %q is missing", strings.Join(path, ".")))
 		}
-		if _, err := dec.Token(); err != nil { // ']'
+	}
+}
+
+// seekKey reads an object's members up to key, leaving the decoder at its
+// value; false if the object has no such key. The body is valid JSON.
+func seekKey(dec *json.Decoder, key string) bool {
+	for dec.More() {
+		t, err := dec.Token()
+		if k, _ := t.(string); err != nil || k == key {
+			return err == nil
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
+}
+
+func decodeItems(dec *json.Decoder, body []byte, fail func(error) error) ([]JSONItem, error) {
+	var items []JSONItem
+	for dec.More() {
+		off := skipSeparators(body, dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			return nil, fail(err)
 		}
-	}
-	if _, err := dec.Token(); err != nil { // '}'
-		return nil, fail(err)
-	}
-	if !found {
-		return nil, bad(-1, fmt.Errorf("field %q is missing", field))
+		items = append(items, JSONItem{Offset: off, Raw: raw})
 	}
 	return items, nil
 }
@@ -329,4 +345,40 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// AuthError is a rejected credential (401/403): permanent, with the
+// platform's message and the credential reference to fix, never the secret.
+func AuthError(platform string, cred config.CredentialRef, status int, msg string) *PermanentError {
+	return &PermanentError{Platform: platform, Status: status,
+		Msg: fmt.Sprintf("authentication failed: %s (check the credentials in %s)", msg, cred)}
+}
+
+// ResponseError classifies a response like StatusError, with 401/403 as an
+// AuthError and a 429's rate read from limitHeader (default X-RateLimit-Limit).
+func ResponseError(platform string, cred config.CredentialRef, resp *resty.Response, limitHeader string) error {
+	if limitHeader == "" {
+		limitHeader = "X-RateLimit-Limit"
+	}
+	switch code := resp.StatusCode(); code {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return AuthError(platform, cred, code, ErrorMessage(code, resp.Body()))
+	case http.StatusTooManyRequests:
+		return RateLimited(platform, resp.Header(), "Retry-After", limitHeader)
+	}
+	return StatusError(platform, resp)
+}
+
+// maxDerivedWait caps the wait RateLimited derives from a reported rate.
+const maxDerivedWait = 5 * time.Minute
+
+// RateLimited builds a RateLimitError from response headers. When the
+// platform reports its rate but no Retry-After (SP-API), the wait is one
+// request's worth, 1/rate (60 s at 0.0167/s), at most maxDerivedWait.
+func RateLimited(platform string, h http.Header, retryAfterHeader, limitHeader string) *RateLimitError {
+	rl := &RateLimitError{Platform: platform, RetryAfter: ParseRetryAfter(h.Get(retryAfterHeader), time.Now()), Limit: HeaderFloat(h, limitHeader)}
+	if rl.RetryAfter == 0 && rl.Limit > 0 {
+		rl.RetryAfter = min(time.Duration(float64(time.Second)/rl.Limit), maxDerivedWait)
+	}
+	return rl
 }

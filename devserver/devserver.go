@@ -7,6 +7,7 @@
 package devserver
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -29,6 +30,7 @@ import (
 	"go.temporal.io/server/common/primitives/timestamp"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite", also used by the server's own plugin
 
 	"github.com/ordersync/ordersync/internal/searchattr"
 )
@@ -120,6 +122,8 @@ func Start(opts Options) (*Server, error) {
 			if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
 				return nil, fmt.Errorf("set up Temporal schema in %s: %w", opts.DatabasePath, err)
 			}
+		} else if err := forgetOldMembers(opts.DatabasePath); err != nil {
+			return nil, err
 		}
 	} // an in-memory database gets its schema from the SQLite plugin itself
 	if err := createNamespace(&opts, sqlCfg, cfg.ClusterMetadata.CurrentClusterName); err != nil {
@@ -303,6 +307,22 @@ func buildLogger(opts *Options) (log.Logger, error) {
 		lc.OutputFile = opts.LogFile
 	}
 	return log.NewZapLogger(log.BuildZapLogger(lc)), nil
+}
+
+// forgetOldMembers deletes the cluster membership a previous run left in the
+// database. On one node every recorded member is this server's own dead
+// past; left there, the new server tries to join them, and when they were
+// recent (a quick restart) it gives up after the join timeout and exits.
+func forgetOldMembers(path string) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DELETE FROM cluster_membership"); err != nil {
+		return fmt.Errorf("clear old cluster membership in %s: %w", path, err)
+	}
+	return nil
 }
 
 func freePort(ip string) (int, error) {

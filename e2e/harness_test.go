@@ -56,6 +56,9 @@ type system struct {
 	store   store.Store
 	workers *worker.Workers
 	file    *config.File
+	// platformsPath and storeDSN let CLI commands see the same system.
+	platformsPath string
+	storeDSN      string
 }
 
 // startSystem starts everything; platformsYAML may use {{SIM}} for the
@@ -78,9 +81,13 @@ func startSystem(t *testing.T, simCfg sim.Config, platformsYAML string) *system 
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.simSrv.Close() })
 
-	s.file, err = config.Parse([]byte(strings.ReplaceAll(platformsYAML, "{{SIM}}", s.simSrv.URL)))
+	yaml := strings.ReplaceAll(platformsYAML, "{{SIM}}", s.simSrv.URL)
+	s.file, err = config.Parse([]byte(yaml))
 	require.NoError(t, err)
-	s.store, err = store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "orders.db"))
+	s.platformsPath = filepath.Join(t.TempDir(), "platforms.yaml")
+	require.NoError(t, os.WriteFile(s.platformsPath, []byte(yaml), 0o644))
+	s.storeDSN = "sqlite://" + filepath.Join(t.TempDir(), "orders.db")
+	s.store, err = store.Open(context.Background(), s.storeDSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.store.Close() })
 	s.workers, err = worker.Start(worker.Options{Client: s.client, Store: s.store, Platforms: s.file.Platforms, StopTimeout: 5 * time.Second})
@@ -150,4 +157,11 @@ func verbose(level, msg string, kv []interface{}) {
 	if os.Getenv("ORDERSYNC_E2E_VERBOSE") != "" {
 		fmt.Fprintln(os.Stderr, append([]interface{}{level, msg}, kv...)...)
 	}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "platforms.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
 }

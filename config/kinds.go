@@ -1,0 +1,362 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// KindInfo is what ordersync knows about a connector kind from its platform's
+// documentation: defaults for the settings a platforms file leaves unset (in
+// the default block and the platform entry alike), and limits checked at load.
+type KindInfo struct {
+	PageSize    int       // default page size
+	MaxPageSize int       // the largest page the API accepts; 0: no known limit
+	RateLimit   RateLimit // default request rate; a zero field keeps ordersync's default
+	Interval    Duration  // default slice width; 0 keeps ordersync's default
+	Settle      Duration  // default settle; 0 keeps ordersync's default
+	MinSettle   Duration  // the platform rejects windows that end closer to now
+}
+
+var kindInfo = map[string]KindInfo{
+	// Shopify REST Admin API, GET /admin/api/{version}/orders.json: limit is
+	// 1..250 (https://shopify.dev/docs/api/admin-rest/latest/resources/order);
+	// requests are a leaky bucket of 40 that leaks 2/s on standard plans
+	// (https://shopify.dev/docs/api/admin-rest/usage/rate-limits).
+	"shopify": {PageSize: 250, MaxPageSize: 250, RateLimit: RateLimit{RPS: 2, Burst: 40}},
+	// Amazon SP-API Orders v0 getOrders (models/orders-api-model/ordersV0.json
+	// in amzn/selling-partner-api-models): MaxResultsPerPage 1..100, usage plan
+	// 0.0167 requests/s with burst 20, LastUpdatedBefore at least 2 minutes
+	// before now. Settle 3m adds a minute for clock skew and timer latency;
+	// hourly slices because at one request a minute 15-minute slices would
+	// make a 90-day backfill take six days.
+	"amazon": {PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0167, Burst: 20},
+		Interval: Duration(time.Hour), Settle: Duration(3 * time.Minute), MinSettle: Duration(2 * time.Minute)},
+	// eBay Sell Fulfillment getOrders: limit 1..200
+	// (https://developer.ebay.com/api-docs/sell/fulfillment/resources/order/methods/getOrders);
+	// 100,000 calls a day by default (https://developer.ebay.com/develop/api/sell/api_call_limits):
+	// 1 request/s stays under it.
+	"ebay": {PageSize: 200, MaxPageSize: 200, RateLimit: RateLimit{RPS: 1, Burst: 5}},
+	// WooCommerce REST v3 GET /wp-json/wc/v3/orders: per_page 1..100
+	// (https://woocommerce.github.io/woocommerce-rest-api-docs/#list-all-orders).
+	// WooCommerce sets no rate limit; the host does, so ordersync's default stays.
+	"woocommerce": {PageSize: 100, MaxPageSize: 100},
+}
+
+// KindDefaults returns what ordersync knows about a kind (zero for kinds with
+// no documented limits, such as sim and http).
+func KindDefaults(kind string) KindInfo { return kindInfo[kind] }
+
+// applyKindDefaults sets the kind's defaults on every field that neither the
+// default block nor the platform entry set; explicit holds the field paths
+// they did set ("page_size", "rate_limit.rps", ...).
+func applyKindDefaults(p *Platform, explicit map[string]bool) {
+	k, ok := kindInfo[p.Kind]
+	if !ok {
+		return
+	}
+	unset := func(field string, nonZero bool) bool { return nonZero && !explicit[field] }
+	if unset("page_size", k.PageSize > 0) {
+		p.PageSize = k.PageSize
+	}
+	if unset("rate_limit.rps", k.RateLimit.RPS > 0) {
+		p.RateLimit.RPS = k.RateLimit.RPS
+	}
+	if unset("rate_limit.burst", k.RateLimit.Burst > 0) {
+		p.RateLimit.Burst = k.RateLimit.Burst
+	}
+	if unset("interval", k.Interval > 0) {
+		p.Interval = k.Interval
+	}
+	if unset("settle", k.Settle > 0) {
+		p.Settle = k.Settle
+	}
+}
+
+// validateKind checks what only the kind knows: page size and settle limits,
+// and the kind's options.
+func (p Platform) validateKind() *ValidationError {
+	ve := &ValidationError{}
+	k := kindInfo[p.Kind]
+	if k.MaxPageSize > 0 && p.PageSize > k.MaxPageSize {
+		ve.add(p.Name, "page_size", "%s accepts at most %d orders per page, got %d", p.Kind, k.MaxPageSize, p.PageSize)
+	}
+	if p.Settle < k.MinSettle {
+		ve.add(p.Name, "settle", "%s rejects windows ending less than %s before now; must be at least %s, got %s", p.Kind, k.MinSettle, k.MinSettle, p.Settle)
+	}
+	if p.Kind == "woocommerce" && strings.HasPrefix(p.Endpoint, "http://") {
+		ve.add(p.Name, "endpoint", "WooCommerce accepts a consumer key and secret only over HTTPS (plain HTTP needs OAuth 1.0a, which ordersync does not implement)")
+	}
+	if newOpts, ok := kindOptionTypes[p.Kind]; ok {
+		ve.merge(p.decodeKindOptions(newOpts()))
+	}
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
+}
+
+// problemFunc reports one problem of a field.
+type problemFunc func(field, format string, args ...any)
+
+// kindOptions is the options schema of one kind: finish fills in defaults
+// and checks the decoded values.
+type kindOptions interface {
+	finish(p Platform, bad problemFunc)
+}
+
+var kindOptionTypes = map[string]func() kindOptions{
+	"shopify":     func() kindOptions { return &ShopifyOptions{} },
+	"amazon":      func() kindOptions { return &AmazonOptions{} },
+	"ebay":        func() kindOptions { return &EbayOptions{} },
+	"woocommerce": func() kindOptions { return &WooCommerceOptions{} },
+	"http":        func() kindOptions { return &HTTPOptions{} },
+}
+
+// anyKindOption lists the top-level option names some kind knows. A key one
+// kind does not know but another does is ignored rather than reported, so a
+// default block can carry options for several kinds; a typo is reported.
+var anyKindOption = func() map[string]bool {
+	known := map[string]bool{}
+	for _, newOpts := range kindOptionTypes {
+		for name := range yamlFields(reflect.TypeOf(newOpts()).Elem()) {
+			known[name] = true
+		}
+	}
+	return known
+}()
+
+// decodeKindOptions decodes p.Options into target, fills in defaults and
+// validates; problems name the field as "options.<path>".
+func (p Platform) decodeKindOptions(target kindOptions) *ValidationError {
+	ve := &ValidationError{}
+	bad := func(field, format string, args ...any) { ve.add(p.Name, "options."+field, format, args...) }
+	decodeOptions(p.Options, target, "", bad, anyKindOption)
+	if len(ve.Problems) == 0 {
+		target.finish(p, bad)
+	}
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
+}
+
+func kindOptionsOf[T any, PT interface {
+	*T
+	kindOptions
+}](p Platform) (T, error) {
+	var o T
+	if ve := p.decodeKindOptions(PT(&o)); ve != nil {
+		return o, ve
+	}
+	return o, nil
+}
+
+// decodeOptions sets target's fields (by yaml tag) from a generic map, as
+// YAML or JSON (a `config` signal) leave it. known, at the top level only,
+// names keys to skip silently.
+func decodeOptions(m map[string]any, target any, prefix string, bad problemFunc, known map[string]bool) {
+	v := reflect.ValueOf(target).Elem()
+	fields := yamlFields(v.Type())
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		idx, ok := fields[k]
+		switch {
+		case ok:
+			decodeOptionValue(m[k], v.Field(idx), prefix+k, bad)
+		case !known[k]:
+			names := make([]string, 0, len(fields))
+			for n := range fields {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			bad(prefix+k, "unknown option (known here: %s)", strings.Join(names, ", "))
+		}
+	}
+}
+
+func decodeOptionValue(val any, fv reflect.Value, name string, bad problemFunc) {
+	orig := val
+	switch fv.Kind() {
+	case reflect.Struct:
+		sub, ok := val.(map[string]any)
+		if !ok {
+			bad(name, "must be a mapping, got %s", showValue(val))
+			return
+		}
+		decodeOptions(sub, fv.Addr().Interface(), name+".", bad, nil)
+		return
+	case reflect.Map: // map[string]string: scalars are taken as their text
+		sub, ok := val.(map[string]any)
+		if !ok {
+			bad(name, "must be a mapping of names to values, got %s", showValue(val))
+			return
+		}
+		out := make(map[string]string, len(sub))
+		for k, x := range sub {
+			switch x.(type) {
+			case map[string]any, []any, nil:
+				bad(name+"."+k, "must be a single value, got %s", showValue(x))
+			default:
+				out[k] = fmt.Sprint(x)
+			}
+		}
+		fv.Set(reflect.ValueOf(out))
+		return
+	case reflect.Slice:
+		if _, isList := val.([]any); !isList && val != nil {
+			val = []any{val} // a single value is a list of one
+		}
+	}
+	b, err := json.Marshal(val)
+	if err == nil {
+		err = json.Unmarshal(b, fv.Addr().Interface())
+	}
+	if err != nil {
+		bad(name, "must be %s, got %s", describeType(fv.Type()), showValue(orig))
+	}
+}
+
+func describeType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int:
+		return "an integer"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(describeType(t.Elem()), "a "), "an ") + "s"
+	}
+	return t.String()
+}
+
+func showValue(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// DefaultShopifyAPIVersion is the REST Admin API version used when
+// options.api_version is unset: the newest stable version when the connector
+// was written (November 2026). Shopify supports each stable version for at
+// least 12 months (https://shopify.dev/docs/api/usage/versioning).
+const DefaultShopifyAPIVersion = "2026-10"
+
+// ShopifyOptions are the options of kind shopify.
+type ShopifyOptions struct {
+	// APIVersion is the version in the request path: YYYY-MM (a quarter's
+	// first month) or "unstable".
+	APIVersion string `yaml:"api_version"`
+}
+
+// ShopifyOptions decodes, defaults and validates the options of a shopify platform.
+func (p Platform) ShopifyOptions() (ShopifyOptions, error) { return kindOptionsOf[ShopifyOptions](p) }
+
+var shopifyVersion = regexp.MustCompile(`^(20\d\d-(01|04|07|10)|unstable)$`)
+
+func (o *ShopifyOptions) finish(_ Platform, bad problemFunc) {
+	if o.APIVersion == "" {
+		o.APIVersion = DefaultShopifyAPIVersion
+	}
+	if !shopifyVersion.MatchString(o.APIVersion) {
+		bad("api_version", "%q is not a Shopify API version like %s (YYYY-01, -04, -07 or -10)", o.APIVersion, DefaultShopifyAPIVersion)
+	}
+}
+
+// DefaultAmazonTokenURL is the Login with Amazon token endpoint SP-API uses in every region.
+const DefaultAmazonTokenURL = "https://api.amazon.com/auth/o2/token"
+
+// AmazonOptions are the options of kind amazon.
+type AmazonOptions struct {
+	// MarketplaceIDs select the marketplaces (getOrders MarketplaceIds, 1..50), e.g. ATVPDKIKX0DER.
+	MarketplaceIDs []string `yaml:"marketplace_ids"`
+	// TokenURL is the LWA token endpoint (default DefaultAmazonTokenURL).
+	TokenURL string `yaml:"token_url"`
+}
+
+// AmazonOptions decodes, defaults and validates the options of an amazon platform.
+func (p Platform) AmazonOptions() (AmazonOptions, error) { return kindOptionsOf[AmazonOptions](p) }
+
+var marketplaceID = regexp.MustCompile(`^[A-Z0-9]{5,20}$`)
+
+func (o *AmazonOptions) finish(_ Platform, bad problemFunc) {
+	switch n := len(o.MarketplaceIDs); {
+	case n == 0:
+		bad("marketplace_ids", "is required: the marketplaces to list, e.g. [ATVPDKIKX0DER] for amazon.com")
+	case n > 50:
+		bad("marketplace_ids", "getOrders accepts at most 50 marketplaces, got %d", n)
+	}
+	for _, id := range o.MarketplaceIDs {
+		if !marketplaceID.MatchString(id) {
+			bad("marketplace_ids", "%q is not a marketplace id like ATVPDKIKX0DER", id)
+		}
+	}
+	o.TokenURL = defaultURL(o.TokenURL, DefaultAmazonTokenURL, "token_url", bad)
+}
+
+// EbayOptions are the options of kind ebay.
+type EbayOptions struct {
+	// TokenURL is the OAuth token endpoint (default: the endpoint's host +
+	// /identity/v1/oauth2/token, which serves production and sandbox alike).
+	TokenURL string `yaml:"token_url"`
+	// Scopes are asked for when refreshing (default sell.fulfillment.readonly).
+	Scopes []string `yaml:"scopes"`
+}
+
+// EbayOptions decodes, defaults and validates the options of an ebay platform.
+func (p Platform) EbayOptions() (EbayOptions, error) { return kindOptionsOf[EbayOptions](p) }
+
+func (o *EbayOptions) finish(p Platform, bad problemFunc) {
+	o.TokenURL = defaultURL(o.TokenURL, strings.TrimRight(p.Endpoint, "/")+"/identity/v1/oauth2/token", "token_url", bad)
+	if len(o.Scopes) == 0 {
+		o.Scopes = []string{"https://api.ebay.com/oauth/api_scope/sell.fulfillment.readonly"}
+	}
+}
+
+// WooCommerceOptions are the options of kind woocommerce.
+type WooCommerceOptions struct {
+	// Auth sends the consumer key and secret as HTTP Basic auth ("basic", the
+	// default) or as consumer_key/consumer_secret query parameters ("query",
+	// for servers that drop the Authorization header). Both need HTTPS.
+	Auth string `yaml:"auth"`
+}
+
+// WooCommerceOptions decodes, defaults and validates the options of a woocommerce platform.
+func (p Platform) WooCommerceOptions() (WooCommerceOptions, error) {
+	return kindOptionsOf[WooCommerceOptions](p)
+}
+
+func (o *WooCommerceOptions) finish(_ Platform, bad problemFunc) {
+	if o.Auth == "" {
+		o.Auth = "basic"
+	}
+	if o.Auth != "basic" && o.Auth != "query" {
+		bad("auth", "must be basic or query, got %q", o.Auth)
+	}
+}
+
+// defaultURL returns v, or def when v is empty, reporting a v that is not an http(s) URL.
+func defaultURL(v, def, field string, bad problemFunc) string {
+	if v == "" {
+		return def
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad(field, "%q is not an http(s) URL", v)
+	}
+	return v
+}

@@ -1,0 +1,224 @@
+package config
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestKindDefaultsApplyOnlyToUnsetFields(t *testing.T) {
+	f, err := Parse([]byte(`
+default:
+  rate_limit: {burst: 3}
+platforms:
+  amz:
+    kind: amazon
+    endpoint: https://sellingpartnerapi-eu.amazon.com
+    credentials: {env: AMZ}
+    options: {marketplace_ids: [A1PA6795UKMFR9]}
+  amz-tuned:
+    kind: amazon
+    endpoint: https://sellingpartnerapi-eu.amazon.com
+    credentials: {env: AMZ}
+    settle: 5m
+    page_size: 50
+    interval: 30m
+    options: {marketplace_ids: A1PA6795UKMFR9}
+  shop:
+    kind: shopify
+    endpoint: https://acme.myshopify.com
+    credentials: {env: SHOP}
+  woo:
+    kind: woocommerce
+    endpoint: https://shop.example.com
+    credentials: {env: WOO}
+  bay:
+    kind: ebay
+    endpoint: https://api.ebay.com
+    credentials: {env: BAY}
+  simmy:
+    kind: sim
+    endpoint: http://127.0.0.1:8780/shops/acme
+    credentials: {env: SIM}
+`))
+	require.NoError(t, err)
+	get := func(name string) Platform {
+		p, ok := f.Get(name)
+		require.True(t, ok)
+		return p
+	}
+	amz := get("amz")
+	require.Equal(t, RateLimit{RPS: 0.0167, Burst: 3}, amz.RateLimit, "rps from the kind, burst from the default block")
+	require.Equal(t, 3*time.Minute, amz.Settle.D())
+	require.Equal(t, 100, amz.PageSize)
+	require.Equal(t, time.Hour, amz.Interval.D())
+
+	tuned := get("amz-tuned")
+	require.Equal(t, 5*time.Minute, tuned.Settle.D(), "the platform entry wins")
+	require.Equal(t, 50, tuned.PageSize)
+	require.Equal(t, 30*time.Minute, tuned.Interval.D())
+	o, err := tuned.AmazonOptions()
+	require.NoError(t, err)
+	require.Equal(t, []string{"A1PA6795UKMFR9"}, o.MarketplaceIDs, "a single value is a list of one")
+	require.Equal(t, DefaultAmazonTokenURL, o.TokenURL)
+
+	shop := get("shop")
+	require.Equal(t, 250, shop.PageSize)
+	require.Equal(t, RateLimit{RPS: 2, Burst: 3}, shop.RateLimit)
+	so, err := shop.ShopifyOptions()
+	require.NoError(t, err)
+	require.Equal(t, DefaultShopifyAPIVersion, so.APIVersion)
+
+	require.Equal(t, 100, get("woo").PageSize)
+	require.Equal(t, 200, get("bay").PageSize)
+	eo, err := get("bay").EbayOptions()
+	require.NoError(t, err)
+	require.Equal(t, "https://api.ebay.com/identity/v1/oauth2/token", eo.TokenURL)
+	require.Equal(t, BuiltinDefaults().PageSize, get("simmy").PageSize, "sim has no kind defaults")
+	require.Equal(t, BuiltinDefaults().Settle, get("simmy").Settle)
+}
+
+func TestKindValidation(t *testing.T) {
+	const head = "platforms:\n  x:\n    credentials: {env: X}\n"
+	tests := []struct {
+		name string
+		yaml string
+		want []string // one per problem
+	}{
+		{"amazon settle and page size", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    settle: 90s\n    page_size: 101\n    options: {marketplace_ids: [ATVPDKIKX0DER]}\n",
+			[]string{`platform "x": field "page_size": amazon accepts at most 100 orders per page, got 101`,
+				`platform "x": field "settle": amazon rejects windows ending less than 2m0s before now; must be at least 2m0s, got 1m30s`}},
+		{"amazon settle from the default block is checked too", "default:\n  settle: 1m\n" + head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_ids: [ATVPDKIKX0DER]}\n",
+			[]string{`field "settle": amazon rejects windows ending less than 2m0s`}},
+		{"amazon needs marketplaces", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_ids: [], token_url: 'ftp://x'}\n",
+			[]string{`platform "x": field "options.marketplace_ids": is required`, `field "options.token_url": "ftp://x" is not an http(s) URL`}},
+		{"typo in an option", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_id: [ATVPDKIKX0DER]}\n",
+			[]string{`field "options.marketplace_id": unknown option (known here: marketplace_ids, token_url)`}},
+		{"wrong option type", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_ids: {a: b}}\n",
+			[]string{`field "options.marketplace_ids": must be a list of strings, got {"a":"b"}`}},
+		{"shopify version", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 251\n    options: {api_version: '2026-02'}\n",
+			[]string{`field "page_size": shopify accepts at most 250`, `field "options.api_version": "2026-02" is not a Shopify API version`}},
+		{"woocommerce over plain http", head + "    kind: woocommerce\n    endpoint: http://shop.example.com\n    options: {auth: oauth1}\n",
+			[]string{`field "endpoint": WooCommerce accepts a consumer key and secret only over HTTPS`, `field "options.auth": must be basic or query, got "oauth1"`}},
+		{"kind checks wait for the generic ones", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    retries: -1\n",
+			[]string{`field "retries": must not be negative`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			require.Error(t, err)
+			lines := strings.Split(err.Error(), "\n")
+			require.Len(t, lines, len(tt.want), "one line per problem:\n%s", err)
+			for _, w := range tt.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestOptionsSharedByKindsInTheDefaultBlock(t *testing.T) {
+	f, err := Parse([]byte(`
+default:
+  options: {api_version: "2026-07", marketplace_ids: [ATVPDKIKX0DER]}
+platforms:
+  shop:
+    kind: shopify
+    endpoint: https://acme.myshopify.com
+    credentials: {env: SHOP}
+  amz:
+    kind: amazon
+    endpoint: https://sellingpartnerapi-na.amazon.com
+    credentials: {env: AMZ}
+`))
+	require.NoError(t, err, "an option of another kind is not a typo")
+	p, _ := f.Get("shop")
+	o, err := p.ShopifyOptions()
+	require.NoError(t, err)
+	require.Equal(t, "2026-07", o.APIVersion)
+}
+
+func TestKindOptionsSurviveJSON(t *testing.T) {
+	// Workflows carry a platform as JSON: numbers come back as float64.
+	p := Platform{Name: "x", Kind: "http", Options: map[string]any{}}
+	require.NoError(t, json.Unmarshal([]byte(`{
+		"path": "/orders", "window": {"from_param": "from", "to_param": "to"},
+		"pagination": {"style": "page", "page_param": "p"},
+		"records_path": ".", "fields": {"id": "id", "updated_at": "meta.updated"},
+		"errors": {"retryable_status": [500, 503]}, "extra_query": {"status": "any", "n": 5}
+	}`), &p.Options))
+	o, err := p.HTTPOptions()
+	require.NoError(t, err)
+	require.Equal(t, []int{500, 503}, o.Errors.RetryableStatus)
+	require.Equal(t, []int{429}, o.Errors.RateLimitStatus)
+	require.Equal(t, 1, *o.Pagination.StartPage, "pages count from 1 unless start_page says otherwise")
+	require.Equal(t, "bearer", o.Auth.Type)
+	require.Equal(t, "rfc3339", o.Window.Format)
+	require.Equal(t, map[string]string{"status": "any", "n": "5"}, o.ExtraQuery)
+}
+
+func TestHTTPKindOptionsAreValidatedAtLoad(t *testing.T) {
+	const platform = "platforms:\n  api:\n    kind: http\n    endpoint: https://api.example.com/v2\n    credentials: {env: API_TOKEN}\n    options:\n"
+	good := platform + `      path: /orders
+      auth: {type: header, name: X-Api-Key}
+      window: {from_param: updated_from, to_param: updated_to, format: unix_ms, to_inclusive: true}
+      page_size_param: limit
+      pagination: {style: cursor, token_param: page_token, token_path: meta.next, token_only: true}
+      records_path: data.orders
+      fields: {id: id, updated_at: updated_at, total: amounts.total, time_format: "2006-01-02 15:04:05"}
+      errors: {retryable_status: [500, 503], message_path: error.detail}
+      extra_query: {status: any}
+      headers: {Accept-Language: en}
+`
+	f, err := Parse([]byte(good))
+	require.NoError(t, err)
+	p, _ := f.Get("api")
+	o, err := p.HTTPOptions()
+	require.NoError(t, err)
+	require.Equal(t, "X-Api-Key", o.Auth.Name)
+	require.Equal(t, "meta.next", o.Pagination.TokenPath)
+	require.Equal(t, "Retry-After", o.Errors.RetryAfterHeader)
+
+	bad := platform + `      path: orders?x=1
+      auth: {type: header}
+      window: {from_param: from, to_param: from, format: yesterday}
+      page_size_param: limit
+      pagination: {style: page, token_path: next}
+      records_path: "data..orders"
+      fields: {updated_at: updated_at, colour: red}
+      errors: {retryable_status: [200, 429]}
+      extra_query: {limit: "10"}
+      headers: {authorization: secret}
+`
+	_, err = Parse([]byte(bad))
+	require.Error(t, err)
+	want := []string{
+		`platform "api": field "options.fields.colour": unknown option (known here: created_at, currency, id, line_items, status, time_format, total, updated_at)`,
+	}
+	require.Equal(t, want, strings.Split(err.Error(), "\n")[0:1], "unknown keys are reported first and alone:\n%s", err)
+
+	bad = strings.Replace(bad, ", colour: red", "", 1)
+	_, err = Parse([]byte(bad))
+	require.Error(t, err)
+	want = []string{
+		`platform "api": field "options.path": must start with / and hold no query (use extra_query), got "orders?x=1"`,
+		`field "options.auth.name": is required with type header`,
+		`field "options.window.to_param": "from" is already used by window.from_param`,
+		`field "options.window.format": "yesterday" is not one of rfc3339, rfc3339nano, unix, unix_ms`,
+		`field "options.pagination.token_path": is not used with style page`,
+		`field "options.pagination.page_param": is required with style page`,
+		`field "options.records_path": must be a dot-separated path like data.orders, got "data..orders"`,
+		`field "options.fields.id": must be a dot-separated path like data.orders, got ""`,
+		`field "options.errors.retryable_status": 200 must be a 4xx or 5xx status not in rate_limit_status`,
+		`field "options.errors.retryable_status": 429 must be a 4xx or 5xx status not in rate_limit_status`,
+		`field "options.extra_query.limit": "limit" is already used by page_size_param`,
+		`field "options.headers.authorization": carries the secret`,
+	}
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, len(want), "one line per problem:\n%s", err)
+	for i, w := range want {
+		require.Contains(t, lines[i], w)
+	}
+}

@@ -1,0 +1,201 @@
+package connectors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-resty/resty/v2"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+func init() { Register("ebay", NewEbay) }
+
+// ebayMaxLimit is getOrders' largest limit ("If a requested limit is more
+// than 200, the call fails").
+const ebayMaxLimit = 200
+
+// ebayConnector lists a seller's orders through the Sell Fulfillment API:
+// GET <endpoint>/sell/fulfillment/v1/order with a User access token
+// (https://developer.ebay.com/api-docs/sell/fulfillment/resources/order/methods/getOrders).
+//
+// getOrders pages by offset, and offsets drift while orders change: an order
+// of the window modified during paging gets a lastModifiedDate after the
+// window's end, drops out of the result set, and every later order moves one
+// position up, so the order at the page boundary would be skipped (and one
+// that appears late moves them down). ordersync freezes the window (the
+// request always carries both bounds, the upper one in the settled past, so
+// changed orders leave rather than move; they are picked up by the slice
+// that holds their new time) and detects the shift: each later page starts
+// one position early, at the last order already seen (the anchor). If that
+// position holds another order, the set changed ahead of us and the window
+// restarts from offset 0; orders read twice are harmless, since the store
+// keeps the newest version. A window that keeps changing restarts until the
+// slice reaches max_pages and is split into smaller, quieter slices.
+type ebayConnector struct {
+	platform string
+	cred     config.CredentialRef
+	url      string
+	pageSize int
+	http     *resty.Client
+	tokens   *tokenSource
+}
+
+// NewEbay builds the connector of kind "ebay". Endpoint is
+// https://api.ebay.com (or https://api.sandbox.ebay.com); the credential is a
+// JSON object {"client_id","client_secret","refresh_token"}: the app's keys
+// and the seller's refresh token from the authorization code grant.
+func NewEbay(p config.Platform) (Connector, error) {
+	base, err := httpEndpoint(p)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := p.EbayOptions()
+	if err != nil {
+		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
+	}
+	fields := []string{"client_id", "client_secret", "refresh_token"}
+	if _, err := jsonSecret(p, fields...); err != nil {
+		return nil, err
+	}
+	c := &ebayConnector{platform: p.Name, cred: p.Credentials, url: base + "/sell/fulfillment/v1/order",
+		pageSize: p.PageSize, http: NewHTTPClient(p)}
+	c.tokens = &tokenSource{platform: p.Name, now: time.Now, refresh: func(ctx context.Context) (string, time.Duration, error) {
+		secret, err := jsonSecret(p, fields...)
+		if err != nil {
+			return "", 0, err
+		}
+		// https://developer.ebay.com/api-docs/static/oauth-refresh-token-request.html:
+		// the client authenticates with HTTP Basic; scopes may narrow the grant.
+		return fetchToken(ctx, c.http, p.Name, tokenRequest{url: opts.TokenURL, credential: p.Credentials,
+			basicUser: secret["client_id"], basicPass: secret["client_secret"],
+			form: map[string]string{"grant_type": "refresh_token", "refresh_token": secret["refresh_token"], "scope": strings.Join(opts.Scopes, " ")}})
+	}}
+	return c, nil
+}
+
+// ListOrders fetches one page of the orders updated in [req.From, req.To).
+// The filter's bounds are inclusive with milliseconds, so it covers
+// [From, last millisecond before To]. The token is "<offset>:<anchor id>".
+func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
+	if err := CheckWindow(c.platform, req); err != nil {
+		return Page{}, err
+	}
+	offset, anchor := 0, ""
+	if req.Token != "" {
+		o, a, _ := strings.Cut(req.Token, ":")
+		n, err := strconv.Atoi(o)
+		if err != nil || n < 0 || (n == 0) != (a == "") {
+			return Page{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("page token %q is not an ebay connector token", req.Token)}
+		}
+		offset, anchor = n, a
+	}
+	limit := min(max(pageSize(req, c.pageSize), 1), ebayMaxLimit)
+	if anchor != "" {
+		offset, limit = offset-1, min(limit+1, ebayMaxLimit)
+	}
+	const ms = "2006-01-02T15:04:05.000Z07:00"
+	q := map[string]string{
+		"filter": fmt.Sprintf("lastmodifieddate:[%s..%s]", req.From.UTC().Truncate(time.Millisecond).Format(ms),
+			LastInstantBefore(req.To.UTC(), time.Millisecond).Format(ms)),
+		"limit":  strconv.Itoa(limit),
+		"offset": strconv.Itoa(offset),
+	}
+	resp, err := c.tokens.do(ctx, func(token string) (*resty.Response, error) {
+		return c.http.R().SetContext(ctx).SetAuthToken(token).SetQueryParams(q).Get(c.url)
+	})
+	if err != nil {
+		return Page{}, asTransportError(c.platform, err)
+	}
+	if err := ResponseError(c.platform, c.cred, resp, ""); err != nil {
+		return Page{}, err
+	}
+	orders, err := c.decodePage(resp.Body(), req.Page)
+	if err != nil {
+		return Page{}, err
+	}
+	got := len(orders)
+	if anchor != "" {
+		if got == 0 || orders[0].ID != anchor {
+			return Page{Orders: orders, NextToken: "0:"}, nil // the set shifted: restart the window
+		}
+		orders = orders[1:]
+	}
+	page := Page{Orders: orders}
+	if got == limit && len(orders) > 0 {
+		page.NextToken = fmt.Sprintf("%d:%s", offset+got, orders[len(orders)-1].ID)
+	}
+	return page, nil
+}
+
+// ebayOrder is the part of a Fulfillment API order the connector reads.
+type ebayOrder struct {
+	OrderID                string `json:"orderId"`
+	CreationDate           string `json:"creationDate"`
+	LastModifiedDate       string `json:"lastModifiedDate"`
+	OrderFulfillmentStatus string `json:"orderFulfillmentStatus"`
+	CancelStatus           struct {
+		CancelState string `json:"cancelState"`
+	} `json:"cancelStatus"`
+	PricingSummary struct {
+		Total struct {
+			Value    string `json:"value"`
+			Currency string `json:"currency"`
+		} `json:"total"`
+	} `json:"pricingSummary"`
+	LineItems []json.RawMessage `json:"lineItems"`
+}
+
+func (c *ebayConnector) decodePage(body []byte, page int) ([]Order, error) {
+	items, err := DecodeArrayField(c.platform, page, body, "orders")
+	if err != nil {
+		return nil, err
+	}
+	orders := make([]Order, 0, len(items))
+	for i, it := range items {
+		var eo ebayOrder
+		err := json.Unmarshal(it.Raw, &eo)
+		var o Order
+		if err == nil {
+			o, err = c.order(eo, it.Raw)
+		}
+		if err != nil {
+			return nil, ItemError(c.platform, page, i, it, err)
+		}
+		orders = append(orders, o)
+	}
+	return orders, nil
+}
+
+// order normalises one eBay order: status is CANCELED for a cancelled
+// order, else its orderFulfillmentStatus (NOT_STARTED, IN_PROGRESS, FULFILLED).
+func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) {
+	if eo.OrderID == "" {
+		return Order{}, errors.New("missing orderId")
+	}
+	updated, err := time.Parse(time.RFC3339Nano, eo.LastModifiedDate)
+	if err != nil {
+		return Order{}, fmt.Errorf("id %s: lastModifiedDate %q is not an ISO 8601 time", eo.OrderID, eo.LastModifiedDate)
+	}
+	var created time.Time
+	if eo.CreationDate != "" {
+		if created, err = time.Parse(time.RFC3339Nano, eo.CreationDate); err != nil {
+			return Order{}, fmt.Errorf("id %s: creationDate %q is not an ISO 8601 time", eo.OrderID, eo.CreationDate)
+		}
+	}
+	total := eo.PricingSummary.Total
+	if !ValidDecimal(total.Value) {
+		return Order{}, fmt.Errorf("id %s: pricingSummary.total.value %q is not a decimal number", eo.OrderID, total.Value)
+	}
+	status := eo.OrderFulfillmentStatus
+	if eo.CancelStatus.CancelState == "CANCELED" {
+		status = "CANCELED"
+	}
+	return Order{Platform: c.platform, ID: eo.OrderID, Status: status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
+		Currency: total.Currency, Total: total.Value, LineCount: len(eo.LineItems), Raw: raw}, nil
+}

@@ -1,0 +1,223 @@
+package connectors
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-resty/resty/v2"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+func init() { Register("http", NewHTTPKind) }
+
+// httpKindConnector is the declarative connector: everything it knows about
+// the platform comes from the platform's options (config.HTTPOptions), so a
+// JSON API that lists orders by update time can be added without Go code.
+type httpKindConnector struct {
+	platform  string
+	cred      config.CredentialRef
+	opts      config.HTTPOptions
+	url       string
+	origin    string // scheme://host of the endpoint; link pagination never leaves it
+	pageSize  int
+	http      *resty.Client
+	authQuery map[string]string
+}
+
+// NewHTTPKind builds the connector of kind "http" from its options (see
+// config.HTTPOptions and docs/connectors.md). The secret is resolved here
+// and kept only inside the HTTP client (or its query parameters).
+func NewHTTPKind(p config.Platform) (Connector, error) {
+	base, err := httpEndpoint(p)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := p.HTTPOptions()
+	if err != nil {
+		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
+	}
+	secret, err := p.Credentials.Resolve()
+	if err != nil {
+		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: %v", p.Credentials, err)}
+	}
+	u, _ := url.Parse(base)
+	c := &httpKindConnector{platform: p.Name, cred: p.Credentials, opts: opts, url: base + opts.Path,
+		origin: u.Scheme + "://" + u.Host, pageSize: p.PageSize, http: NewHTTPClient(p)}
+	for k, v := range opts.Headers {
+		c.http.SetHeader(k, v)
+	}
+	switch opts.Auth.Type {
+	case "bearer":
+		c.http.SetAuthToken(secret)
+	case "header":
+		c.http.SetHeader(opts.Auth.Name, opts.Auth.Prefix+secret)
+	case "query":
+		c.authQuery = map[string]string{opts.Auth.Name: secret}
+	case "basic":
+		user, pass, ok := strings.Cut(secret, ":")
+		if !ok {
+			return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: auth type basic needs the secret as user:password", p.Credentials)}
+		}
+		c.http.SetBasicAuth(user, pass)
+	}
+	return c, nil
+}
+
+// ListOrders fetches one page of the orders updated in [req.From, req.To).
+// The token is the cursor (cursor), the next URL (link), the next offset
+// (offset) or the next page number (page).
+func (c *httpKindConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
+	if err := CheckWindow(c.platform, req); err != nil {
+		return Page{}, err
+	}
+	pg := c.opts.Pagination
+	size := pageSize(req, c.pageSize)
+	target, q, err := c.request(req, size)
+	if err != nil {
+		return Page{}, err
+	}
+	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).Get(target)
+	if err != nil {
+		return Page{}, TransportError(c.platform, err)
+	}
+	if err := c.classify(resp); err != nil {
+		return Page{}, err
+	}
+	body := resp.Body()
+	var path []string
+	if c.opts.RecordsPath != "." {
+		path = strings.Split(c.opts.RecordsPath, ".")
+	}
+	items, err := DecodeArrayPath(c.platform, req.Page, body, path)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Orders: make([]Order, 0, len(items)), RateLimit: HeaderFloat(resp.Header(), c.opts.Errors.RateLimitHeader)}
+	for i, it := range items {
+		o, err := c.order(it.Raw)
+		if err != nil {
+			return Page{}, ItemError(c.platform, req.Page, i, it, err)
+		}
+		page.Orders = append(page.Orders, o)
+	}
+	full := c.opts.PageSizeParam == "" || len(items) >= size // a short page is the last one
+	switch pg.Style {
+	case "cursor":
+		page.NextToken, err = c.cursor(body, req.Page)
+	case "link":
+		page.NextToken, err = c.nextLink(resp)
+	case "offset":
+		if len(items) > 0 && full {
+			off, _ := strconv.Atoi(req.Token)
+			page.NextToken = strconv.Itoa(off + len(items))
+		}
+	case "page":
+		n := *pg.StartPage
+		if req.Token != "" {
+			n, _ = strconv.Atoi(req.Token)
+		}
+		more := len(items) > 0 && full
+		if total, err := strconv.Atoi(strings.TrimSpace(resp.Header().Get(pg.TotalPagesHeader))); pg.TotalPagesHeader != "" && err == nil {
+			more = n-*pg.StartPage+1 < total
+		}
+		if more {
+			page.NextToken = strconv.Itoa(n + 1)
+		}
+	}
+	if err != nil {
+		return Page{}, err
+	}
+	return page, nil
+}
+
+// request builds the URL and query of one page request.
+func (c *httpKindConnector) request(req PageRequest, size int) (string, map[string]string, error) {
+	pg, w := c.opts.Pagination, c.opts.Window
+	q := map[string]string{}
+	if pg.Style == "link" && req.Token != "" {
+		// Follow the platform's next link as it is; only to the endpoint's
+		// origin, so a forged token cannot send the credential elsewhere.
+		u, err := url.Parse(req.Token)
+		if err != nil || u.Scheme+"://"+u.Host != c.origin {
+			return "", nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("next link %q is not on %s", req.Token, c.origin)}
+		}
+		for k, v := range c.authQuery {
+			if !u.Query().Has(k) {
+				q[k] = v
+			}
+		}
+		return req.Token, q, nil
+	}
+	if req.Token == "" || !pg.TokenOnly {
+		prec := timePrecision(w.Format)
+		to := CeilTime(req.To, prec)
+		if w.ToInclusive {
+			to = LastInstantBefore(req.To, prec)
+		}
+		q[w.FromParam] = formatTime(w.Format, req.From)
+		q[w.ToParam] = formatTime(w.Format, to)
+		for k, v := range c.opts.ExtraQuery {
+			q[k] = v
+		}
+	}
+	if c.opts.PageSizeParam != "" && size > 0 {
+		q[c.opts.PageSizeParam] = strconv.Itoa(size)
+	}
+	switch pg.Style {
+	case "cursor":
+		if req.Token != "" {
+			q[pg.TokenParam] = req.Token
+		}
+	case "offset", "page":
+		param, n := pg.OffsetParam, 0
+		if pg.Style == "page" {
+			param, n = pg.PageParam, *pg.StartPage
+		}
+		if req.Token != "" {
+			v, err := strconv.Atoi(req.Token)
+			if err != nil || v < 0 {
+				return "", nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("page token %q is not a number", req.Token)}
+			}
+			n = v
+		}
+		q[param] = strconv.Itoa(n)
+	}
+	for k, v := range c.authQuery {
+		q[k] = v
+	}
+	return c.url, q, nil
+}
+
+// cursor reads the next token from the body; absent, null or "" ends the window.
+func (c *httpKindConnector) cursor(body []byte, page int) (string, error) {
+	m, err := decodeObject(body)
+	if err != nil {
+		return "", &MalformedError{Platform: c.platform, Page: page, Offset: -1, Err: err}
+	}
+	v, ok := lookup(m, c.opts.Pagination.TokenPath)
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := scalarText(v)
+	if !ok {
+		return "", &MalformedError{Platform: c.platform, Page: page, Offset: -1, Err: fmt.Errorf("next token at %q is %s, not a string", c.opts.Pagination.TokenPath, showJSON(v))}
+	}
+	return s, nil
+}
+
+// nextLink is the absolute URL of the Link header's rel="next", or "".
+func (c *httpKindConnector) nextLink(resp *resty.Response) (string, error) {
+	next := NextLink(resp.Header())
+	if next == "" {
+		return "", nil
+	}
+	ref, err := url.Parse(next)
+	if err != nil {
+		return "", &MalformedError{Platform: c.platform, Offset: -1, Err: fmt.Errorf("Link rel=next %q is not a URL", next)}
+	}
+	return resp.RawResponse.Request.URL.ResolveReference(ref).String(), nil
+}

@@ -1,0 +1,112 @@
+package connectors
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/go-resty/resty/v2"
+)
+
+// order reads one record of the declarative kind through the configured
+// field paths. id and updated_at are required; total, when present, must be
+// a plain decimal (a JSON number keeps its literal text); line_items may be
+// an array (its length) or a count.
+func (c *httpKindConnector) order(raw json.RawMessage) (Order, error) {
+	m, err := decodeObject(raw)
+	if err != nil {
+		return Order{}, err
+	}
+	f := c.opts.Fields
+	o := Order{Platform: c.platform, Raw: raw}
+	idv, _ := lookup(m, f.ID)
+	if o.ID, _ = scalarText(idv); o.ID == "" {
+		return Order{}, fmt.Errorf("missing id at %q", f.ID)
+	}
+	uv, ok := lookup(m, f.UpdatedAt)
+	if !ok || uv == nil {
+		return Order{}, fmt.Errorf("id %s: missing updated_at at %q", o.ID, f.UpdatedAt)
+	}
+	if o.UpdatedAt, err = parseTime(f.TimeFormat, uv); err != nil {
+		return Order{}, fmt.Errorf("id %s: updated_at: %w", o.ID, err)
+	}
+	if cv, ok := c.field(m, f.CreatedAt); ok {
+		if o.CreatedAt, err = parseTime(f.TimeFormat, cv); err != nil {
+			return Order{}, fmt.Errorf("id %s: created_at: %w", o.ID, err)
+		}
+	}
+	for _, s := range []struct {
+		path string
+		dst  *string
+	}{{f.Status, &o.Status}, {f.Currency, &o.Currency}, {f.Total, &o.Total}} {
+		if v, ok := c.field(m, s.path); ok {
+			if *s.dst, ok = scalarText(v); !ok {
+				return Order{}, fmt.Errorf("id %s: %s is %s, not a single value", o.ID, s.path, showJSON(v))
+			}
+		}
+	}
+	if o.Total != "" && !ValidDecimal(o.Total) {
+		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", o.ID, o.Total)
+	}
+	if v, ok := c.field(m, f.LineItems); ok {
+		switch x := v.(type) {
+		case []any:
+			o.LineCount = len(x)
+		case json.Number:
+			n, err := x.Int64()
+			if err != nil || n < 0 {
+				return Order{}, fmt.Errorf("id %s: line_items count %s is not a count", o.ID, x)
+			}
+			o.LineCount = int(n)
+		default:
+			return Order{}, fmt.Errorf("id %s: line_items is %s, not an array or a count", o.ID, showJSON(v))
+		}
+	}
+	return o, nil
+}
+
+// field looks up an optional field: false when unconfigured, absent or null.
+func (c *httpKindConnector) field(m map[string]any, path string) (any, bool) {
+	if path == "" {
+		return nil, false
+	}
+	v, ok := lookup(m, path)
+	return v, ok && v != nil
+}
+
+// classify maps a response to the error classes by the configured status
+// lists: rate_limit_status (429) wait, 401 and 403 are credential failures,
+// retryable_status (408, 425 and every 5xx by default) retry, any other
+// non-2xx is permanent. The message comes from errors.message_path, else
+// from the usual error shapes.
+func (c *httpKindConnector) classify(resp *resty.Response) error {
+	code := resp.StatusCode()
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	e := c.opts.Errors
+	msg := ErrorMessage(code, resp.Body())
+	if e.MessagePath != "" {
+		if m, err := decodeObject(resp.Body()); err == nil {
+			if v, ok := lookup(m, e.MessagePath); ok {
+				if s, ok := scalarText(v); ok && s != "" {
+					msg = clip(s)
+				}
+			}
+		}
+	}
+	retryable := code == http.StatusRequestTimeout || code == http.StatusTooEarly || code >= 500
+	if e.RetryableStatus != nil {
+		retryable = slices.Contains(e.RetryableStatus, code)
+	}
+	switch {
+	case slices.Contains(e.RateLimitStatus, code):
+		return RateLimited(c.platform, resp.Header(), e.RetryAfterHeader, e.RateLimitHeader)
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return AuthError(c.platform, c.cred, code, msg)
+	case retryable:
+		return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("HTTP %d: %s", code, msg)}
+	}
+	return &PermanentError{Platform: c.platform, Status: code, Msg: msg}
+}

@@ -1,0 +1,180 @@
+package connectors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-resty/resty/v2"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// OAuth refresh-token plumbing shared by the Amazon (Login with Amazon) and
+// eBay connectors: the secret is a JSON object, access tokens are cached
+// until shortly before they expire, and concurrent callers share one refresh.
+
+// jsonSecret resolves p's credential, a JSON object such as
+// {"client_id":"..","client_secret":"..","refresh_token":".."}, and returns
+// the named fields. Errors name the reference and the missing fields, never
+// a value (not even a JSON syntax error, which quotes a character).
+func jsonSecret(p config.Platform, fields ...string) (map[string]string, error) {
+	raw, err := p.Credentials.Resolve()
+	if err != nil {
+		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: %v", p.Credentials, err)}
+	}
+	want := fmt.Sprintf("a JSON object with %s", strings.Join(fields, ", "))
+	var m map[string]any
+	if json.Unmarshal([]byte(raw), &m) != nil || m == nil {
+		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: the secret must be %s", p.Credentials, want)}
+	}
+	out := make(map[string]string, len(fields))
+	var missing []string
+	for _, f := range fields {
+		s, _ := m[f].(string)
+		if strings.TrimSpace(s) == "" {
+			missing = append(missing, f)
+		}
+		out[f] = strings.TrimSpace(s)
+	}
+	if len(missing) > 0 {
+		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: the secret must be %s; missing or empty: %s", p.Credentials, want, strings.Join(missing, ", "))}
+	}
+	return out, nil
+}
+
+// tokenRequest is one refresh: a form POSTed to the token endpoint with HTTP
+// Basic client authentication (eBay) or with the client in the form (LWA).
+type tokenRequest struct {
+	url        string
+	form       map[string]string
+	basicUser  string
+	basicPass  string
+	credential config.CredentialRef
+}
+
+// fetchToken performs a refresh and returns the access token and its
+// lifetime. A rejected refresh (400/401/403: invalid_grant, invalid_client)
+// is an AuthError; 429 and 5xx are retryable like any other request.
+func fetchToken(ctx context.Context, c *resty.Client, platform string, tr tokenRequest) (string, time.Duration, error) {
+	r := c.R().SetContext(ctx).SetFormData(tr.form)
+	if tr.basicUser != "" {
+		r.SetBasicAuth(tr.basicUser, tr.basicPass)
+	}
+	resp, err := r.Post(tr.url)
+	if err != nil {
+		return "", 0, TransportError(platform, err)
+	}
+	switch code := resp.StatusCode(); {
+	case code == http.StatusBadRequest || code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return "", 0, AuthError(platform, tr.credential, code, "token refresh rejected: "+ErrorMessage(code, resp.Body()))
+	case code < 200 || code > 299:
+		return "", 0, ResponseError(platform, tr.credential, resp, "")
+	}
+	var body struct {
+		AccessToken string `json:"access_token"`
+		ExpiresIn   int64  `json:"expires_in"`
+	}
+	if err := json.Unmarshal(resp.Body(), &body); err != nil {
+		return "", 0, &MalformedError{Platform: platform, Offset: JSONErrorOffset(err, len(resp.Body())), Err: fmt.Errorf("token response from %s: %w", tr.url, err)}
+	}
+	if body.AccessToken == "" {
+		return "", 0, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("token response from %s has no access_token", tr.url)}
+	}
+	ttl := time.Duration(body.ExpiresIn) * time.Second
+	if ttl <= 0 {
+		ttl = 5 * time.Minute // not stated: assume short-lived
+	}
+	return body.AccessToken, ttl, nil
+}
+
+// tokenSource caches an access token until shortly before it expires.
+// Callers that find no valid token wait for one shared refresh, which runs
+// without their cancellation (the HTTP client's timeout bounds it), so one
+// caller giving up does not fail the others.
+type tokenSource struct {
+	platform string
+	refresh  func(ctx context.Context) (string, time.Duration, error)
+	now      func() time.Time
+
+	mu      sync.Mutex
+	token   string
+	expiry  time.Time
+	pending *tokenCall
+}
+
+type tokenCall struct {
+	done  chan struct{}
+	token string
+	err   error
+}
+
+// tokenMargin is how long before its expiry a token is replaced: a tenth of
+// its lifetime, at most a minute, so a request never leaves with a token
+// about to lapse.
+func tokenMargin(ttl time.Duration) time.Duration { return min(ttl/10, time.Minute) }
+
+// get returns a valid token; fresh says it was just fetched for this call.
+func (ts *tokenSource) get(ctx context.Context) (token string, fresh bool, err error) {
+	ts.mu.Lock()
+	if ts.token != "" && ts.now().Before(ts.expiry) {
+		token = ts.token
+		ts.mu.Unlock()
+		return token, false, nil
+	}
+	call := ts.pending
+	if call == nil {
+		call = &tokenCall{done: make(chan struct{})}
+		ts.pending = call
+		go ts.run(context.WithoutCancel(ctx), call)
+	}
+	ts.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.token, true, call.err
+	case <-ctx.Done():
+		return "", false, TransportError(ts.platform, ctx.Err())
+	}
+}
+
+func (ts *tokenSource) run(ctx context.Context, call *tokenCall) {
+	token, ttl, err := ts.refresh(ctx)
+	ts.mu.Lock()
+	if err == nil {
+		ts.token, ts.expiry = token, ts.now().Add(ttl-tokenMargin(ttl))
+	}
+	ts.pending = nil
+	ts.mu.Unlock()
+	call.token, call.err = token, err
+	close(call.done)
+}
+
+// invalidate drops token if it is still the cached one.
+func (ts *tokenSource) invalidate(token string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.token == token {
+		ts.token = ""
+	}
+}
+
+// do sends a request with a token. A 401/403 answered to a cached token
+// (revoked, or expired early on the platform's side) drops it and tries
+// once more with a fresh one; a fresh token that is refused is final.
+func (ts *tokenSource) do(ctx context.Context, send func(token string) (*resty.Response, error)) (*resty.Response, error) {
+	for retried := false; ; retried = true {
+		token, fresh, err := ts.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := send(token)
+		if err != nil || fresh || retried || (resp.StatusCode() != http.StatusUnauthorized && resp.StatusCode() != http.StatusForbidden) {
+			return resp, err
+		}
+		ts.invalidate(token)
+	}
+}

@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersync/ordersync/api"
+)
+
+// TestRawJSONSignalsAndUpdates sends every signal and update as plain JSON
+// bytes through the bare Temporal client, the way `temporal workflow signal
+// --input '{...}'` does, and checks each one's effect.
+func TestRawJSONSignalsAndUpdates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	s := startSystem(t, cliSim(), cliPlatforms)
+	s.startCursors()
+	ctx := context.Background()
+	cursor := api.CursorWorkflowID("cli-a")
+	signal := func(id, name, payload string) {
+		t.Helper()
+		var arg any
+		if payload != "" {
+			arg = json.RawMessage(payload)
+		}
+		require.NoError(t, s.client.SignalWorkflow(ctx, id, "", name, arg))
+	}
+	update := func(name, payload string, out any) error {
+		h, err := s.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: cursor, UpdateName: name, Args: []any{json.RawMessage(payload)},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err != nil {
+			return err
+		}
+		return h.Get(ctx, out)
+	}
+
+	signal(cursor, api.SignalPause, `{"reason":"by raw json"}`)
+	eventually(t, 10*time.Second, "paused", func() bool { return s.status("cli-a").Paused })
+	require.Equal(t, "paused: by raw json", s.status("cli-a").Waiting)
+	signal(cursor, api.SignalResume, "")
+	eventually(t, 10*time.Second, "resumed", func() bool { return !s.status("cli-a").Paused })
+
+	from := time.Now().Add(-100 * time.Second).UTC().Truncate(time.Second)
+	signal(cursor, api.SignalReprocess, fmt.Sprintf(`{"from":%q,"to":%q}`, from.Format(time.RFC3339), from.Add(10*time.Second).Format(time.RFC3339)))
+	reprocessed := api.SliceWorkflowID("cli-a", from, from.Add(10*time.Second))
+	eventually(t, 20*time.Second, "the reprocessed slice to complete", func() bool {
+		d, err := s.client.DescribeWorkflowExecution(ctx, reprocessed, "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	})
+
+	var queued int
+	require.NoError(t, update(api.SignalReprocess, fmt.Sprintf(`{"from":%q,"to":%q}`,
+		from.Add(30*time.Second).Format(time.RFC3339), from.Add(50*time.Second).Format(time.RFC3339)), &queued))
+	require.Equal(t, 2, queued)
+	err := update(api.SignalReprocess, `{"from":"2026-01-02T00:00:00Z","to":"2026-01-01T00:00:00Z"}`, &queued)
+	require.ErrorContains(t, err, "is not before to", "the validator rejects a reversed range")
+
+	var st api.CursorStatus
+	require.NoError(t, update(api.SignalPause, `{"reason":"update"}`, &st))
+	require.True(t, st.Paused)
+	require.NoError(t, update(api.SignalResume, `{}`, &st))
+	require.False(t, st.Paused)
+
+	settings := s.status("cli-a").Settings
+	settings.PageSize = 33
+	raw, err := json.Marshal(settings)
+	require.NoError(t, err)
+	signal(cursor, api.SignalConfig, string(raw))
+	eventually(t, 10*time.Second, "new settings", func() bool { return s.status("cli-a").Settings.PageSize == 33 })
+	settings.PageSize = 34
+	raw, _ = json.Marshal(settings)
+	require.NoError(t, update(api.SignalConfig, string(raw), &st))
+	require.Equal(t, 34, st.Settings.PageSize)
+	require.ErrorContains(t, update(api.SignalConfig, `{"name":"cli-a","kind":"nope"}`, &st), `unknown kind "nope"`)
+
+	// Dead-letter workflow: an entry added by raw JSON, listed, then discarded.
+	dlq := api.DeadLetterWorkflowID("cli-a")
+	_, err = s.client.SignalWithStartWorkflow(ctx, dlq, api.SignalDeadLetterAdd,
+		json.RawMessage(`{"slice_id":"slice/cli-a/x","platform":"cli-a","error":"boom"}`),
+		client.StartWorkflowOptions{TaskQueue: settings.TaskQueue}, api.DeadLetterWorkflowType, api.DeadLetterInput{Platform: settings})
+	require.NoError(t, err)
+	list := func() []api.DeadLetterEntry {
+		v, err := s.client.QueryWorkflow(ctx, dlq, "", api.QueryDeadLetterList)
+		require.NoError(t, err)
+		var out []api.DeadLetterEntry
+		require.NoError(t, v.Get(&out))
+		return out
+	}
+	eventually(t, 10*time.Second, "the entry", func() bool { return len(list()) == 1 })
+	signal(dlq, api.SignalDeadLetterDiscard, `{"slice_id":"slice/cli-a/x"}`)
+	eventually(t, 10*time.Second, "the discard", func() bool { return len(list()) == 0 })
+}
