@@ -69,8 +69,11 @@ type SliceRef struct {
 	// Done is true once a regular slice completed or was dead-lettered but
 	// an earlier slice still holds the watermark back.
 	Done bool `json:"done,omitempty"`
-	// NotBefore delays a retry of a slice whose child could not run.
+	// NotBefore delays a retry of a slice whose child could not run, and a
+	// re-sweep until its window is resweep_delay old.
 	NotBefore time.Time `json:"not_before,omitzero"`
+	// Resweep marks the second fetch of a closed window.
+	Resweep bool `json:"resweep,omitempty"`
 }
 
 // Counts accumulate over the cursor's life, across continue-as-new.
@@ -84,6 +87,11 @@ type Counts struct {
 	OrdersUpdated      int64 `json:"orders_updated"`
 	OrdersUnchanged    int64 `json:"orders_unchanged"`
 	OrdersOutsideRange int64 `json:"orders_outside_range"`
+	// LateArrivals are orders first seen by a re-sweep: the platform showed
+	// them later than the overlap allowed for. Non-zero means the overlap is
+	// too small for this platform.
+	LateArrivals int64 `json:"late_arrivals"`
+	Resweeps     int64 `json:"resweeps"`
 }
 
 // CursorState is everything a cursor carries across continue-as-new.
@@ -102,6 +110,17 @@ type CursorState struct {
 	LastError   string     `json:"last_error,omitempty"`
 	// Runs counts continue-as-new generations, for the status output.
 	Runs int `json:"runs"`
+	// Resweep holds windows waiting for their re-sweep (resweep_delay).
+	Resweep []SliceRef `json:"resweep,omitempty"`
+	// ConsecutiveFailures counts failed slices in a row, for the breaker.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// BreakerOpen is set when the breaker paused the cursor; resume closes it.
+	BreakerOpen bool `json:"breaker_open,omitempty"`
+	// LagAlerted is set while the lag is above lag_alert and the alert went out.
+	LagAlerted bool `json:"lag_alerted,omitempty"`
+	// CaughtUp is set once the backfill reached the present; the lag alert
+	// only applies from then on (a backfill is behind by design).
+	CaughtUp bool `json:"caught_up,omitempty"`
 }
 
 // Wait reasons reported in CursorStatus.Waiting.
@@ -111,6 +130,7 @@ const (
 	WaitSettling    = "settling"
 	WaitConcurrency = "concurrency limit"
 	WaitDraining    = "draining before continue-as-new"
+	WaitBreaker     = "circuit breaker open"
 )
 
 // CursorStatus answers QueryStatus.
@@ -121,18 +141,20 @@ type CursorStatus struct {
 	Watermark time.Time `json:"watermark"`
 	Next      time.Time `json:"next"`
 	// AsOf is the workflow's clock when it last ran; lag is AsOf - Watermark.
-	AsOf       time.Time  `json:"as_of"`
-	LagSeconds float64    `json:"lag_seconds"`
-	Paused     bool       `json:"paused"`
-	Waiting    string     `json:"waiting,omitempty"`
-	WaitUntil  time.Time  `json:"wait_until,omitzero"`
-	InFlight   []SliceRef `json:"in_flight"`
-	Queued     []SliceRef `json:"queued,omitempty"`
-	Counts     Counts     `json:"counts"`
-	LastError  string     `json:"last_error,omitempty"`
-	Runs       int        `json:"runs"`
-	Interval   string     `json:"interval"`
-	TaskQueue  string     `json:"task_queue"`
+	AsOf                time.Time  `json:"as_of"`
+	LagSeconds          float64    `json:"lag_seconds"`
+	Paused              bool       `json:"paused"`
+	Waiting             string     `json:"waiting,omitempty"`
+	WaitUntil           time.Time  `json:"wait_until,omitzero"`
+	InFlight            []SliceRef `json:"in_flight"`
+	Queued              []SliceRef `json:"queued,omitempty"`
+	Counts              Counts     `json:"counts"`
+	LastError           string     `json:"last_error,omitempty"`
+	Runs                int        `json:"runs"`
+	Interval            string     `json:"interval"`
+	TaskQueue           string     `json:"task_queue"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	BreakerOpen         bool       `json:"breaker_open"`
 	// Settings are the platform settings the cursor runs with now.
 	Settings config.Platform `json:"settings"`
 }

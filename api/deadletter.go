@@ -50,7 +50,9 @@ type DeadLetterSelector struct {
 
 // Alert kinds.
 const (
-	AlertDeadLetter = "dead_letter"
+	AlertDeadLetter  = "dead_letter"
+	AlertBreakerOpen = "breaker_open"
+	AlertLag         = "lag"
 )
 
 // Alert is posted to the webhook (or logged).

@@ -12,6 +12,9 @@ type SliceInput struct {
 	Platform config.Platform `json:"platform"`
 	Start    time.Time       `json:"start"`
 	End      time.Time       `json:"end"`
+	// Resweep marks a second fetch of a closed window; orders it inserts
+	// are late arrivals.
+	Resweep bool `json:"resweep,omitempty"`
 }
 
 // Slice outcomes.

@@ -38,6 +38,16 @@ type Platform struct {
 	PageSize    int       `json:"page_size" yaml:"page_size"`
 	// MaxPages is how many pages one slice may take before it splits in two.
 	MaxPages int `json:"max_pages" yaml:"max_pages"`
+	// ResweepDelay, when set, fetches every closed window once more this
+	// long after it was first fetched, to catch updates the platform showed
+	// later than the overlap covers. 0 disables the re-sweep.
+	ResweepDelay Duration `json:"resweep_delay,omitempty" yaml:"resweep_delay"`
+	// BreakerFailures pauses the cursor after this many consecutive failed
+	// slices (the platform is probably down); 0 disables the breaker.
+	BreakerFailures int `json:"breaker_failures" yaml:"breaker_failures"`
+	// LagAlert raises an alert when the watermark falls further behind now
+	// than this; 0 disables it.
+	LagAlert Duration `json:"lag_alert,omitempty" yaml:"lag_alert"`
 	// Windows restrict when the platform may be pulled, e.g. "MON-FRI 00:00-06:00 Europe/Berlin".
 	Windows   []string `json:"windows,omitempty" yaml:"windows"`
 	TaskQueue string   `json:"task_queue" yaml:"task_queue"`

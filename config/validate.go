@@ -127,6 +127,15 @@ func (p Platform) Validate() *ValidationError {
 	if p.MaxPages < 1 {
 		bad("max_pages", "must be at least 1, got %d", p.MaxPages)
 	}
+	if p.ResweepDelay < 0 {
+		bad("resweep_delay", "must not be negative, got %s", p.ResweepDelay)
+	}
+	if p.BreakerFailures < 0 {
+		bad("breaker_failures", "must not be negative (0 disables the breaker), got %d", p.BreakerFailures)
+	}
+	if p.LagAlert < 0 {
+		bad("lag_alert", "must not be negative (0 disables the alert), got %s", p.LagAlert)
+	}
 	for _, w := range p.Windows {
 		if _, err := ParseWindow(w); err != nil {
 			bad("windows", "%v", err)

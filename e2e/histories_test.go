@@ -83,6 +83,8 @@ default:
   rate_limit: {rps: 500, burst: 50}
   page_size: 25
   max_pages: 50
+  resweep_delay: 5s
+  breaker_failures: 3
 platforms:
   rec:
     endpoint: "{{SIM}}/shops/rec"
@@ -163,9 +165,29 @@ func TestRecordHistories(t *testing.T) {
 		require.NoError(t, v.Get(&entries))
 		return entries
 	}
-	eventually(t, 2*time.Minute, "a dead-lettered slice", func() bool { return len(listDLQ()) > 0 })
+	// Three failed slices in a row also open the cursor's circuit breaker.
+	eventually(t, 2*time.Minute, "the breaker to open", func() bool { return s.status("rec").BreakerOpen })
+	require.NotEmpty(t, listDLQ())
 	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
 	require.NoError(t, s.client.SignalWorkflow(context.Background(), dlqID, "", api.SignalDeadLetterReprocess, api.DeadLetterSelector{All: true}))
 	eventually(t, 2*time.Minute, "the dead-letter workflow to empty", func() bool { return len(listDLQ()) == 0 })
 	write("deadletter_reprocess.json", exportHistory(t, s.client, dlqID, ""))
+
+	// Resume closes the breaker. This run also holds re-sweeps of recent windows.
+	require.NoError(t, s.client.SignalWorkflow(context.Background(), cursorID, "", api.SignalResume, nil))
+	resumedRuns := s.status("rec").Runs
+	eventually(t, 2*time.Minute, "re-sweeps in a complete run after resume", func() bool {
+		st := s.status("rec")
+		return !st.BreakerOpen && st.Counts.Resweeps > 0 && st.Runs >= resumedRuns+2
+	})
+	// Runs are capped at five slices, so pick the run where the breaker
+	// opened (it sent the alert) and the last complete run (re-sweeps).
+	all := runIDs(t, s.client, cursorID)
+	for _, run := range all[:len(all)-1] {
+		if h := exportHistory(t, s.client, cursorID, run); strings.Contains(string(h), `"SendAlert"`) {
+			write("cursor_breaker.json", h)
+			break
+		}
+	}
+	write("cursor_resweep.json", exportHistory(t, s.client, cursorID, all[len(all)-2]))
 }

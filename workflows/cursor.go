@@ -46,6 +46,7 @@ type cursor struct {
 	maxSlicesPerRun int
 
 	children       map[string]workflow.ChildWorkflowFuture // slices started by this run
+	alerts         int                                     // alert activities in flight
 	startedThisRun int
 	draining       bool
 	now            time.Time
@@ -73,11 +74,10 @@ func newCursor(in api.CursorInput) (*cursor, error) {
 		// Nothing runs across continue-as-new (the cursor drains first); a
 		// slice marked running was started by a run that ended abnormally and
 		// is started again (its deterministic ID prevents a double run).
-		for i := range c.st.Pending {
-			c.st.Pending[i].Running = false
-		}
-		for i := range c.st.Reprocess {
-			c.st.Reprocess[i].Running = false
+		for _, list := range c.lists() {
+			for i := range *list {
+				(*list)[i].Running = false
+			}
 		}
 	} else {
 		c.st.Next = in.Start.UTC()
@@ -101,7 +101,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 		if !c.draining && (workflow.GetInfo(ctx).GetContinueAsNewSuggested() || c.startedThisRun >= c.maxSlicesPerRun) {
 			c.draining = true
 		}
-		if c.draining && c.running() == 0 {
+		if c.draining && c.running() == 0 && c.alerts == 0 {
 			sig.drain(c)
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
@@ -114,6 +114,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 		if !c.draining {
 			c.launch(ctx)
 		}
+		c.checkLag(ctx)
 		wakeAt := c.computeWait()
 
 		sel := workflow.NewSelector(ctx)
@@ -141,7 +142,11 @@ func (c *cursor) launch(ctx workflow.Context) {
 			continue
 		}
 		end := c.st.Next.Add(c.platform.Interval.D())
-		if !open || end.After(c.now.Add(-c.platform.Settle.D())) {
+		if !open {
+			return
+		}
+		if end.After(c.now.Add(-c.platform.Settle.D())) {
+			c.st.CaughtUp = true
 			return
 		}
 		c.st.Pending = append(c.st.Pending, api.SliceRef{
@@ -156,9 +161,9 @@ func (c *cursor) launch(ctx workflow.Context) {
 }
 
 func (c *cursor) nextWaiting(open bool) *api.SliceRef {
-	for _, list := range [][]api.SliceRef{c.st.Pending, c.st.Reprocess} {
-		for i := range list {
-			r := &list[i]
+	for _, list := range c.lists() {
+		for i := range *list {
+			r := &(*list)[i]
 			if _, busy := c.children[r.ID]; busy {
 				continue // one workflow ID, one run at a time
 			}
@@ -184,7 +189,7 @@ func (c *cursor) startChild(ctx workflow.Context, ref *api.SliceRef) {
 		),
 	}
 	c.children[ref.ID] = workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts),
-		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: ref.Start, End: ref.End})
+		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: ref.Start, End: ref.End, Resweep: ref.Resweep})
 	ref.Running = true
 	c.startedThisRun++
 }
@@ -192,8 +197,8 @@ func (c *cursor) startChild(ctx workflow.Context, ref *api.SliceRef) {
 // addChildFutures adds running children in state order, so the selector is
 // built the same way on every replay.
 func (c *cursor) addChildFutures(ctx workflow.Context, sel workflow.Selector) {
-	for _, list := range [][]api.SliceRef{c.st.Pending, c.st.Reprocess} {
-		for _, r := range list {
+	for _, list := range c.lists() {
+		for _, r := range *list {
 			f, ok := c.children[r.ID]
 			if !ok || !r.Running {
 				continue
@@ -224,7 +229,11 @@ func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future)
 		workflow.GetLogger(ctx).Warn("slice did not report; will retry", "slice", id, "error", err)
 		return
 	}
-	c.count(res)
+	c.count(res, ref.Resweep)
+	c.trackFailures(ctx, res)
+	if res.Outcome == api.SliceCompleted && list == &c.st.Pending {
+		c.scheduleResweep(*ref)
+	}
 	switch res.Outcome {
 	case api.SliceSplit:
 		mid := ref.Start.Add(ref.End.Sub(ref.Start) / 2).Truncate(time.Microsecond)
@@ -250,17 +259,25 @@ func (c *cursor) compact() {
 		n++
 	}
 	c.st.Pending = c.st.Pending[n:]
-	kept := c.st.Reprocess[:0]
-	for _, r := range c.st.Reprocess {
-		if !r.Done {
-			kept = append(kept, r)
+	for _, list := range []*[]api.SliceRef{&c.st.Reprocess, &c.st.Resweep} {
+		kept := (*list)[:0]
+		for _, r := range *list {
+			if !r.Done {
+				kept = append(kept, r)
+			}
 		}
+		*list = kept
 	}
-	c.st.Reprocess = kept
 }
 
-func (c *cursor) count(res api.SliceResult) {
+func (c *cursor) count(res api.SliceResult, resweep bool) {
 	k := &c.st.Counts
+	if resweep && res.Outcome == api.SliceCompleted {
+		// Versions a re-sweep stored were missed by the first fetch: the
+		// platform showed them later than the overlap allowed for.
+		k.Resweeps++
+		k.LateArrivals += int64(res.OrdersInserted + res.OrdersUpdated)
+	}
 	switch res.Outcome {
 	case api.SliceCompleted:
 		k.SlicesCompleted++
@@ -280,7 +297,7 @@ func (c *cursor) count(res api.SliceResult) {
 // findRunning finds the ref whose child just ended: a regular slice and a
 // reprocess request may share an ID, but only one of them runs at a time.
 func (c *cursor) findRunning(id string) (*[]api.SliceRef, int) {
-	for _, list := range []*[]api.SliceRef{&c.st.Pending, &c.st.Reprocess} {
+	for _, list := range c.lists() {
 		for i := range *list {
 			if (*list)[i].ID == id && (*list)[i].Running {
 				return list, i
@@ -293,14 +310,20 @@ func (c *cursor) findRunning(id string) (*[]api.SliceRef, int) {
 // willRun says whether a slice with this ID is queued or running, so a
 // reprocess request need not queue it again.
 func (c *cursor) willRun(id string) bool {
-	for _, list := range [][]api.SliceRef{c.st.Pending, c.st.Reprocess} {
-		for _, r := range list {
+	for _, list := range c.lists() {
+		for _, r := range *list {
 			if r.ID == id && !r.Done {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// lists are the slice lists in launch priority: regular slices (they move
+// the watermark), then reprocess requests, then re-sweeps.
+func (c *cursor) lists() []*[]api.SliceRef {
+	return []*[]api.SliceRef{&c.st.Pending, &c.st.Reprocess, &c.st.Resweep}
 }
 
 func (c *cursor) running() int {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -79,12 +80,22 @@ func (c *cursor) status() api.CursorStatus {
 		Interval:   c.platform.Interval.String(),
 		TaskQueue:  c.platform.TaskQueue,
 		Settings:   c.platform,
+
+		ConsecutiveFailures: c.st.ConsecutiveFailures,
+		BreakerOpen:         c.st.BreakerOpen,
 	}
-	if c.st.Paused && c.st.PauseReason != "" {
-		s.Waiting = api.WaitPaused + ": " + c.st.PauseReason
+	if c.st.Paused {
+		// Derived from state: an update answers before the loop has run.
+		s.Waiting, s.WaitUntil = api.WaitPaused, time.Time{}
+		if c.st.BreakerOpen {
+			s.Waiting = api.WaitBreaker
+		}
+		if c.st.PauseReason != "" {
+			s.Waiting += ": " + c.st.PauseReason
+		}
 	}
-	for _, list := range [][]api.SliceRef{c.st.Pending, c.st.Reprocess} {
-		for _, r := range list {
+	for _, list := range c.lists() {
+		for _, r := range *list {
 			switch {
 			case r.Running:
 				s.InFlight = append(s.InFlight, r)

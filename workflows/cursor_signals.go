@@ -111,6 +111,7 @@ func (c *cursor) applyPause(req api.PauseRequest) {
 func (c *cursor) applyResume() {
 	c.st.Paused = false
 	c.st.PauseReason = ""
+	c.closeBreaker()
 }
 
 // validateReprocess checks a request against now; it changes nothing, as

@@ -13,15 +13,18 @@ import (
 func (c *cursor) computeWait() time.Time {
 	c.waiting, c.waitUntil = "", time.Time{}
 	switch {
+	case c.st.Paused && c.st.BreakerOpen:
+		c.waiting = api.WaitBreaker
+		return time.Time{}
 	case c.st.Paused:
 		c.waiting = api.WaitPaused
 		return time.Time{}
 	case c.draining:
 		c.waiting = api.WaitDraining
-		return time.Time{}
+		return c.lagAlertDue()
 	case c.running() >= c.platform.Concurrency:
 		c.waiting = api.WaitConcurrency
-		return time.Time{}
+		return c.lagAlertDue()
 	}
 	open := c.windows.OpenAt(c.now)
 	var wake time.Time
@@ -30,8 +33,9 @@ func (c *cursor) computeWait() time.Time {
 			wake = t
 		}
 	}
-	for _, list := range [][]api.SliceRef{c.st.Pending, c.st.Reprocess} {
-		for _, r := range list {
+	earliest(c.lagAlertDue())
+	for _, list := range c.lists() {
+		for _, r := range *list {
 			if !r.Running && !r.Done && (open || r.Force) {
 				earliest(r.NotBefore)
 			}

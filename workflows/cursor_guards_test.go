@@ -1,0 +1,148 @@
+package workflows_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/workflows"
+)
+
+// ofKind filters recorded alerts.
+func ofKind(a *alerts, kind string) []api.Alert {
+	var out []api.Alert
+	for _, al := range a.all() {
+		if al.Kind == kind {
+			out = append(out, al)
+		}
+	}
+	return out
+}
+
+// TestBreakerOpensAfterConsecutiveFailuresAndResumeClosesIt: every page is
+// refused; after breaker_failures failed slices in a row the cursor pauses
+// itself, alerts once and starts nothing more; resume closes the breaker
+// and, with the platform back, fetching goes on.
+func TestBreakerOpensAfterConsecutiveFailuresAndResumeClosesIt(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Concurrency = 1
+	p.BreakerFailures = 3
+	var mu sync.Mutex
+	down := true
+	pages := watchPages(env)
+	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return activities.FetchPageResult{}, temporal.NewNonRetryableApplicationError("HTTP 401: token revoked", activities.ErrPermanent, nil)
+		}
+		return onePage(in)
+	}, map[string]time.Duration{})
+	mockDeadLetters(env, 0, false)
+	al := mockAlerts(env, 0)
+
+	var open api.CursorStatus
+	var callsWhileOpen int
+	env.RegisterDelayedCallback(func() {
+		open = status(t, env)
+		callsWhileOpen = len(pages.all())
+		mu.Lock()
+		down = false
+		mu.Unlock()
+		env.SignalWorkflow(api.SignalResume, nil)
+	}, 30*time.Minute)
+	var final api.CursorStatus
+	stopAt(env, time.Hour, func() { final = status(t, env) })
+
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+
+	require.True(t, open.BreakerOpen)
+	require.True(t, open.Paused)
+	require.Contains(t, open.Waiting, api.WaitBreaker+": 3 failed slices in a row")
+	require.Equal(t, 3, open.ConsecutiveFailures)
+	require.Equal(t, 3, callsWhileOpen, "nothing starts once the breaker is open")
+	opened := ofKind(al, api.AlertBreakerOpen)
+	require.Len(t, opened, 1, "the breaker alerts once")
+	require.Contains(t, opened[0].Message, "token revoked")
+
+	require.False(t, final.BreakerOpen, "resume closes the breaker")
+	require.False(t, final.Paused)
+	require.Zero(t, final.ConsecutiveFailures)
+	require.Greater(t, final.Counts.SlicesCompleted, int64(0), "fetching went on after resume")
+}
+
+// TestResweepFetchesRecentWindowsAgainAndCountsLateArrivals: with
+// resweep_delay set, a window that was fetched while recent is fetched once
+// more when it is resweep_delay old; orders that second fetch stores are
+// late arrivals. Old backfill windows are not swept again.
+func TestResweepFetchesRecentWindowsAgainAndCountsLateArrivals(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Start = at("-30m").Format(time.RFC3339)
+	p.ResweepDelay = config.Duration(10 * time.Minute)
+	recent := api.SliceWorkflowID(platformName, at("-15m"), t0)
+	old := api.SliceWorkflowID(platformName, at("-30m"), at("-15m"))
+	pages := watchPages(env)
+	var mu sync.Mutex
+	fetches := map[string]int{}
+	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fetches[in.SliceID]++
+		if in.SliceID == recent && fetches[in.SliceID] == 2 {
+			return activities.FetchPageResult{Fetched: 5, Inserted: 2, Unchanged: 3}, nil // two showed up late
+		}
+		return onePage(in)
+	}, nil)
+	var final api.CursorStatus
+	stopAt(env, 14*time.Minute, func() { final = status(t, env) })
+
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+
+	require.Equal(t, 1, fetches[old], "a window first fetched long after it closed needs no re-sweep")
+	require.Equal(t, 2, fetches[recent], "the recent window is fetched again")
+	var second time.Time
+	for _, c := range pages.all() {
+		if c.In.SliceID == recent {
+			second = c.At
+		}
+	}
+	require.Equal(t, at("10m"), second, "re-swept when the window is resweep_delay old")
+	require.EqualValues(t, 2, final.Counts.LateArrivals)
+	require.EqualValues(t, 1, final.Counts.Resweeps)
+	require.Equal(t, at("-15m").Add(15*time.Minute), t0)
+}
+
+// TestLagAlertFiresOnceWhenCaughtUpCursorFallsBehind: once caught up, a
+// slice that hangs holds the watermark back; when the lag passes lag_alert
+// one alert goes out, even though nothing else wakes the cursor.
+func TestLagAlertFiresOnceWhenCaughtUpCursorFallsBehind(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Start = at("-30m").Format(time.RFC3339)
+	p.Concurrency = 1
+	p.LagAlert = config.Duration(40 * time.Minute)
+	stuck := api.SliceWorkflowID(platformName, t0, at("15m"))
+	pages := watchPages(env)
+	mockPages(env, pages, onePage, map[string]time.Duration{stuck: 2 * time.Hour})
+	al := mockAlerts(env, 0)
+	stopAt(env, 90*time.Minute, nil)
+
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+
+	lag := ofKind(al, api.AlertLag)
+	require.Len(t, lag, 1, "one alert per episode")
+	// The watermark is stuck at t0 (the hanging slice's start).
+	require.Equal(t, t0.Add(40*time.Minute+time.Millisecond), lag[0].At.UTC())
+	require.Contains(t, lag[0].Message, "behind")
+}
