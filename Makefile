@@ -33,7 +33,7 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
-	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config workflowcheck.config.yaml ./workflows/...
 
 ## generate: regenerate mocks (go.uber.org/mock).
 generate:

@@ -202,7 +202,13 @@ func decodeOptionValue(val any, fv reflect.Value, name string, bad problemFunc) 
 			return
 		}
 		out := make(map[string]string, len(sub))
-		for k, x := range sub {
+		subKeys := make([]string, 0, len(sub))
+		for k := range sub {
+			subKeys = append(subKeys, k)
+		}
+		sort.Strings(subKeys) // problems come in a stable order, even inside workflows
+		for _, k := range subKeys {
+			x := sub[k]
 			switch x.(type) {
 			case map[string]any, []any, nil:
 				bad(name+"."+k, "must be a single value, got %s", showValue(x))

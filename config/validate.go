@@ -83,7 +83,9 @@ func (p Platform) Validate() *ValidationError {
 	case p.Credentials.Env != "" && !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(p.Credentials.Env):
 		bad("credentials.env", "%q is not an environment variable name (put the secret in the environment, not here)", p.Credentials.Env)
 	}
-	if _, err := parseStart(p.Start, time.Now()); err != nil {
+	// Only the form is checked, without the clock, so workflows can validate
+	// settings deterministically.
+	if _, err := parseStart(p.Start, time.Time{}); err != nil {
 		bad("start", "%v", err)
 	}
 	if p.Interval <= 0 {
