@@ -152,18 +152,9 @@ func (c *amazonConnector) decodePage(body []byte, page int) (Page, error) {
 	if err := DecodeJSON(c.platform, page, body, &env); err != nil {
 		return Page{}, err
 	}
-	orders := make([]Order, 0, len(items))
-	for i, it := range items {
-		var ao amazonOrder
-		err := json.Unmarshal(it.Raw, &ao)
-		var o Order
-		if err == nil {
-			o, err = c.order(ao, it.Raw)
-		}
-		if err != nil {
-			return Page{}, ItemError(c.platform, page, i, it, err)
-		}
-		orders = append(orders, o)
+	orders, err := DecodeItems(c.platform, page, items, c.order)
+	if err != nil {
+		return Page{}, err
 	}
 	return Page{Orders: orders, NextToken: env.Payload.NextToken}, nil
 }

@@ -382,3 +382,22 @@ func RateLimited(platform string, h http.Header, retryAfterHeader, limitHeader s
 	}
 	return rl
 }
+
+// DecodeItems turns each JSON item into an Order with convert, so every
+// connector reports a bad order the same way: platform, page, index, offset.
+func DecodeItems[T any](platform string, page int, items []JSONItem, convert func(T, json.RawMessage) (Order, error)) ([]Order, error) {
+	orders := make([]Order, 0, len(items))
+	for i, it := range items {
+		var v T
+		err := json.Unmarshal(it.Raw, &v)
+		var o Order
+		if err == nil {
+			o, err = convert(v, it.Raw)
+		}
+		if err != nil {
+			return nil, ItemError(platform, page, i, it, err)
+		}
+		orders = append(orders, o)
+	}
+	return orders, nil
+}

@@ -116,18 +116,9 @@ func (c *shopifyConnector) decodePage(body []byte, page int) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	orders := make([]Order, 0, len(items))
-	for i, it := range items {
-		var so shopifyOrder
-		err := json.Unmarshal(it.Raw, &so)
-		var o Order
-		if err == nil {
-			o, err = c.order(so, it.Raw)
-		}
-		if err != nil {
-			return Page{}, ItemError(c.platform, page, i, it, err)
-		}
-		orders = append(orders, o)
+	orders, err := DecodeItems(c.platform, page, items, c.order)
+	if err != nil {
+		return Page{}, err
 	}
 	return Page{Orders: orders}, nil
 }

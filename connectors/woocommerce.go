@@ -144,18 +144,9 @@ func (c *wooConnector) decodePage(body []byte, page int) ([]Order, error) {
 	if err != nil {
 		return nil, err
 	}
-	orders := make([]Order, 0, len(items))
-	for i, it := range items {
-		var wo wooOrder
-		err := json.Unmarshal(it.Raw, &wo)
-		var o Order
-		if err == nil {
-			o, err = c.order(wo, it.Raw)
-		}
-		if err != nil {
-			return nil, ItemError(c.platform, page, i, it, err)
-		}
-		orders = append(orders, o)
+	orders, err := DecodeItems(c.platform, page, items, c.order)
+	if err != nil {
+		return nil, err
 	}
 	return orders, nil
 }
