@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -39,6 +40,8 @@ type Activities struct {
 	Client  client.Client
 	Alerter Alerter
 	Logger  *slog.Logger
+	// Metrics counts pages, upserts and API errors; nil records nothing.
+	Metrics *metrics.Recorder
 }
 
 func (a *Activities) logger() *slog.Logger {

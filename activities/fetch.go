@@ -10,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/internal/metrics"
 )
 
 // Error types workflows and retry policies act on.
@@ -50,6 +51,34 @@ type FetchPageResult struct {
 // FetchPage fetches one page and upserts its orders in the same step, so the
 // orders themselves never pass through Temporal.
 func (a *Activities) FetchPage(ctx context.Context, in FetchPageInput) (FetchPageResult, error) {
+	res, err := a.fetchPage(ctx, in)
+	if err != nil {
+		a.Metrics.FetchError(in.Platform.Name, errorClass(err))
+	} else {
+		a.Metrics.Page(in.Platform.Name, res.Inserted, res.Updated, res.Unchanged)
+	}
+	return res, err
+}
+
+// errorClass maps an activity error type to its metrics class.
+func errorClass(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		switch appErr.Type() {
+		case ErrRateLimited:
+			return metrics.ClassRateLimited
+		case ErrPermanent:
+			return metrics.ClassPermanent
+		case ErrMalformed:
+			return metrics.ClassMalformed
+		case ErrStore:
+			return metrics.ClassStore
+		}
+	}
+	return metrics.ClassTransient
+}
+
+func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPageResult, error) {
 	var res FetchPageResult
 	conn, err := a.Connectors.Connector(in.Platform)
 	if err != nil {
@@ -62,8 +91,13 @@ func (a *Activities) FetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 		From: in.From, To: in.To, Token: in.Token, PageSize: in.Platform.PageSize, Page: in.Page,
 	})
 	if err != nil {
+		var rl *connectors.RateLimitError
+		if errors.As(err, &rl) {
+			a.Limiters.Report(in.Platform.Name, rl.Limit)
+		}
 		return res, classify(fmt.Errorf("fetch page %d of %s: %w", in.Page, in.SliceID, err))
 	}
+	a.Limiters.Report(in.Platform.Name, page.RateLimit)
 	for i := range page.Orders {
 		o := &page.Orders[i]
 		o.Platform = in.Platform.Name

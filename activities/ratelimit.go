@@ -2,40 +2,112 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/quota"
 )
 
-// Limiters hold one token bucket per platform in this process. The limit
-// across all workers is enforced by the task queue's activity rate (see the
-// worker package); this bucket smooths bursts inside one process.
+// Limiters pace each platform's requests. With Shared set (the worker sets
+// it from the store's DSN) every request books a slot in the database all
+// workers share, so the platform's rate holds across any number of worker
+// processes without bursts (package quota). Without it, one token bucket
+// per platform paces this process only, and the task queue's activity rate
+// (see package worker) is what holds the workers together.
 type Limiters struct {
-	mu sync.Mutex
-	m  map[string]*rate.Limiter
+	mu       sync.Mutex
+	m        map[string]*rate.Limiter
+	reported map[string]float64
+	// Shared books request slots across processes; nil paces in-process.
+	Shared quota.Slots
 }
 
 // NewLimiters returns an empty set.
-func NewLimiters() *Limiters { return &Limiters{m: map[string]*rate.Limiter{}} }
+func NewLimiters() *Limiters {
+	return &Limiters{m: map[string]*rate.Limiter{}, reported: map[string]float64{}}
+}
+
+// slotMargin is kept free at the end of an attempt for the request itself:
+// a slot booked so late that the request would time out is worse than a
+// retry, which books a fresh one.
+const slotMargin = 2 * time.Second
 
 // Wait blocks until the platform may send one more request, following the
-// platform's current rate_limit settings.
+// platform's current rate_limit settings, lowered to what the platform
+// itself last reported.
 func (l *Limiters) Wait(ctx context.Context, p config.Platform) error {
 	if l == nil {
 		return nil
 	}
+	rps, burst := l.Effective(p)
+	if l.Shared != nil {
+		maxWait := time.Hour
+		if dl, ok := ctx.Deadline(); ok {
+			maxWait = max(0, time.Until(dl)-slotMargin)
+		}
+		d, err := l.Shared.Reserve(ctx, p.Name, rps, burst, maxWait)
+		if errors.Is(err, quota.ErrNoSlot) {
+			return fmt.Errorf("no request slot for %s within this attempt (rate %v/s): %w", p.Name, rps, err)
+		}
+		if err != nil {
+			return err
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*rate.Limiter{}
+	}
 	lim, ok := l.m[p.Name]
-	limit := rate.Limit(p.RateLimit.RPS)
 	if !ok {
-		lim = rate.NewLimiter(limit, max(p.RateLimit.Burst, 1))
+		lim = rate.NewLimiter(rate.Limit(rps), burst)
 		l.m[p.Name] = lim
-	} else if lim.Limit() != limit || lim.Burst() != p.RateLimit.Burst {
-		lim.SetLimit(limit)
-		lim.SetBurst(max(p.RateLimit.Burst, 1))
+	} else if lim.Limit() != rate.Limit(rps) || lim.Burst() != burst {
+		lim.SetLimit(rate.Limit(rps))
+		lim.SetBurst(burst)
 	}
 	l.mu.Unlock()
 	return lim.Wait(ctx)
+}
+
+// Effective is the rate and burst requests are paced at: the platform's
+// settings, lowered to the limit the platform last reported in a response
+// header (X-RateLimit-Limit and its kin), never raised above the settings.
+func (l *Limiters) Effective(p config.Platform) (float64, int) {
+	rps, burst := p.RateLimit.RPS, max(p.RateLimit.Burst, 1)
+	if l == nil {
+		return rps, burst
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.reported[p.Name]; r > 0 && r < rps {
+		rps = r
+	}
+	return rps, burst
+}
+
+// Report records the request rate a platform announced (0: none), so the
+// next requests follow a limit the platform lowered on its side.
+func (l *Limiters) Report(platform string, rps float64) {
+	if l == nil || rps <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reported == nil {
+		l.reported = map[string]float64{}
+	}
+	l.reported[platform] = rps
 }

@@ -6,8 +6,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/internal/metrics"
+	"github.com/ordersync/ordersync/internal/quota"
+	"github.com/ordersync/ordersync/internal/tclient"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -51,14 +55,24 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-	c, err := a.Dial(ctx)
+	slots, err := quota.Open(ctx, a.Process.StoreDSN)
+	if err != nil {
+		return err
+	}
+	defer slots.Close()
+	rec, stopMetrics, err := a.StartMetrics()
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	c, err := a.DialWithMetrics(ctx, rec)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	ws, err := worker.Start(worker.Options{
 		Client: c, Store: st, Platforms: platforms, Alerter: a.Alerter(),
-		Logger: a.Logger, StopTimeout: stopTimeout,
+		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, RequestSlots: slots,
 	})
 	if err != nil {
 		return err
@@ -76,4 +90,44 @@ func (a *App) Alerter() activities.Alerter {
 		return activities.NewWebhookAlerter(a.Process.AlertWebhook)
 	}
 	return activities.LogAlerter{Logger: a.Logger}
+}
+
+// StartMetrics makes the process's metrics registry and serves it at
+// /metrics on ORDERSYNC_METRICS_ADDRESS. With the address empty it returns
+// a nil recorder (metrics off) and a no-op stop.
+func (a *App) StartMetrics() (*metrics.Recorder, func(), error) {
+	if a.Process.MetricsAddress == "" {
+		return nil, func() {}, nil
+	}
+	rec := metrics.New()
+	srv, err := rec.Serve(a.Process.MetricsAddress, a.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Record where it really listens (port 0 picks one) for what prints it.
+	a.Process.MetricsAddress = srv.Addr()
+	a.Logger.Info("metrics", "url", srv.URL())
+	return rec, func() { _ = srv.Close() }, nil
+}
+
+// DialWithMetrics dials Temporal like Dial, with the SDK's own metrics
+// (requests, polls, task latencies) exported through rec's registry.
+func (a *App) DialWithMetrics(ctx context.Context, rec *metrics.Recorder) (client.Client, error) {
+	if rec == nil {
+		return a.Dial(ctx)
+	}
+	opts, err := tclient.Options(a.Process, a.Logger.With("component", "temporal-sdk"))
+	if err != nil {
+		return nil, err
+	}
+	if opts.MetricsHandler, err = rec.TemporalHandler(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w", a.Process.TemporalAddress, a.Process.TemporalNamespace, err)
+	}
+	return c, nil
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,9 +43,11 @@ func ordersyncBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "ordersync")
+		// .ci/run and the Makefile put go on PATH; /usr/local/go is this
+		// machine kind's install when a shell did not.
 		gobin, err := exec.LookPath("go")
 		if err != nil {
-			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+			gobin = "/usr/local/go/bin/go"
 		}
 		cmd := exec.Command(gobin, "build", "-o", binPath, "./cmd/ordersync")
 		cmd.Dir = ".." // the module root; tests run in e2e/

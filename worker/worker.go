@@ -5,6 +5,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/metrics"
+	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/workflows"
 )
 
@@ -31,12 +34,26 @@ type Options struct {
 	Logger    *slog.Logger
 	// StopTimeout bounds the drain on shutdown (default DefaultStopTimeout).
 	StopTimeout time.Duration
+	// Metrics, when set, receives the activities' counters and the served
+	// platforms' status gauges (see package metrics). The Temporal SDK's own
+	// metrics come from the client: dial it with Metrics.TemporalHandler().
+	Metrics *metrics.Recorder
+	// RequestSlots, when set, paces each platform's requests across every
+	// worker process through the shared database (package quota); without
+	// it each process paces only itself and the task queue's activity rate
+	// is the cross-process limit.
+	RequestSlots quota.Slots
+	// MetricsPollInterval is how often the status gauges are refreshed
+	// (default metrics.DefaultPollInterval).
+	MetricsPollInterval time.Duration
 }
 
 // Workers is a started set of task-queue workers.
 type Workers struct {
 	queues  []string
 	workers []sdkworker.Worker
+	// stopPoller ends the status poller and unregisters it (nil without metrics).
+	stopPoller func()
 }
 
 // QueuePlan groups platforms by task queue and sums their request rates:
@@ -69,7 +86,9 @@ func Start(opts Options) (*Workers, error) {
 		Client:     opts.Client,
 		Alerter:    opts.Alerter,
 		Logger:     logger,
+		Metrics:    opts.Metrics,
 	}
+	acts.Limiters.Shared = opts.RequestSlots
 	plan := QueuePlan(opts.Platforms)
 	ws := &Workers{}
 	for q := range plan {
@@ -90,7 +109,36 @@ func Start(opts Options) (*Workers, error) {
 		ws.workers = append(ws.workers, w)
 		logger.Info("worker polling", "task_queue", q, "activities_per_second", plan[q])
 	}
+	if opts.Metrics != nil {
+		if err := ws.startPoller(opts, logger); err != nil {
+			ws.Stop()
+			return nil, err
+		}
+	}
 	return ws, nil
+}
+
+// startPoller exports the served platforms' cursor status as gauges.
+func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
+	names := make([]string, len(opts.Platforms))
+	for i, p := range opts.Platforms {
+		names[i] = p.Name
+	}
+	poller := &metrics.StatusPoller{
+		Source: metrics.TemporalStatus{Client: opts.Client}, Platforms: names,
+		Interval: opts.MetricsPollInterval, Logger: logger,
+	}
+	if err := opts.Metrics.Registry().Register(poller); err != nil {
+		return fmt.Errorf("register status metrics: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := poller.Start(ctx)
+	ws.stopPoller = func() {
+		cancel()
+		<-done
+		opts.Metrics.Registry().Unregister(poller)
+	}
+	return nil
 }
 
 // Queues lists the task queues served.
@@ -99,6 +147,10 @@ func (ws *Workers) Queues() []string { return ws.queues }
 // Stop drains every worker: no new tasks are taken, running activities get
 // up to StopTimeout to finish.
 func (ws *Workers) Stop() {
+	if ws.stopPoller != nil {
+		ws.stopPoller()
+		ws.stopPoller = nil
+	}
 	for _, w := range ws.workers {
 		w.Stop()
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ordersync/ordersync/cli"
 	"github.com/ordersync/ordersync/devserver"
+	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/starter"
 	"github.com/ordersync/ordersync/store"
@@ -115,12 +116,22 @@ func run(ctx context.Context, app *cli.App, o options) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-	c, err := app.Dial(ctx)
+	slots, err := quota.Open(ctx, app.Process.StoreDSN)
+	if err != nil {
+		return err
+	}
+	defer slots.Close()
+	rec, stopMetrics, err := app.StartMetrics()
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	c, err := app.DialWithMetrics(ctx, rec)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ws, err := worker.Start(worker.Options{Client: c, Store: st, Platforms: file.Platforms, Alerter: app.Alerter(), Logger: app.Logger})
+	ws, err := worker.Start(worker.Options{Client: c, Store: st, Platforms: file.Platforms, Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, RequestSlots: slots})
 	if err != nil {
 		return err
 	}
@@ -136,7 +147,11 @@ func run(ctx context.Context, app *cli.App, o options) error {
 		}
 		fmt.Fprintf(app.Out, "Cursor %-28s %s\n", r.WorkflowID, state)
 	}
-	fmt.Fprintf(app.Out, "Orders store:      %s\nPress Ctrl-C to stop.\n", app.Process.StoreDSN)
+	fmt.Fprintf(app.Out, "Orders store:      %s\n", app.Process.StoreDSN)
+	if app.Process.MetricsAddress != "" {
+		fmt.Fprintf(app.Out, "Metrics:           http://%s/metrics\n", app.Process.MetricsAddress)
+	}
+	fmt.Fprintln(app.Out, "Press Ctrl-C to stop.")
 	<-ctx.Done()
 	fmt.Fprintln(app.Out, "stopping...")
 	return nil

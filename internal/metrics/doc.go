@@ -1,0 +1,24 @@
+// Package metrics exposes ordersync's Prometheus metrics: one registry per
+// worker process, served on ORDERSYNC_METRICS_ADDRESS at /metrics.
+//
+// Three sources feed the registry:
+//
+//   - The FetchPage activity (through Recorder): orders upserted by result,
+//     pages, API errors by class and 429s. These are ordinary counters of
+//     this process; sum them across processes.
+//   - The cursor and dead-letter workflows (through StatusPoller): every few
+//     seconds the process queries the `status` of each platform it serves and
+//     the dead-letter `list`, and exports what they say at scrape time. The
+//     slice and late-arrival totals live in workflow state and survive
+//     continue-as-new, so they are exported as counters whose value is the
+//     workflow's running total (a terminated and restarted cursor starts
+//     again at zero, which Prometheus treats as a counter reset). Every
+//     worker serving a platform exports the same workflow-derived series, so
+//     aggregate them with max by (platform), not sum.
+//   - The Temporal Go SDK (through TemporalHandler): its own client and
+//     worker metrics (temporal_request_total, temporal_activity_execution_latency_seconds,
+//     temporal_workflow_task_schedule_to_start_latency_seconds, ...),
+//     bridged from OpenTelemetry into the same registry.
+//
+// docs/observability.md lists every series with its labels.
+package metrics

@@ -1,0 +1,98 @@
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes every ordersync series.
+const Namespace = "ordersync"
+
+// Upsert results, the values of the `result` label of orders_upserted_total.
+const (
+	ResultInserted  = "inserted"
+	ResultUpdated   = "updated"
+	ResultUnchanged = "unchanged"
+)
+
+// Error classes, the values of the `class` label of api_errors_total. They
+// follow the activity error types that drive the retry policy.
+const (
+	ClassRateLimited = "rate_limited"
+	ClassTransient   = "transient"
+	ClassMalformed   = "malformed"
+	ClassPermanent   = "permanent"
+	ClassStore       = "store"
+)
+
+// Recorder owns a process's registry and the counters the activities bump.
+// A nil *Recorder records nothing, so activities and tests need no setup.
+type Recorder struct {
+	registry       *prometheus.Registry
+	ordersUpserted *prometheus.CounterVec
+	pages          *prometheus.CounterVec
+	apiErrors      *prometheus.CounterVec
+	rateLimited    *prometheus.CounterVec
+}
+
+// New returns a Recorder with a fresh registry holding ordersync's counters
+// and the Go runtime and process collectors.
+func New() *Recorder {
+	r := &Recorder{
+		registry: prometheus.NewRegistry(),
+		ordersUpserted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "orders_upserted_total",
+			Help: "Orders written to the store by FetchPage, by upsert result (inserted, updated, unchanged).",
+		}, []string{"platform", "result"}),
+		pages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "pages_total",
+			Help: "Pages fetched from the platform and stored.",
+		}, []string{"platform"}),
+		apiErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "api_errors_total",
+			Help: "Failed FetchPage attempts by class (rate_limited, transient, malformed, permanent, store).",
+		}, []string{"platform", "class"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "rate_limited_total",
+			Help: "Requests the platform answered with 429 Too Many Requests.",
+		}, []string{"platform"}),
+	}
+	r.registry.MustRegister(r.ordersUpserted, r.pages, r.apiErrors, r.rateLimited,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// Registry is where every collector of the process registers.
+func (r *Recorder) Registry() *prometheus.Registry { return r.registry }
+
+// Handler serves the registry in the Prometheus text format.
+func (r *Recorder) Handler() http.Handler {
+	return promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{Registry: r.registry})
+}
+
+// Page counts one stored page and its upsert results. Zero results still
+// create the series, so a dashboard shows 0 rather than no data.
+func (r *Recorder) Page(platform string, inserted, updated, unchanged int) {
+	if r == nil {
+		return
+	}
+	r.pages.WithLabelValues(platform).Inc()
+	r.ordersUpserted.WithLabelValues(platform, ResultInserted).Add(float64(inserted))
+	r.ordersUpserted.WithLabelValues(platform, ResultUpdated).Add(float64(updated))
+	r.ordersUpserted.WithLabelValues(platform, ResultUnchanged).Add(float64(unchanged))
+}
+
+// FetchError counts one failed FetchPage attempt; a rate_limited one is
+// also a 429.
+func (r *Recorder) FetchError(platform, class string) {
+	if r == nil {
+		return
+	}
+	r.apiErrors.WithLabelValues(platform, class).Inc()
+	if class == ClassRateLimited {
+		r.rateLimited.WithLabelValues(platform).Inc()
+	}
+}

@@ -1,0 +1,64 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// postgresReserve reads the clock of the database, not of the worker: the
+// workers may run on many hosts, and one whose clock runs ahead would
+// otherwise send early. now() is fixed for the statement, so the booking
+// and the returned clock reading agree.
+const postgresReserve = `
+INSERT INTO ordersync_request_slots AS s (key, tat_us)
+VALUES ($1, (extract(epoch FROM now()) * 1000000)::bigint + $2::bigint)
+ON CONFLICT (key) DO UPDATE SET tat_us = GREATEST(s.tat_us, EXCLUDED.tat_us - $2::bigint) + $2::bigint
+WHERE GREATEST(EXCLUDED.tat_us - $2::bigint, s.tat_us - $3::bigint) - (EXCLUDED.tat_us - $2::bigint) <= $4::bigint
+RETURNING s.tat_us, (extract(epoch FROM now()) * 1000000)::bigint`
+
+type postgresSlots struct{ pool *pgxpool.Pool }
+
+func openPostgres(ctx context.Context, dsn string) (Slots, error) {
+	cfg, err := pgxpool.ParseConfig(dsn) // its errors redact the password
+	if err != nil {
+		return nil, fmt.Errorf("request slots: %w", err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("request slots: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS ordersync_request_slots (
+		key TEXT PRIMARY KEY, tat_us BIGINT NOT NULL)`); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("request slots: create table: %w", err)
+	}
+	return &postgresSlots{pool: pool}, nil
+}
+
+// Reserve implements Slots.
+func (s *postgresSlots) Reserve(ctx context.Context, key string, rps float64, burst int, maxWait time.Duration) (time.Duration, error) {
+	interval, tolerance, limit, err := params(rps, burst, maxWait)
+	if err != nil {
+		return 0, err
+	}
+	var tat, now int64
+	err = s.pool.QueryRow(ctx, postgresReserve, key, interval, tolerance, limit).Scan(&tat, &now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNoSlot
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reserve request slot for %s: %w", key, err)
+	}
+	return wait(tat, now, interval, tolerance), nil
+}
+
+func (s *postgresSlots) Close() error {
+	s.pool.Close()
+	return nil
+}

@@ -1,0 +1,86 @@
+// Package quota spaces a platform's requests across every worker process,
+// through the database the workers already share (the order store's).
+//
+// Each platform has one row holding its theoretical arrival time (TAT) in
+// microseconds: the generic cell rate algorithm. A request reserves its slot
+// with one atomic upsert,
+//
+//	TAT' = max(TAT, now) + T        (T = 1/rps)
+//	send at max(now, TAT - tau)     (tau = (burst-1) * T)
+//
+// and sleeps until then. Every process books from the same row, so
+// together they send at most rps requests a second, evenly spaced, however
+// many processes there are and however Temporal spreads the activities
+// among them. Temporal's per-task-queue activity rate cannot do this alone:
+// it is a token bucket holding a second's worth of tasks, split across the
+// queue's partitions, so after a lull the workers together may send up to
+// twice the rate within one second (docs/ratelimit.md has the measurements).
+//
+// The row lives in its own table, ordersync_request_slots, created on Open;
+// it holds no order data and may be dropped at any time.
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// ErrNoSlot means the next free slot is further away than the caller can
+// wait (its activity attempt would time out first).
+var ErrNoSlot = errors.New("no request slot within the wait allowed")
+
+// Slots books request slots.
+type Slots interface {
+	// Reserve books the next request of key at rps with the given burst
+	// and returns how long to wait before sending it. When that would be
+	// longer than maxWait nothing is booked and ErrNoSlot is returned.
+	Reserve(ctx context.Context, key string, rps float64, burst int, maxWait time.Duration) (time.Duration, error)
+	Close() error
+}
+
+// Open opens the slots table in the store named by dsn (the same DSN forms
+// as store.Open: sqlite://path, path.db, postgres://...).
+func Open(ctx context.Context, dsn string) (Slots, error) {
+	scheme, rest, hasScheme := strings.Cut(dsn, "://")
+	switch {
+	case hasScheme && strings.EqualFold(scheme, "sqlite"):
+		return openSQLite(ctx, rest)
+	case hasScheme && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql")):
+		return openPostgres(ctx, dsn)
+	case !hasScheme && strings.HasSuffix(dsn, ".db"):
+		return openSQLite(ctx, dsn)
+	case !hasScheme:
+		return nil, fmt.Errorf("request slots: DSN %q has no scheme and is not a path ending in .db", dsn)
+	default:
+		return nil, fmt.Errorf("request slots: unsupported DSN scheme %q", scheme)
+	}
+}
+
+// JitterAllowance widens the spacing of slots by this fraction. Evenly
+// spaced at exactly rps, rps+1 requests span exactly one second, and a few
+// milliseconds of scheduling or network delay on the first of them puts all
+// of them into one second as the platform counts it. Spaced at
+// (1+JitterAllowance)/rps they span 1.05 s, so the platform never counts
+// more than rps in any second unless one request is delayed 50 ms more
+// than another (a busy host's timers are late by that much); the price is
+// 5% of the quota.
+const JitterAllowance = 0.05
+
+// params turns a rate into the algorithm's integers (µs).
+func params(rps float64, burst int, maxWait time.Duration) (interval, tolerance, limit int64, err error) {
+	if rps <= 0 || math.IsNaN(rps) || math.IsInf(rps, 0) {
+		return 0, 0, 0, fmt.Errorf("request slots: rate must be positive, got %v", rps)
+	}
+	interval = max(1, int64(math.Round(1e6*(1+JitterAllowance)/rps)))
+	tolerance = int64(max(burst, 1)-1) * interval
+	return interval, tolerance, max(0, maxWait.Microseconds()), nil
+}
+
+// wait turns a booked TAT back into the delay before sending.
+func wait(newTAT, now, interval, tolerance int64) time.Duration {
+	return time.Duration(max(0, newTAT-interval-tolerance-now)) * time.Microsecond
+}

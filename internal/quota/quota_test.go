@@ -1,0 +1,109 @@
+package quota_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ordersync/ordersync/internal/quota"
+)
+
+// backends are the DSNs to test: SQLite always, PostgreSQL when
+// ORDERSYNC_TEST_POSTGRES_DSN names one (CI sets it).
+func backends(t *testing.T) map[string]string {
+	dsns := map[string]string{"sqlite": "sqlite://" + filepath.Join(t.TempDir(), "orders.db")}
+	if dsn := os.Getenv("ORDERSYNC_TEST_POSTGRES_DSN"); dsn != "" {
+		dsns["postgres"] = dsn
+	}
+	return dsns
+}
+
+// TestSlotsSpaceRequestsAcrossHandles books from three handles on one
+// database, as three worker processes would, and checks the slots handed
+// out are spaced by 1/rps overall, after the burst.
+func TestSlotsSpaceRequestsAcrossHandles(t *testing.T) {
+	for name, dsn := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			key := "spacing-" + time.Now().Format("150405.000000000")
+			const rps, burst, perHandle = 50.0, 3, 10
+			var handles []quota.Slots
+			for range 3 {
+				s, err := quota.Open(ctx, dsn)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = s.Close() })
+				handles = append(handles, s)
+			}
+			start := time.Now()
+			var mu sync.Mutex
+			var sendAt []time.Duration
+			var wg sync.WaitGroup
+			for _, h := range handles {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range perHandle {
+						w, err := h.Reserve(ctx, key, rps, burst, time.Minute)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						sendAt = append(sendAt, time.Since(start)+w)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			require.Len(t, sendAt, 3*perHandle)
+			sort.Slice(sendAt, func(i, j int) bool { return sendAt[i] < sendAt[j] })
+			// 30 requests at 50/s with a burst of 3: the last may go no
+			// earlier than (30-3)/50 s after the first.
+			span := sendAt[len(sendAt)-1] - sendAt[0]
+			require.GreaterOrEqual(t, span, time.Duration(float64(3*perHandle-burst)/rps*float64(time.Second))-20*time.Millisecond)
+			// ... and not much later: nothing is wasted.
+			require.Less(t, span, time.Duration(float64(3*perHandle)/rps*float64(time.Second))+200*time.Millisecond)
+			// The bucket's bound: k+1 requests span at least (k+1-burst)/rps.
+			const k = 10
+			for i := k; i < len(sendAt); i++ {
+				gap := sendAt[i] - sendAt[i-k]
+				require.GreaterOrEqual(t, gap, time.Duration(float64(k+1-burst)/rps*float64(time.Second))-5*time.Millisecond,
+					"slots %d and %d closer than the rate allows", i-k, i)
+			}
+		})
+	}
+}
+
+// TestSlotsRefuseTooFarAhead: a caller that cannot wait long enough books
+// nothing, so giving up does not push later requests back.
+func TestSlotsRefuseTooFarAhead(t *testing.T) {
+	for name, dsn := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			key := "ahead-" + time.Now().Format("150405.000000000")
+			s, err := quota.Open(ctx, dsn)
+			require.NoError(t, err)
+			defer s.Close()
+			w, err := s.Reserve(ctx, key, 1, 1, time.Second) // first: now
+			require.NoError(t, err)
+			require.Less(t, w, 50*time.Millisecond)
+			w, err = s.Reserve(ctx, key, 1, 1, 5*time.Second) // second: a second later
+			require.NoError(t, err)
+			require.InDelta(t, time.Second.Seconds(), w.Seconds(), 0.1)
+			_, err = s.Reserve(ctx, key, 1, 1, 500*time.Millisecond) // third would wait ~2s
+			require.ErrorIs(t, err, quota.ErrNoSlot)
+			w, err = s.Reserve(ctx, key, 1, 1, 5*time.Second) // still ~2s: the refusal booked nothing
+			require.NoError(t, err)
+			require.InDelta(t, (2 * time.Second).Seconds(), w.Seconds(), 0.1)
+
+			_, err = s.Reserve(ctx, key, 0, 1, time.Second)
+			require.Error(t, err, "a zero rate is a configuration error, not a slot")
+		})
+	}
+}
