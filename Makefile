@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that run the real Temporal server take a few minutes on a 2-core box.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-short lint generate histories clean
+.PHONY: all build run test test-short lint generate histories clean chaos
 
 all: build
 
@@ -44,6 +44,16 @@ generate:
 ## that breaks replay must be guarded with workflow.GetVersion instead.
 histories:
 	ORDERSYNC_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(GO) test -count=1 -run TestRecordHistories -v ./e2e/
+
+## chaos: the chaos soak: faults, 429s, worker processes killed with SIGKILL,
+## a Temporal server restart, then `ordersync verify` (0 missing, 0 stale).
+## `make test` runs the same test for 75s; this runs it for
+## ORDERSYNC_CHAOS_DURATION (default 10m) and writes the numbers
+## docs/reliability.md quotes to bin/chaos-report.json.
+chaos:
+	mkdir -p bin
+	ORDERSYNC_CHAOS_DURATION=$${ORDERSYNC_CHAOS_DURATION:-10m} ORDERSYNC_CHAOS_REPORT=$(CURDIR)/bin/chaos-report.json \
+		$(GO) test -count=1 -timeout 60m -run 'TestChaosNoLoss$$' -v ./e2e/
 
 clean:
 	rm -rf bin

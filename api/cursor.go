@@ -74,6 +74,8 @@ type SliceRef struct {
 	NotBefore time.Time `json:"not_before,omitzero"`
 	// Resweep marks the second fetch of a closed window.
 	Resweep bool `json:"resweep,omitempty"`
+	// StartedAt is when the cursor last started this slice's child.
+	StartedAt time.Time `json:"started_at,omitzero"`
 }
 
 // Counts accumulate over the cursor's life, across continue-as-new.

@@ -61,7 +61,9 @@ func Register(kind string, f Factory) {
 	registry[kind] = f
 }
 
-// New builds the connector for a platform by its kind.
+// New builds the connector for a platform by its kind. Its errors never
+// carry the platform's secret (see redact.go): they end up in Temporal
+// history.
 func New(p config.Platform) (Connector, error) {
 	registryMu.RLock()
 	f, ok := registry[p.Kind]
@@ -69,7 +71,12 @@ func New(p config.Platform) (Connector, error) {
 	if !ok {
 		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("no connector for kind %q (have %v)", p.Kind, RegisteredKinds())}
 	}
-	return f(p)
+	r := redactor(p)
+	c, err := f(p)
+	if err != nil || r == nil {
+		return c, redactError(err, r)
+	}
+	return redactingConnector{inner: c, replacer: r}, nil
 }
 
 // RegisteredKinds lists the kinds with a connector, sorted.

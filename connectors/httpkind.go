@@ -217,7 +217,7 @@ func (c *httpKindConnector) nextLink(resp *resty.Response) (string, error) {
 	}
 	ref, err := url.Parse(next)
 	if err != nil {
-		return "", &MalformedError{Platform: c.platform, Offset: -1, Err: fmt.Errorf("Link rel=next %q is not a URL", next)}
+		return "", &MalformedError{Platform: c.platform, Offset: -1, Err: fmt.Errorf("the Link header's rel=next %q is not a URL", next)}
 	}
 	return resp.RawResponse.Request.URL.ResolveReference(ref).String(), nil
 }

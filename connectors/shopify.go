@@ -92,7 +92,7 @@ func (c *shopifyConnector) ListOrders(ctx context.Context, req PageRequest) (Pag
 	if next := NextLink(resp.Header()); next != "" {
 		u, err := url.Parse(next)
 		if err != nil || u.Query().Get("page_info") == "" {
-			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1, Err: fmt.Errorf("Link rel=next %q has no page_info", next)}
+			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1, Err: fmt.Errorf("the Link header's rel=next %q has no page_info", next)}
 		}
 		page.NextToken = u.Query().Get("page_info")
 	}

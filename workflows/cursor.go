@@ -191,6 +191,7 @@ func (c *cursor) startChild(ctx workflow.Context, ref *api.SliceRef) {
 	c.children[ref.ID] = workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts),
 		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: ref.Start, End: ref.End, Resweep: ref.Resweep})
 	ref.Running = true
+	ref.StartedAt = c.now
 	c.startedThisRun++
 }
 
@@ -232,7 +233,7 @@ func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future)
 	c.count(res, ref.Resweep)
 	c.trackFailures(ctx, res)
 	if res.Outcome == api.SliceCompleted && list == &c.st.Pending {
-		c.scheduleResweep(*ref)
+		c.scheduleResweep(ctx, *ref)
 	}
 	switch res.Outcome {
 	case api.SliceSplit:

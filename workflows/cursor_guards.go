@@ -9,16 +9,26 @@ import (
 	"github.com/ordersync/ordersync/api"
 )
 
+// resweepFromFetchStart is the GetVersion change of scheduleResweep: the
+// first version compared the delay with when the slice finished, so a fetch
+// that started early but finished late (retried pages) got no re-sweep.
+const resweepFromFetchStart = "resweep-from-fetch-start"
+
 // scheduleResweep queues a second fetch of a regular slice's window once the
-// window is resweep_delay old, unless the first fetch already happened that
-// late (backfill slices of old history need no second look).
-func (c *cursor) scheduleResweep(ref api.SliceRef) {
+// window is resweep_delay old, unless the first fetch already started that
+// late (backfill slices of old history need no second look). A window whose
+// due time has passed meanwhile is swept at once.
+func (c *cursor) scheduleResweep(ctx workflow.Context, ref api.SliceRef) {
 	delay := c.platform.ResweepDelay.D()
 	if delay <= 0 {
 		return
 	}
 	due := ref.End.Add(delay)
-	if !due.After(c.now) {
+	firstFetch := c.now
+	if workflow.GetVersion(ctx, resweepFromFetchStart, workflow.DefaultVersion, 1) >= 1 && !ref.StartedAt.IsZero() {
+		firstFetch = ref.StartedAt
+	}
+	if !due.After(firstFetch) {
 		return
 	}
 	c.st.Resweep = append(c.st.Resweep, api.SliceRef{

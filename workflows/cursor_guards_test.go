@@ -146,3 +146,45 @@ func TestLagAlertFiresOnceWhenCaughtUpCursorFallsBehind(t *testing.T) {
 	require.Equal(t, t0.Add(40*time.Minute+time.Millisecond), lag[0].At.UTC())
 	require.Contains(t, lag[0].Message, "behind")
 }
+
+// TestResweepWhenFirstFetchFinishesAfterTheDelay: the first fetch of a recent
+// window starts in time but a retried page makes it finish after the window
+// is resweep_delay old. Its first pages were read early, so the window is
+// still swept again (found by the reliability work; guarded by GetVersion).
+func TestResweepWhenFirstFetchFinishesAfterTheDelay(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Start = at("-15m").Format(time.RFC3339)
+	p.ResweepDelay = config.Duration(10 * time.Minute)
+	p.Retries = 20
+	p.RetryInterval = config.Duration(time.Minute)
+	p.RetryBackoff = 1
+	p.MaxRetryInterval = config.Duration(time.Minute)
+	recent := api.SliceWorkflowID(platformName, at("-15m"), t0)
+	pages := watchPages(env)
+	var mu sync.Mutex
+	var first, failures, resweeps int
+	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if in.SliceID != recent {
+			return onePage(in)
+		}
+		switch {
+		case in.Token == "" && first == 0: // page 1 read at +1m
+			first++
+			return activities.FetchPageResult{Fetched: 1, Inserted: 1, NextToken: "p2"}, nil
+		case in.Token == "p2" && failures < 12: // page 2 fails until about +13m
+			failures++
+			return activities.FetchPageResult{}, temporal.NewApplicationError("HTTP 503", activities.ErrTransient)
+		case in.Token == "":
+			resweeps++
+		}
+		return onePage(in)
+	}, nil)
+	stopAt(env, 35*time.Minute, nil)
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+	require.Equal(t, 12, failures)
+	require.Equal(t, 1, resweeps, "first page read at +1m; the re-sweep must still run")
+}

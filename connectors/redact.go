@@ -1,0 +1,120 @@
+package connectors
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// Redacted replaces a secret in connector error messages.
+const Redacted = "[redacted]"
+
+// minSecretLen keeps short values (a "true", a user name like "api") from
+// being scrubbed out of every message; real secrets are far longer.
+const minSecretLen = 6
+
+// Connector errors travel into Temporal history (activity failures, dead
+// letters, alerts), where secrets must never go. Platforms do quote the
+// credential they rejected ("invalid API key sk_..."), and a failed request's
+// error repeats its URL, query-string credentials included. So every error a
+// connector returns passes through a redactor that knows the platform's
+// secret in all the forms it is sent in.
+
+// redactingConnector scrubs the platform's secrets from every error.
+type redactingConnector struct {
+	inner    Connector
+	replacer *strings.Replacer
+}
+
+func (c redactingConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
+	p, err := c.inner.ListOrders(ctx, req)
+	return p, redactError(err, c.replacer)
+}
+
+// redactor builds the replacer for a platform's secret, or nil when the
+// secret cannot be read (the connector's own construction reports that).
+func redactor(p config.Platform) *strings.Replacer {
+	secret, err := p.Credentials.Resolve()
+	if err != nil {
+		return nil
+	}
+	forms := secretForms(secret)
+	if len(forms) == 0 {
+		return nil
+	}
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, Redacted)
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// secretForms lists the strings a secret may appear as on the wire: the
+// secret itself, each string of a JSON secret (client_secret,
+// refresh_token, consumer_key, ...), each half of a user:password pair,
+// their URL-query and Basic-auth encodings. Longest first, so a longer form
+// is replaced before a shorter one inside it.
+func secretForms(secret string) []string {
+	parts := []string{secret}
+	var obj map[string]any
+	if json.Unmarshal([]byte(secret), &obj) == nil {
+		var vals []string
+		for _, v := range obj {
+			if s, ok := v.(string); ok {
+				vals = append(vals, strings.TrimSpace(s))
+			}
+		}
+		sort.Strings(vals)
+		parts = append(parts, vals...)
+		for _, a := range vals {
+			for _, b := range vals {
+				if a != b {
+					parts = append(parts, a+":"+b) // Basic auth of key:secret pairs
+				}
+			}
+		}
+	}
+	if user, pass, ok := strings.Cut(secret, ":"); ok {
+		parts = append(parts, user, pass)
+	}
+	seen := map[string]bool{}
+	var forms []string
+	for _, p := range parts {
+		for _, f := range []string{p, url.QueryEscape(p), base64.StdEncoding.EncodeToString([]byte(p))} {
+			if len(f) >= minSecretLen && !seen[f] {
+				seen[f] = true
+				forms = append(forms, f)
+			}
+		}
+	}
+	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	return forms
+}
+
+// redactError returns err with every secret scrubbed from its message. The
+// original stays reachable through Unwrap, so errors.As still finds the
+// error class (rate limit, permanent, malformed) that drives retries.
+func redactError(err error, r *strings.Replacer) error {
+	if err == nil || r == nil {
+		return err
+	}
+	msg := err.Error()
+	clean := r.Replace(msg)
+	if clean == msg {
+		return err
+	}
+	return &redactedError{msg: clean, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
