@@ -146,7 +146,11 @@ func (c *cursor) launch(ctx workflow.Context) {
 			return
 		}
 		if end.After(c.now.Add(-c.platform.Settle.D())) {
-			c.st.CaughtUp = true
+			// Caught up once every backfill slice has finished, not when the
+			// last one starts: the lag alert applies from then on.
+			if len(c.st.Pending) == 0 {
+				c.st.CaughtUp = true
+			}
 			return
 		}
 		c.st.Pending = append(c.st.Pending, api.SliceRef{

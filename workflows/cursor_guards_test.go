@@ -188,3 +188,29 @@ func TestResweepWhenFirstFetchFinishesAfterTheDelay(t *testing.T) {
 	require.Equal(t, 12, failures)
 	require.Equal(t, 1, resweeps, "first page read at +1m; the re-sweep must still run")
 }
+
+// TestNoLagAlertDuringBackfill: a backfill is behind by design. Slices take
+// 10 minutes each, so the watermark trails the present by hours and, right
+// after the last backfill slice starts, still by more than lag_alert; no
+// alert may go out until the cursor has really caught up.
+func TestNoLagAlertDuringBackfill(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Start = at("-3h").Format(time.RFC3339)
+	p.LagAlert = config.Duration(30 * time.Minute)
+	delays := map[string]time.Duration{}
+	for _, id := range tiles(at("-3h"), at("2h"), p.Interval.D()) {
+		delays[id] = 10 * time.Minute
+	}
+	pages := watchPages(env)
+	mockPages(env, pages, onePage, delays)
+	al := mockAlerts(env, 0)
+	var final api.CursorStatus
+	stopAt(env, 2*time.Hour, func() { final = status(t, env) })
+
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+
+	require.Empty(t, ofKind(al, api.AlertLag))
+	require.Less(t, final.LagSeconds, (30 * time.Minute).Seconds(), "it did catch up")
+}
