@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that run the real Temporal server take a few minutes on a 2-core box.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-short lint generate histories clean chaos
+.PHONY: all build run test test-short lint generate histories clean chaos bench
 
 all: build
 
@@ -54,6 +54,16 @@ chaos:
 	mkdir -p bin
 	ORDERSYNC_CHAOS_DURATION=$${ORDERSYNC_CHAOS_DURATION:-10m} ORDERSYNC_CHAOS_REPORT=$(CURDIR)/bin/chaos-report.json \
 		$(GO) test -count=1 -timeout 60m -run 'TestChaosNoLoss$$' -v ./e2e/
+
+## bench: the benchmark program: embedded Temporal server, simulator, SQLite
+## store and one `ordersync worker` process; backfill vs a direct loop, a
+## rate-limited platform, freshness, 1,000 platforms. Prints a table and
+## writes bench/results/<time>.json and latest.json (about 13 minutes;
+## docs/performance.md explains the numbers). BENCH_FLAGS adds flags, e.g.
+## BENCH_FLAGS="-cases b1,b3 -cpuprofile bin/profiles".
+bench: build
+	$(GO) build -o bin/ordersync-bench ./bench/cmd/ordersync-bench
+	./bin/ordersync-bench -ordersync ./$(BIN) -out bench/results $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin

@@ -1,0 +1,167 @@
+// Command ordersync-bench measures ordersync end to end on one machine: an
+// embedded Temporal server, the platform simulator and a SQLite store, all
+// started by this program. It runs four cases and prints a table:
+//
+//	B1 backfill      90 days of history over 10 shops, against a direct loop
+//	                 (same connector and store code, no Temporal)
+//	B2 rate-limited  the simulator limits each shop to R requests/s
+//	B3 freshness     steady state: update visible at the platform -> in the store
+//	B4 scale         1,000 platforms with 60 s intervals on one worker process
+//
+// Results go to bench/results/<timestamp>.json and latest.json with the
+// machine's description and every parameter. `make bench` runs it; see
+// docs/performance.md for what each number means.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// benchEnv is what every case shares: where to put files, how to log and
+// profile, and the options of this run.
+type benchEnv struct {
+	work        string
+	profileDir  string
+	serverDB    string
+	workerBin   string
+	caseTimeout time.Duration
+	start       time.Time
+}
+
+func (e *benchEnv) caseDir(name string) string { return filepath.Join(e.work, name) }
+
+func (e *benchEnv) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(e.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// profile starts a CPU profile of this process for one case when
+// -cpuprofile is set; the returned function stops it.
+func (e *benchEnv) profile(name string) func() {
+	if e.profileDir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(e.profileDir, 0o755); err != nil {
+		e.logf("profile: %v", err)
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(e.profileDir, name+".pprof"))
+	if err != nil {
+		e.logf("profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		e.logf("profile: %v", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+func main() {
+	var (
+		out      = flag.String("out", "bench/results", "directory for the JSON results")
+		cases    = flag.String("cases", "b1,b2,b3,b4", "cases to run")
+		work     = flag.String("work", "", "directory for databases and logs (default: a temporary directory, removed afterwards)")
+		workerB  = flag.String("ordersync", "bin/ordersync", "ordersync binary: B4 runs `ordersync worker` as a separate process to measure its RSS")
+		profDir  = flag.String("cpuprofile", "", "write a CPU profile of this process per case into this directory")
+		serverDB = flag.String("server-db", "file", "embedded Temporal server database: file (like `ordersync dev`) or memory")
+		timeout  = flag.Duration("case-timeout", 6*time.Minute, "give up on a case after this long")
+	)
+	var p params
+	p.register(flag.CommandLine)
+	flag.Parse()
+
+	env := &benchEnv{profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
+	if *work == "" {
+		dir, err := os.MkdirTemp("", "ordersync-bench-")
+		if err != nil {
+			fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		env.work = dir
+	} else {
+		env.work = *work
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	slog.SetDefault(discardLogger())
+
+	rep := newReport(p, env)
+	want := map[string]bool{}
+	for _, c := range strings.Split(*cases, ",") {
+		want[strings.TrimSpace(strings.ToLower(c))] = true
+	}
+	if want["b1"] {
+		for _, iv := range p.b1Intervals() {
+			s := p.b1Settings(iv)
+			r, err := runBackfill(ctx, env, backfillParams{Shops: p.B1Shops, OrdersPerShop: p.B1OrdersPerShop,
+				History: p.B1History, HistoryText: p.B1History.String(), UpdateSpread: "24h", MaxUpdates: 3, Settings: s})
+			if err != nil {
+				r.Note = "error: " + err.Error()
+				env.logf("B1 %s: %v", iv, err)
+			}
+			rep.B1 = append(rep.B1, r)
+		}
+	}
+	if want["b2"] {
+		r, err := runRateLimited(ctx, env, &p)
+		if err != nil {
+			r.Note = "error: " + err.Error()
+			env.logf("B2: %v", err)
+		}
+		rep.B2 = &r
+	}
+	if want["b3"] {
+		r, err := runFreshness(ctx, env, &p)
+		if err != nil {
+			r.Note = "error: " + err.Error()
+			env.logf("B3: %v", err)
+		}
+		rep.B3 = &r
+	}
+	if want["b4"] {
+		r, err := runScale(ctx, env, &p)
+		if err != nil {
+			r.Note = "error: " + err.Error()
+			env.logf("B4: %v", err)
+		}
+		rep.B4 = &r
+	}
+	rep.finish()
+	rep.printTable(os.Stdout)
+	if err := rep.write(*out); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "ordersync-bench:", err)
+	os.Exit(1)
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// quietLogger silences the Temporal SDK's logs.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any)        {}
+func (quietLogger) Info(string, ...any)         {}
+func (quietLogger) Warn(msg string, kv ...any)  { sdkLog("WARN", msg, kv) }
+func (quietLogger) Error(msg string, kv ...any) { sdkLog("ERROR", msg, kv) }
+
+func sdkLog(level, msg string, kv []any) {
+	if os.Getenv("ORDERSYNC_BENCH_VERBOSE") != "" {
+		fmt.Fprintln(os.Stderr, append([]any{level, msg}, kv...)...)
+	}
+}

@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/template"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/devserver"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/starter"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// tokenEnv holds the simulator shops' bearer token; every shop of a run
+// shares it, and the platforms file refers to it (never the secret itself).
+const tokenEnv = "ORDERSYNC_BENCH_SHOP_TOKEN"
+
+const shopToken = "bench-shop-token"
+
+// platformSettings are the per-platform settings a case runs with; they end
+// up in a platforms file, exactly as an operator would write them.
+type platformSettings struct {
+	Start       time.Time `json:"start"`
+	Interval    string    `json:"interval"`
+	Overlap     string    `json:"overlap"`
+	Settle      string    `json:"settle"`
+	Timeout     string    `json:"timeout"`
+	Concurrency int       `json:"concurrency"`
+	RPS         float64   `json:"rate_limit_rps"`
+	Burst       int       `json:"rate_limit_burst"`
+	PageSize    int       `json:"page_size"`
+	MaxPages    int       `json:"max_pages"`
+	// SharedQueue puts every platform on one task queue (quiet platforms
+	// share one, as the design suggests); empty: one queue per platform.
+	SharedQueue string `json:"shared_task_queue,omitempty"`
+}
+
+var platformsTemplate = template.Must(template.New("platforms").Parse(`default:
+  kind: sim
+  credentials: {env: ` + tokenEnv + `}
+  start: "{{.S.Start.Format "2006-01-02T15:04:05Z07:00"}}"
+  interval: {{.S.Interval}}
+  overlap: {{.S.Overlap}}
+  settle: {{.S.Settle}}
+  timeout: {{.S.Timeout}}
+  retries: 10
+  retry_interval: 200ms
+  retry_backoff: 2
+  max_retry_interval: 5s
+  concurrency: {{.S.Concurrency}}
+  rate_limit: {rps: {{.S.RPS}}, burst: {{.S.Burst}}}
+  page_size: {{.S.PageSize}}
+  max_pages: {{.S.MaxPages}}
+{{- if .S.SharedQueue}}
+  task_queue: {{.S.SharedQueue}}
+{{- end}}
+platforms:
+{{- range .Shops}}
+  {{.}}:
+    endpoint: "{{$.URL}}/shops/{{.}}"
+{{- end}}
+`))
+
+// platformsYAML renders the platforms file for the shops (platform name =
+// shop name) of a simulator listening at url.
+func platformsYAML(s platformSettings, url string, shops []string) ([]byte, error) {
+	var b bytes.Buffer
+	err := platformsTemplate.Execute(&b, struct {
+		S     platformSettings
+		URL   string
+		Shops []string
+	}{s, url, shops})
+	return b.Bytes(), err
+}
+
+// shops names n simulator shops.
+func shops(n int) []sim.ShopConfig {
+	out := make([]sim.ShopConfig, n)
+	for i := range out {
+		out[i] = sim.ShopConfig{Name: fmt.Sprintf("shop-%04d", i), Token: shopToken}
+	}
+	return out
+}
+
+func shopNames(cfg sim.Config) []string {
+	names := make([]string, len(cfg.Shops))
+	for i, s := range cfg.Shops {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// temporalServer is the embedded server (devserver.Server).
+type temporalServer interface {
+	FrontendAddress() string
+	Namespace() string
+	Stop() error
+}
+
+var startServer = func(o devserver.Options) (temporalServer, error) { return devserver.Start(o) }
+
+// system is one case's running ordersync: an embedded Temporal server, the
+// simulator, a SQLite store and a worker (in this process or a child).
+type system struct {
+	dir      string
+	srv      temporalServer
+	client   client.Client
+	sim      *sim.Simulator
+	simSrv   *sim.Server
+	file     *config.File
+	fileRaw  []byte
+	store    store.Store
+	workers  *worker.Workers
+	child    *exec.Cmd
+	childLog *os.File
+	// queryErrors counts status queries that failed (and were retried).
+	queryErrors    int
+	lastQueryError string
+}
+
+type systemOptions struct {
+	sim       sim.Config
+	settings  platformSettings
+	serverDB  string // "file" (like `ordersync dev`) or "memory"
+	childBin  string // run the worker as `childBin worker`; empty: in this process
+	wrapStore func(store.Store) activities.OrderStore
+}
+
+func startSystem(ctx context.Context, dir string, o systemOptions) (*system, error) {
+	s := &system{dir: dir}
+	ok := false
+	defer func() {
+		if !ok {
+			s.stop()
+		}
+	}()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	os.Setenv(tokenEnv, shopToken)
+	var err error
+	if s.sim, err = sim.New(o.sim); err != nil {
+		return nil, err
+	}
+	if s.simSrv, err = s.sim.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	if o.serverDB == "none" { // the direct loop: simulator and store only
+		if _, err := s.startStore(ctx, o); err != nil {
+			return nil, err
+		}
+		ok = true
+		return s, nil
+	}
+	dbPath := ""
+	if o.serverDB != "memory" {
+		dbPath = filepath.Join(dir, "temporal.db")
+	}
+	if s.srv, err = startServer(devserver.Options{
+		DatabasePath: dbPath, FrontendPort: -1, UIPort: 0,
+		LogFile: filepath.Join(dir, "temporal.log"), LogLevel: "error",
+	}); err != nil {
+		return nil, err
+	}
+	if s.client, err = client.Dial(client.Options{HostPort: s.srv.FrontendAddress(), Namespace: s.srv.Namespace(), Logger: quietLogger{}}); err != nil {
+		return nil, err
+	}
+	if _, err := s.startStore(ctx, o); err != nil {
+		return nil, err
+	}
+	if o.childBin != "" {
+		if err := s.startChild(o.childBin, s.platformsPath(), s.storeDSN()); err != nil {
+			return nil, err
+		}
+	} else {
+		var st activities.OrderStore = s.store
+		if o.wrapStore != nil {
+			st = o.wrapStore(s.store)
+		}
+		if s.workers, err = worker.Start(worker.Options{Client: s.client, Store: st, Platforms: s.file.Platforms,
+			StopTimeout: 5 * time.Second, Alerter: activities.LogAlerter{Logger: discardLogger()}, Logger: discardLogger()}); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *system) platformsPath() string { return filepath.Join(s.dir, "platforms.yaml") }
+func (s *system) storeDSN() string      { return "sqlite://" + filepath.Join(s.dir, "orders.db") }
+
+// startStore writes the platforms file and opens the store.
+func (s *system) startStore(ctx context.Context, o systemOptions) (*system, error) {
+	var err error
+	if s.fileRaw, err = platformsYAML(o.settings, s.simSrv.URL, shopNames(o.sim)); err != nil {
+		return nil, err
+	}
+	if s.file, err = config.Parse(s.fileRaw); err != nil {
+		return nil, fmt.Errorf("bench platforms file: %w", err)
+	}
+	if err := os.WriteFile(s.platformsPath(), s.fileRaw, 0o644); err != nil {
+		return nil, err
+	}
+	if s.store, err = store.Open(ctx, s.storeDSN()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// startChild runs `ordersync worker` against this system's server and store.
+func (s *system) startChild(bin, platformsPath, storeDSN string) error {
+	logf, err := os.Create(filepath.Join(s.dir, "worker.log"))
+	if err != nil {
+		return err
+	}
+	s.childLog = logf
+	cmd := exec.Command(bin, "worker", "--stop-timeout", "5s")
+	cmd.Env = append(os.Environ(),
+		"ORDERSYNC_TEMPORAL_ADDRESS="+s.srv.FrontendAddress(),
+		"ORDERSYNC_TEMPORAL_NAMESPACE="+s.srv.Namespace(),
+		"ORDERSYNC_STORE_DSN="+storeDSN,
+		"ORDERSYNC_PLATFORMS_FILE="+platformsPath,
+		"ORDERSYNC_METRICS_ADDRESS=",
+		"ORDERSYNC_LOG_LEVEL=warn",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start worker process %s: %w", bin, err)
+	}
+	s.child = cmd
+	return nil
+}
+
+func (s *system) startCursors(ctx context.Context) error {
+	// Start cursors a few at a time: a thousand sequential starts take long.
+	g := newGroup(8)
+	now := time.Now()
+	for _, p := range s.file.Platforms {
+		g.Go(func() error {
+			_, err := starter.EnsureCursor(ctx, s.client, p, now)
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+func (s *system) status(ctx context.Context, platform string) (api.CursorStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := s.client.QueryWorkflow(ctx, api.CursorWorkflowID(platform), "", api.QueryStatus)
+	if err != nil {
+		return api.CursorStatus{}, err
+	}
+	var st api.CursorStatus
+	return st, v.Get(&st)
+}
+
+// statuses queries every cursor, a few at a time.
+func (s *system) statuses(ctx context.Context, platforms []string) (map[string]api.CursorStatus, error) {
+	var mu sync.Mutex
+	out := make(map[string]api.CursorStatus, len(platforms))
+	g := newGroup(8)
+	for _, p := range platforms {
+		g.Go(func() error {
+			st, err := s.status(ctx, p)
+			if err != nil {
+				return fmt.Errorf("status of %s: %w", p, err)
+			}
+			mu.Lock()
+			out[p] = st
+			mu.Unlock()
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// waitWatermarks polls until every platform's watermark reaches t.
+func (s *system) waitWatermarks(ctx context.Context, t time.Time, timeout time.Duration) (map[string]api.CursorStatus, error) {
+	deadline := time.Now().Add(timeout)
+	pending := s.file.Names()
+	done := map[string]api.CursorStatus{}
+	for {
+		sts, err := s.statuses(ctx, pending)
+		if err != nil && ctx.Err() != nil {
+			return done, err
+		}
+		if err != nil {
+			s.queryErrors++
+			s.lastQueryError = err.Error()
+		}
+		var still []string
+		for _, p := range pending {
+			if st, ok := sts[p]; !ok || st.Watermark.Before(t) {
+				still = append(still, p)
+			} else {
+				done[p] = sts[p]
+			}
+		}
+		if pending = still; len(pending) == 0 {
+			return done, nil
+		}
+		if time.Now().After(deadline) {
+			return done, fmt.Errorf("%d platforms did not reach watermark %s within %s (e.g. %s at %s)",
+				len(pending), t.Format(time.RFC3339), timeout, pending[0], sts[pending[0]].Watermark.Format(time.RFC3339))
+		}
+		select {
+		case <-ctx.Done():
+			return done, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (s *system) stop() {
+	if s.workers != nil {
+		s.workers.Stop()
+	}
+	if s.child != nil && s.child.Process != nil {
+		_ = s.child.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = s.child.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = s.child.Process.Kill()
+			<-done
+		}
+	}
+	if s.childLog != nil {
+		s.childLog.Close()
+	}
+	if s.client != nil {
+		s.client.Close()
+	}
+	if s.srv != nil {
+		_ = s.srv.Stop()
+	}
+	if s.simSrv != nil {
+		_ = s.simSrv.Close()
+	}
+	if s.store != nil {
+		_ = s.store.Close()
+	}
+}
+
+// memory is a process's resident set from /proc: now and its peak.
+type memory struct {
+	RSSMiB  float64 `json:"rss_mib"`
+	PeakMiB float64 `json:"peak_rss_mib"`
+}
+
+func readMemory(pid int) (memory, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memory{}, err
+	}
+	defer f.Close()
+	var m memory
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) == 0 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fields[0], 64)
+		switch k {
+		case "VmRSS":
+			m.RSSMiB = kb / 1024
+		case "VmHWM":
+			m.PeakMiB = kb / 1024
+		}
+	}
+	return m, sc.Err()
+}
+
+// group runs functions with a concurrency limit and keeps the first error
+// (golang.org/x/sync/errgroup in a dozen lines, to keep go.mod as it is).
+type group struct {
+	wg   sync.WaitGroup
+	sem  chan struct{}
+	once sync.Once
+	err  error
+}
+
+func newGroup(limit int) *group { return &group{sem: make(chan struct{}, limit)} }
+
+func (g *group) Go(fn func() error) {
+	g.wg.Add(1)
+	g.sem <- struct{}{}
+	go func() {
+		defer func() { <-g.sem; g.wg.Done() }()
+		if err := fn(); err != nil {
+			g.once.Do(func() { g.err = err })
+		}
+	}()
+}
+
+func (g *group) Wait() error { g.wg.Wait(); return g.err }
+
+// cpuSeconds is the CPU time (user + system) this process has used so far.
+// On a shared or small machine it measures cost better than wall time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// loadAverage is the 1-minute load average: other work on the machine
+// skews wall times, so every case records it.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
