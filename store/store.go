@@ -59,19 +59,39 @@ type StoredOrder struct {
 //	sqlite:///abs/path/orders.db, sqlite://rel/path.db, or a plain path ending in .db -> SQLite
 //	postgres://... or postgresql://...                                          -> PostgreSQL
 func Open(ctx context.Context, dsn string) (Store, error) {
+	backend, target, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if backend == BackendSQLite {
+		return openSQLite(ctx, target)
+	}
+	return openPostgres(ctx, target)
+}
+
+// Backends a DSN can name.
+const (
+	BackendSQLite   = "sqlite"
+	BackendPostgres = "postgres"
+)
+
+// ParseDSN says which backend a DSN names and what to open: the file path
+// for SQLite, the whole DSN for PostgreSQL. Other packages that keep tables
+// in the same database (the request slots) use it too.
+func ParseDSN(dsn string) (backend, target string, err error) {
 	scheme, rest, hasScheme := strings.Cut(dsn, "://")
 	switch {
 	case hasScheme && strings.EqualFold(scheme, "sqlite"):
-		return openSQLite(ctx, rest)
+		return BackendSQLite, rest, nil
 	case hasScheme && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql")):
-		return openPostgres(ctx, dsn)
+		return BackendPostgres, dsn, nil
 	case !hasScheme && strings.HasSuffix(dsn, ".db"):
-		return openSQLite(ctx, dsn)
+		return BackendSQLite, dsn, nil
 	case !hasScheme:
-		return nil, fmt.Errorf("open store: DSN %q has no scheme and is not a path ending in .db (want sqlite://PATH, PATH.db, postgres://... or postgresql://...)", dsn)
+		return "", "", fmt.Errorf("DSN %q has no scheme and is not a path ending in .db (want sqlite://PATH, PATH.db, postgres://... or postgresql://...)", dsn)
 	default:
 		// Name only the scheme: the rest may hold a password.
-		return nil, fmt.Errorf("open store: unsupported DSN scheme %q (want sqlite://, postgres:// or postgresql://, or a path ending in .db)", scheme)
+		return "", "", fmt.Errorf("unsupported DSN scheme %q (want sqlite://, postgres:// or postgresql://, or a path ending in .db)", scheme)
 	}
 }
 

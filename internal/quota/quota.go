@@ -25,8 +25,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
+
+	"github.com/ordersync/ordersync/store"
 )
 
 // ErrNoSlot means the next free slot is further away than the caller can
@@ -45,19 +46,14 @@ type Slots interface {
 // Open opens the slots table in the store named by dsn (the same DSN forms
 // as store.Open: sqlite://path, path.db, postgres://...).
 func Open(ctx context.Context, dsn string) (Slots, error) {
-	scheme, rest, hasScheme := strings.Cut(dsn, "://")
-	switch {
-	case hasScheme && strings.EqualFold(scheme, "sqlite"):
-		return openSQLite(ctx, rest)
-	case hasScheme && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql")):
-		return openPostgres(ctx, dsn)
-	case !hasScheme && strings.HasSuffix(dsn, ".db"):
-		return openSQLite(ctx, dsn)
-	case !hasScheme:
-		return nil, fmt.Errorf("request slots: DSN %q has no scheme and is not a path ending in .db", dsn)
-	default:
-		return nil, fmt.Errorf("request slots: unsupported DSN scheme %q", scheme)
+	backend, target, err := store.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("request slots: %w", err)
 	}
+	if backend == store.BackendSQLite {
+		return openSQLite(ctx, target)
+	}
+	return openPostgres(ctx, target)
 }
 
 // JitterAllowance widens the spacing of slots by this fraction. Evenly
