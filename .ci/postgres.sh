@@ -23,6 +23,20 @@ log() { echo "postgres.sh: $*"; }
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
+# detached runs a command that leaves a daemon behind with only stdin, stdout
+# and stderr open, none of them ours: a server that inherits the pipe of
+# "$(bash .ci/postgres.sh)" or the CI log keeps it open forever, and the
+# caller waits for an end of file that never comes.
+detached() {
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+		done
+		"$@"
+	) </dev/null >>/tmp/ordersync-postgres-start.log 2>&1
+}
+
 as_postgres() {
 	if [ "$(id -u)" -eq 0 ]; then
 		runuser -u postgres -- "$@"
@@ -58,7 +72,10 @@ PORT=$(pg_lsclusters -h | awk -v v="$VERSION" '$1 == v && $2 == "main" { print $
 STATUS=$(pg_lsclusters -h | awk -v v="$VERSION" '$1 == v && $2 == "main" { print $4 }')
 if [ "$STATUS" != "online" ]; then
 	log "starting cluster $VERSION/main on port $PORT"
-	as_root pg_ctlcluster "$VERSION" main start
+	if ! detached as_root pg_ctlcluster "$VERSION" main start; then
+		cat /tmp/ordersync-postgres-start.log
+		exit 1
+	fi
 fi
 
 for i in $(seq 1 60); do
