@@ -73,7 +73,7 @@ func main() {
 		out      = flag.String("out", "bench/results", "directory for the JSON results")
 		cases    = flag.String("cases", "b1,b2,b3,b4", "cases to run")
 		work     = flag.String("work", "", "directory for databases and logs (default: a temporary directory, removed afterwards)")
-		workerB  = flag.String("ordersync", "bin/ordersync", "ordersync binary: B4 runs `ordersync worker` as a separate process to measure its RSS")
+		workerB  = flag.String("ordersync", "bin/ordersync", "ordersync binary: B2 and B4 run `ordersync worker` as a separate process (empty: the worker runs in this process)")
 		profDir  = flag.String("cpuprofile", "", "write a CPU profile of this process per case into this directory")
 		serverDB = flag.String("server-db", "file", "embedded Temporal server database: file (like `ordersync dev`) or memory")
 		timeout  = flag.Duration("case-timeout", 6*time.Minute, "give up on a case after this long")
@@ -97,7 +97,18 @@ func main() {
 	defer stop()
 	slog.SetDefault(discardLogger())
 
+	if env.workerBin != "" {
+		if _, err := os.Stat(env.workerBin); err != nil {
+			fatal(fmt.Errorf("worker binary: %w (build it with `make build`, or pass -ordersync= to run the worker in this process)", err))
+		}
+	}
 	rep := newReport(p, env)
+	failed := 0
+	failure := func(name string, err error) string {
+		failed++
+		env.logf("%s: %v", name, err)
+		return "error: " + err.Error()
+	}
 	want := map[string]bool{}
 	for _, c := range strings.Split(*cases, ",") {
 		want[strings.TrimSpace(strings.ToLower(c))] = true
@@ -108,8 +119,7 @@ func main() {
 			r, err := runBackfill(ctx, env, backfillParams{Shops: p.B1Shops, OrdersPerShop: p.B1OrdersPerShop,
 				History: p.B1History, HistoryText: p.B1History.String(), UpdateSpread: "24h", MaxUpdates: 3, Settings: s})
 			if err != nil {
-				r.Note = "error: " + err.Error()
-				env.logf("B1 %s: %v", iv, err)
+				r.Note = failure("B1 "+iv, err)
 			}
 			rep.B1 = append(rep.B1, r)
 		}
@@ -117,24 +127,21 @@ func main() {
 	if want["b2"] {
 		r, err := runRateLimited(ctx, env, &p)
 		if err != nil {
-			r.Note = "error: " + err.Error()
-			env.logf("B2: %v", err)
+			r.Note = failure("B2", err)
 		}
 		rep.B2 = &r
 	}
 	if want["b3"] {
 		r, err := runFreshness(ctx, env, &p)
 		if err != nil {
-			r.Note = "error: " + err.Error()
-			env.logf("B3: %v", err)
+			r.Note = failure("B3", err)
 		}
 		rep.B3 = &r
 	}
 	if want["b4"] {
 		r, err := runScale(ctx, env, &p)
 		if err != nil {
-			r.Note = "error: " + err.Error()
-			env.logf("B4: %v", err)
+			r.Note = failure("B4", err)
 		}
 		rep.B4 = &r
 	}
@@ -142,6 +149,14 @@ func main() {
 	rep.printTable(os.Stdout)
 	if err := rep.write(*out); err != nil {
 		fatal(err)
+	}
+	if failed > 0 {
+		// Missed targets are results; a case that could not run is a failure.
+		fmt.Fprintf(os.Stderr, "ordersync-bench: %d case(s) failed to run\n", failed)
+		if *work == "" {
+			os.RemoveAll(env.work)
+		}
+		os.Exit(1)
 	}
 }
 

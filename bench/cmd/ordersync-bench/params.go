@@ -77,7 +77,7 @@ func (p *params) register(fs *flag.FlagSet) {
 	fs.DurationVar(&p.B4Backlog, "b4-backlog", time.Minute, "B4: each cursor starts this far in the past")
 	fs.DurationVar(&p.B4CatchUp, "b4-catch-up", 2*time.Minute, "B4: longest wait for every cursor to reach the present before measuring")
 	fs.IntVar(&p.B4LagSample, "b4-lag-sample", 50, "B4: cursors whose lag is sampled every 10s")
-	fs.DurationVar(&p.B4Window, "b4-window", 3*time.Minute, "B4: measurement window after the catch-up")
+	fs.DurationVar(&p.B4Window, "b4-window", 150*time.Second, "B4: measurement window after the catch-up")
 	fs.StringVar(&p.B4Queue, "b4-task-queue", "orders-fleet", "B4: one task queue shared by all platforms (empty: one queue per platform)")
 }
 

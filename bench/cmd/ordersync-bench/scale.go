@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
@@ -70,23 +68,6 @@ func (ps *processStats) sample() {
 func (ps *processStats) startCPU() { ps.cpuAtStart, ps.startSampled = procCPU(ps.PID), time.Now() }
 func (ps *processStats) endCPU() {
 	ps.CPUCores = (procCPU(ps.PID) - ps.cpuAtStart) / time.Since(ps.startSampled).Seconds()
-}
-
-// procCPU is a process's user + system CPU seconds from /proc/<pid>/stat.
-func procCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // clock ticks; 100 per second on Linux
 }
 
 // runScale runs B4: N platforms with live orders, each following the

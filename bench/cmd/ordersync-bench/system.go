@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"text/template"
@@ -106,20 +103,11 @@ func shopNames(cfg sim.Config) []string {
 	return names
 }
 
-// temporalServer is the embedded server (devserver.Server).
-type temporalServer interface {
-	FrontendAddress() string
-	Namespace() string
-	Stop() error
-}
-
-var startServer = func(o devserver.Options) (temporalServer, error) { return devserver.Start(o) }
-
 // system is one case's running ordersync: an embedded Temporal server, the
 // simulator, a SQLite store and a worker (in this process or a child).
 type system struct {
 	dir      string
-	srv      temporalServer
+	srv      *devserver.Server
 	client   client.Client
 	sim      *sim.Simulator
 	simSrv   *sim.Server
@@ -162,7 +150,7 @@ func startSystem(ctx context.Context, dir string, o systemOptions) (*system, err
 		return nil, err
 	}
 	if o.serverDB == "none" { // the direct loop: simulator and store only
-		if _, err := s.startStore(ctx, o); err != nil {
+		if err := s.startStore(ctx, o); err != nil {
 			return nil, err
 		}
 		ok = true
@@ -172,7 +160,7 @@ func startSystem(ctx context.Context, dir string, o systemOptions) (*system, err
 	if o.serverDB != "memory" {
 		dbPath = filepath.Join(dir, "temporal.db")
 	}
-	if s.srv, err = startServer(devserver.Options{
+	if s.srv, err = devserver.Start(devserver.Options{
 		DatabasePath: dbPath, FrontendPort: -1, UIPort: 0,
 		LogFile: filepath.Join(dir, "temporal.log"), LogLevel: "error",
 	}); err != nil {
@@ -181,7 +169,7 @@ func startSystem(ctx context.Context, dir string, o systemOptions) (*system, err
 	if s.client, err = client.Dial(client.Options{HostPort: s.srv.FrontendAddress(), Namespace: s.srv.Namespace(), Logger: quietLogger{}}); err != nil {
 		return nil, err
 	}
-	if _, err := s.startStore(ctx, o); err != nil {
+	if err := s.startStore(ctx, o); err != nil {
 		return nil, err
 	}
 	if o.childBin != "" {
@@ -206,21 +194,19 @@ func (s *system) platformsPath() string { return filepath.Join(s.dir, "platforms
 func (s *system) storeDSN() string      { return "sqlite://" + filepath.Join(s.dir, "orders.db") }
 
 // startStore writes the platforms file and opens the store.
-func (s *system) startStore(ctx context.Context, o systemOptions) (*system, error) {
+func (s *system) startStore(ctx context.Context, o systemOptions) error {
 	var err error
 	if s.fileRaw, err = platformsYAML(o.settings, s.simSrv.URL, shopNames(o.sim)); err != nil {
-		return nil, err
+		return err
 	}
 	if s.file, err = config.Parse(s.fileRaw); err != nil {
-		return nil, fmt.Errorf("bench platforms file: %w", err)
+		return fmt.Errorf("bench platforms file: %w", err)
 	}
 	if err := os.WriteFile(s.platformsPath(), s.fileRaw, 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	if s.store, err = store.Open(ctx, s.storeDSN()); err != nil {
-		return nil, err
-	}
-	return s, nil
+	s.store, err = store.Open(ctx, s.storeDSN())
+	return err
 }
 
 // startChild runs `ordersync worker` against this system's server and store.
@@ -317,8 +303,12 @@ func (s *system) waitWatermarks(ctx context.Context, t time.Time, timeout time.D
 			return done, nil
 		}
 		if time.Now().After(deadline) {
-			return done, fmt.Errorf("%d platforms did not reach watermark %s within %s (e.g. %s at %s)",
-				len(pending), t.Format(time.RFC3339), timeout, pending[0], sts[pending[0]].Watermark.Format(time.RFC3339))
+			where := "its status query failed"
+			if st, ok := sts[pending[0]]; ok {
+				where = "at " + st.Watermark.Format(time.RFC3339)
+			}
+			return done, fmt.Errorf("%d platforms did not reach watermark %s within %s (e.g. %s, %s)",
+				len(pending), t.Format(time.RFC3339), timeout, pending[0], where)
 		}
 		select {
 		case <-ctx.Done():
@@ -358,87 +348,4 @@ func (s *system) stop() {
 	if s.store != nil {
 		_ = s.store.Close()
 	}
-}
-
-// memory is a process's resident set from /proc: now and its peak.
-type memory struct {
-	RSSMiB  float64 `json:"rss_mib"`
-	PeakMiB float64 `json:"peak_rss_mib"`
-}
-
-func readMemory(pid int) (memory, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return memory{}, err
-	}
-	defer f.Close()
-	var m memory
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(v)
-		if len(fields) == 0 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(fields[0], 64)
-		switch k {
-		case "VmRSS":
-			m.RSSMiB = kb / 1024
-		case "VmHWM":
-			m.PeakMiB = kb / 1024
-		}
-	}
-	return m, sc.Err()
-}
-
-// group runs functions with a concurrency limit and keeps the first error
-// (golang.org/x/sync/errgroup in a dozen lines, to keep go.mod as it is).
-type group struct {
-	wg   sync.WaitGroup
-	sem  chan struct{}
-	once sync.Once
-	err  error
-}
-
-func newGroup(limit int) *group { return &group{sem: make(chan struct{}, limit)} }
-
-func (g *group) Go(fn func() error) {
-	g.wg.Add(1)
-	g.sem <- struct{}{}
-	go func() {
-		defer func() { <-g.sem; g.wg.Done() }()
-		if err := fn(); err != nil {
-			g.once.Do(func() { g.err = err })
-		}
-	}()
-}
-
-func (g *group) Wait() error { g.wg.Wait(); return g.err }
-
-// cpuSeconds is the CPU time (user + system) this process has used so far.
-// On a shared or small machine it measures cost better than wall time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// loadAverage is the 1-minute load average: other work on the machine
-// skews wall times, so every case records it.
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }
