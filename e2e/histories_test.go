@@ -136,16 +136,20 @@ func TestRecordHistories(t *testing.T) {
 	write("cursor_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[0]))
 	write("cursor_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
 
-	// A slice with a retried page: its history shows an attempt above 1.
+	// A slice whose page failed its local first attempt and was retried as
+	// a regular activity (version page-local-first). slice_with_retries.json,
+	// recorded before that version, stays as the history of a slice that
+	// was running during an upgrade; this recording does not replace it.
 	resp, err := s.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
 		Query: "WorkflowType = 'FetchSlice' AND ExecutionStatus = 'Completed'",
 	})
 	require.NoError(t, err)
 	recorded := false
 	for _, e := range resp.GetExecutions() {
-		h := exportHistory(t, s.client, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
-		if strings.Contains(string(h), `"attempt": 2`) || strings.Contains(string(h), `"attempt": 3`) {
-			write("slice_with_retries.json", h)
+		h := string(exportHistory(t, s.client, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()))
+		if strings.Contains(h, `"markerName": "Version"`) && strings.Contains(h, `"markerName": "LocalActivity"`) &&
+			strings.Contains(h, "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED") {
+			write("slice_local_first_with_retry.json", []byte(h))
 			recorded = true
 			break
 		}

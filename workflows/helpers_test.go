@@ -84,6 +84,7 @@ type fetchCall struct {
 	In      activities.FetchPageInput
 	At      time.Time // test clock when the attempt started
 	Attempt int32
+	Local   bool // a page's first attempt, run as a local activity
 }
 
 // pageLog records FetchPage attempts (when they start) and slices whose
@@ -109,6 +110,19 @@ func watchPages(env *testsuite.TestWorkflowEnvironment) *pageLog {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.calls = append(l.calls, fetchCall{In: in, At: env.Now().UTC(), Attempt: info.Attempt})
+	})
+	// A page's first attempt is a local activity (FetchSlice, page-local-first).
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, args []interface{}) {
+		if info.ActivityType.Name != "FetchPage" || len(args) == 0 {
+			return
+		}
+		in, ok := args[0].(activities.FetchPageInput)
+		if !ok {
+			panic(fmt.Sprintf("FetchPage local activity input is %T", args[0]))
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.calls = append(l.calls, fetchCall{In: in, At: env.Now().UTC(), Attempt: info.Attempt, Local: true})
 	})
 	return l
 }

@@ -30,6 +30,38 @@ func pageActivityContext(ctx workflow.Context, p config.Platform) workflow.Conte
 	})
 }
 
+// localPageActivityContext is for a page's first attempt, run as a local
+// activity: one attempt bounded by the platform's timeout; retries are
+// fetchPageLocalFirst's business.
+func localPageActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: p.Timeout.D(),
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+}
+
+// pageRetryActivityContext is for the retries after a failed local first
+// attempt: retries attempts more, continuing the back-off where the first
+// wait (retry_interval) left it, so the waits are those of one activity
+// with the platform's retry policy.
+func pageRetryActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
+	first := time.Duration(float64(p.RetryInterval.D()) * p.RetryBackoff)
+	if maxWait := p.MaxRetryInterval.D(); maxWait > 0 && first > maxWait {
+		first = maxWait
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           p.TaskQueue,
+		StartToCloseTimeout: p.Timeout.D(),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        first,
+			BackoffCoefficient:     p.RetryBackoff,
+			MaximumInterval:        p.MaxRetryInterval.D(),
+			MaximumAttempts:        int32(p.Retries),
+			NonRetryableErrorTypes: []string{activities.ErrPermanent},
+		},
+	})
+}
+
 // bookkeepingActivityContext is for recording dead letters and alerts: they
 // must eventually succeed, so they retry without limit.
 func bookkeepingActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {

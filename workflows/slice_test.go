@@ -82,19 +82,20 @@ func TestSliceFailureReachesDeadLetter(t *testing.T) {
 		failFromPage int
 		wantAttempts int // attempts of the failing page
 		// entryAttempts is what the entry reports. The test environment
-		// reports no retry state, so an exhausted page reads as 1 here;
-		// attempts_internal_test.go covers the server's failure shape.
+		// reports no retry state, so an exhausted page reads as the local
+		// first attempt plus 1 here; slice_errors_internal_test.go covers
+		// the server's failure shape.
 		entryAttempts int
 		wantType      string
 		wantOffsets   []time.Duration // attempt start times of the failing page
 	}{
-		{"retryable until exhausted", temporal.NewApplicationError("HTTP 503 from platform", activities.ErrTransient), "HTTP 503 from platform", 1, 3, 1, activities.ErrTransient,
+		{"retryable until exhausted", temporal.NewApplicationError("HTTP 503 from platform", activities.ErrTransient), "HTTP 503 from platform", 1, 3, 2, activities.ErrTransient,
 			[]time.Duration{0, time.Second, 3 * time.Second}},
 		{"permanent, non-retryable", temporal.NewNonRetryableApplicationError("HTTP 401: bad credentials", activities.ErrPermanent, nil), "HTTP 401: bad credentials", 1, 1, 1, activities.ErrPermanent,
 			[]time.Duration{0}},
 		{"permanent by type", temporal.NewApplicationError("HTTP 401: bad credentials", activities.ErrPermanent), "HTTP 401: bad credentials", 1, 1, 1, activities.ErrPermanent,
 			[]time.Duration{0}},
-		{"second page exhausted", temporal.NewApplicationError("HTTP 503 from platform", activities.ErrTransient), "HTTP 503 from platform", 2, 3, 1, activities.ErrTransient,
+		{"second page exhausted", temporal.NewApplicationError("HTTP 503 from platform", activities.ErrTransient), "HTTP 503 from platform", 2, 3, 2, activities.ErrTransient,
 			[]time.Duration{0, time.Second, 3 * time.Second}},
 	}
 	for _, tc := range cases {
@@ -124,6 +125,7 @@ func TestSliceFailureReachesDeadLetter(t *testing.T) {
 			require.Len(t, failing, tc.wantAttempts, "attempts of the failing page")
 			for i, c := range failing {
 				require.Equal(t, failing[0].At.Add(tc.wantOffsets[i]), c.At, "attempt %d", i+1)
+				require.Equal(t, i == 0, c.Local, "attempt %d: only the first is a local activity", i+1)
 			}
 			entries := dl.all()
 			require.Len(t, entries, 1, "recorded once")
@@ -173,7 +175,13 @@ func TestSliceRecoversWithinRetries(t *testing.T) {
 
 	require.Equal(t, api.SliceResult{Outcome: api.SliceCompleted, Pages: 2, OrdersFetched: 105, OrdersInserted: 61,
 		OrdersUpdated: 40, OrdersUnchanged: 4, OrdersOutsideRange: 1}, res)
-	require.Len(t, pages.all(), 1+p.Retries+1)
+	calls := pages.all()
+	require.Len(t, calls, 1+p.Retries+1)
+	// Each page starts as a local activity; only page 2's retries, after
+	// the local attempt failed, are regular activities.
+	for i, c := range calls {
+		require.Equal(t, i < 2, c.Local, "call %d (page %d)", i, c.In.Page)
+	}
 	require.Empty(t, dl.all())
 }
 
@@ -224,4 +232,59 @@ func normalize(e api.DeadLetterEntry) api.DeadLetterEntry {
 	e.Start, e.End = e.Start.UTC(), e.End.UTC()
 	e.FirstFailedAt, e.LastFailedAt = e.FirstFailedAt.UTC(), e.LastFailedAt.UTC()
 	return e
+}
+
+// TestSlicePageRetryWaits: after a failed local first attempt the retry
+// waits for the platform's Retry-After when it gave one, else for
+// retry_interval; with retries 0 the local attempt is the only one.
+func TestSlicePageRetryWaits(t *testing.T) {
+	rateLimited := temporal.NewApplicationErrorWithOptions("HTTP 429", activities.ErrRateLimited,
+		temporal.ApplicationErrorOptions{NextRetryDelay: 7 * time.Second})
+	cases := []struct {
+		name      string
+		retries   int
+		err       error
+		wantCalls int
+		wantWait  time.Duration // between the local attempt and the first retry
+	}{
+		{"retry-after", 2, rateLimited, 2, 7 * time.Second},
+		{"retry interval", 2, temporal.NewApplicationError("HTTP 503", activities.ErrTransient), 2, time.Second},
+		{"no retries", 0, temporal.NewApplicationError("HTTP 503", activities.ErrTransient), 1, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			p := testPlatform(t)
+			p.Retries = tc.retries
+			pages := watchPages(env)
+			var mu sync.Mutex
+			failed := false
+			mockPages(env, pages, func(activities.FetchPageInput) (activities.FetchPageResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if !failed {
+					failed = true
+					return activities.FetchPageResult{}, tc.err
+				}
+				return activities.FetchPageResult{Fetched: 1, Inserted: 1}, nil
+			}, nil)
+			dl := mockDeadLetters(env, 0, false)
+
+			res := runSlice(t, env, p, at("-1h"), at("-45m"))
+
+			calls := pages.all()
+			require.Len(t, calls, tc.wantCalls)
+			require.True(t, calls[0].Local)
+			if tc.wantCalls == 1 {
+				require.Equal(t, api.SliceFailed, res.Outcome)
+				require.Len(t, dl.all(), 1)
+				require.Equal(t, 1, dl.all()[0].Attempts)
+				return
+			}
+			require.Equal(t, api.SliceCompleted, res.Outcome)
+			require.False(t, calls[1].Local)
+			require.Equal(t, tc.wantWait, calls[1].At.Sub(calls[0].At))
+			require.Empty(t, dl.all())
+		})
+	}
 }
