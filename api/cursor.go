@@ -123,6 +123,9 @@ type CursorState struct {
 	// CaughtUp is set once the backfill reached the present; the lag alert
 	// only applies from then on (a backfill is behind by design).
 	CaughtUp bool `json:"caught_up,omitempty"`
+	// SpanIntervals is how many intervals the next backfill slice may
+	// cover (adaptive slice sizing, backfill_max_span); 0 means one.
+	SpanIntervals int `json:"span_intervals,omitempty"`
 }
 
 // Wait reasons reported in CursorStatus.Waiting.
@@ -143,20 +146,23 @@ type CursorStatus struct {
 	Watermark time.Time `json:"watermark"`
 	Next      time.Time `json:"next"`
 	// AsOf is the workflow's clock when it last ran; lag is AsOf - Watermark.
-	AsOf                time.Time  `json:"as_of"`
-	LagSeconds          float64    `json:"lag_seconds"`
-	Paused              bool       `json:"paused"`
-	Waiting             string     `json:"waiting,omitempty"`
-	WaitUntil           time.Time  `json:"wait_until,omitzero"`
-	InFlight            []SliceRef `json:"in_flight"`
-	Queued              []SliceRef `json:"queued,omitempty"`
-	Counts              Counts     `json:"counts"`
-	LastError           string     `json:"last_error,omitempty"`
-	Runs                int        `json:"runs"`
-	Interval            string     `json:"interval"`
-	TaskQueue           string     `json:"task_queue"`
-	ConsecutiveFailures int        `json:"consecutive_failures"`
-	BreakerOpen         bool       `json:"breaker_open"`
+	AsOf       time.Time  `json:"as_of"`
+	LagSeconds float64    `json:"lag_seconds"`
+	Paused     bool       `json:"paused"`
+	Waiting    string     `json:"waiting,omitempty"`
+	WaitUntil  time.Time  `json:"wait_until,omitzero"`
+	InFlight   []SliceRef `json:"in_flight"`
+	Queued     []SliceRef `json:"queued,omitempty"`
+	Counts     Counts     `json:"counts"`
+	LastError  string     `json:"last_error,omitempty"`
+	Runs       int        `json:"runs"`
+	Interval   string     `json:"interval"`
+	// SliceSpan is how long the next backfill slice may be (adaptive
+	// slice sizing); one interval once the cursor follows the present.
+	SliceSpan           string `json:"slice_span,omitempty"`
+	TaskQueue           string `json:"task_queue"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	BreakerOpen         bool   `json:"breaker_open"`
 	// Settings are the platform settings the cursor runs with now.
 	Settings config.Platform `json:"settings"`
 }

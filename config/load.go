@@ -54,6 +54,7 @@ func BuiltinDefaults() Platform {
 		RateLimit:        RateLimit{RPS: 2, Burst: 4},
 		PageSize:         100,
 		MaxPages:         100,
+		BackfillMaxSpan:  Duration(7 * 24 * 3600e9),
 		BreakerFailures:  5,
 	}
 }

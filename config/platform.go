@@ -38,6 +38,12 @@ type Platform struct {
 	PageSize    int       `json:"page_size" yaml:"page_size"`
 	// MaxPages is how many pages one slice may take before it splits in two.
 	MaxPages int `json:"max_pages" yaml:"max_pages"`
+	// BackfillMaxSpan lets backfill slices grow beyond interval while the
+	// history is sparse (each slice doubles while slices take at most a
+	// quarter of max_pages, halves when one splits), up to this span; near
+	// the present slices are one interval again. 0 keeps every slice one
+	// interval long.
+	BackfillMaxSpan Duration `json:"backfill_max_span,omitempty" yaml:"backfill_max_span"`
 	// ResweepDelay, when set, fetches every closed window once more this
 	// long after it was first fetched, to catch updates the platform showed
 	// later than the overlap covers. 0 disables the re-sweep.

@@ -129,6 +129,11 @@ func (p Platform) Validate() *ValidationError {
 	if p.MaxPages < 1 {
 		bad("max_pages", "must be at least 1, got %d", p.MaxPages)
 	}
+	if p.BackfillMaxSpan < 0 {
+		bad("backfill_max_span", "must not be negative (0 keeps slices one interval long), got %s", p.BackfillMaxSpan)
+	} else if p.BackfillMaxSpan > 0 && p.Interval > 0 && p.BackfillMaxSpan < p.Interval {
+		bad("backfill_max_span", "must be 0 (off) or at least interval (%s), got %s", p.Interval, p.BackfillMaxSpan)
+	}
 	if p.ResweepDelay < 0 {
 		bad("resweep_delay", "must not be negative, got %s", p.ResweepDelay)
 	}

@@ -44,6 +44,8 @@ type cursor struct {
 	st       api.CursorState
 	// maxSlicesPerRun comes from the input (see api.CursorInput).
 	maxSlicesPerRun int
+	// adaptiveSpan is set for runs that size backfill slices (cursor_span.go).
+	adaptiveSpan bool
 
 	children       map[string]workflow.ChildWorkflowFuture // slices started by this run
 	alerts         int                                     // alert activities in flight
@@ -86,6 +88,7 @@ func newCursor(in api.CursorInput) (*cursor, error) {
 }
 
 func (c *cursor) run(ctx workflow.Context) error {
+	c.adaptiveSpan = workflow.GetVersion(ctx, versionAdaptiveSpan, workflow.DefaultVersion, 1) == 1
 	c.wake = workflow.NewBufferedChannel(ctx, 1)
 	if err := c.registerHandlers(ctx); err != nil {
 		return err
@@ -141,7 +144,7 @@ func (c *cursor) launch(ctx workflow.Context) {
 			c.startChild(ctx, ref)
 			continue
 		}
-		end := c.st.Next.Add(c.platform.Interval.D())
+		end := c.nextSliceEnd()
 		if !open {
 			return
 		}
@@ -236,6 +239,9 @@ func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future)
 	}
 	c.count(res, ref.Resweep)
 	c.trackFailures(ctx, res)
+	if list == &c.st.Pending {
+		c.adaptSpan(ctx, *ref, res)
+	}
 	if res.Outcome == api.SliceCompleted && list == &c.st.Pending {
 		c.scheduleResweep(ctx, *ref)
 	}

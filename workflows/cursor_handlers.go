@@ -78,6 +78,7 @@ func (c *cursor) status() api.CursorStatus {
 		LastError:  c.st.LastError,
 		Runs:       c.st.Runs,
 		Interval:   c.platform.Interval.String(),
+		SliceSpan:  (time.Duration(c.spanIntervals()) * c.platform.Interval.D()).String(),
 		TaskQueue:  c.platform.TaskQueue,
 		Settings:   c.platform,
 

@@ -60,6 +60,7 @@ func testPlatform(t *testing.T) config.Platform {
 	p.RetryInterval = config.Duration(time.Second)
 	p.RetryBackoff = 2
 	p.MaxRetryInterval = config.Duration(10 * time.Second)
+	p.BackfillMaxSpan = 0 // one-interval slices; cursor_span_test.go turns sizing on
 	require.Nil(t, p.Validate(), "test platform must be valid")
 	return p
 }

@@ -28,28 +28,31 @@ type backfillParams struct {
 
 // backfillResult is one B1 measurement.
 type backfillResult struct {
-	Params        backfillParams `json:"params"`
-	From          time.Time      `json:"from"`
-	To            time.Time      `json:"to"`
-	SlicesPerShop int            `json:"slices_per_shop"`
-	Orders        int            `json:"orders"`
-	DirectSeconds float64        `json:"direct_seconds"`
-	DirectPages   int64          `json:"direct_pages"`
-	DirectCPU     float64        `json:"direct_cpu_seconds"`
-	TemporalCPU   float64        `json:"ordersync_cpu_seconds"`
-	CPURatio      float64        `json:"cpu_ratio"`
-	LoadBefore    float64        `json:"load_average_before"`
-	LoadAfter     float64        `json:"load_average_after"`
-	TemporalSecs  float64        `json:"ordersync_seconds"`
-	Ratio         float64        `json:"ratio"`
-	OrdersPerSec  float64        `json:"ordersync_orders_per_second"`
-	DirectPerSec  float64        `json:"direct_orders_per_second"`
-	SlicesPerSec  float64        `json:"ordersync_slices_per_second"`
-	Pages         int64          `json:"ordersync_pages"`
-	Splits        int64          `json:"ordersync_splits"`
-	Missing       int            `json:"missing"`
-	Stale         int            `json:"stale"`
-	Note          string         `json:"note,omitempty"`
+	Params backfillParams `json:"params"`
+	From   time.Time      `json:"from"`
+	To     time.Time      `json:"to"`
+	// DirectWindows is how many windows per shop the direct loop paged
+	// through; Slices how many slice workflows ordersync ran in all.
+	DirectWindows int     `json:"direct_windows_per_shop"`
+	Slices        int64   `json:"ordersync_slices"`
+	Orders        int     `json:"orders"`
+	DirectSeconds float64 `json:"direct_seconds"`
+	DirectPages   int64   `json:"direct_pages"`
+	DirectCPU     float64 `json:"direct_cpu_seconds"`
+	TemporalCPU   float64 `json:"ordersync_cpu_seconds"`
+	CPURatio      float64 `json:"cpu_ratio"`
+	LoadBefore    float64 `json:"load_average_before"`
+	LoadAfter     float64 `json:"load_average_after"`
+	TemporalSecs  float64 `json:"ordersync_seconds"`
+	Ratio         float64 `json:"ratio"`
+	OrdersPerSec  float64 `json:"ordersync_orders_per_second"`
+	DirectPerSec  float64 `json:"direct_orders_per_second"`
+	SlicesPerSec  float64 `json:"ordersync_slices_per_second"`
+	Pages         int64   `json:"ordersync_pages"`
+	Splits        int64   `json:"ordersync_splits"`
+	Missing       int     `json:"missing"`
+	Stale         int     `json:"stale"`
+	Note          string  `json:"note,omitempty"`
 }
 
 // backfillWorld builds the static world of B1: History of orders whose every
@@ -86,7 +89,11 @@ func runBackfill(ctx context.Context, env *benchEnv, p backfillParams) (backfill
 	}
 	simCfg, from, to := backfillWorld(p, interval)
 	p.Settings.Start = from
-	res := backfillResult{Params: p, From: from, To: to, SlicesPerShop: int(to.Sub(from) / interval), Orders: p.Shops * p.OrdersPerShop}
+	step := interval
+	if span, err := time.ParseDuration(p.Settings.BackfillMaxSpan); err == nil && span > step {
+		step = span
+	}
+	res := backfillResult{Params: p, From: from, To: to, DirectWindows: int((to.Sub(from) + step - 1) / step), Orders: p.Shops * p.OrdersPerShop}
 	dir := env.caseDir("b1-" + p.Settings.Interval)
 
 	// The direct loop: same simulator, connector and store code, same
@@ -95,7 +102,7 @@ func runBackfill(ctx context.Context, env *benchEnv, p backfillParams) (backfill
 	if err != nil {
 		return res, err
 	}
-	env.logf("B1 %s: direct loop over %d slices/shop, %d shops", p.Settings.Interval, res.SlicesPerShop, p.Shops)
+	env.logf("B1 %s: direct loop over %d windows/shop, %d shops", p.Settings.Interval, res.DirectWindows, p.Shops)
 	res.LoadBefore = loadAverage()
 	t0, c0 := time.Now(), cpuSeconds()
 	pages, err := directBackfill(ctx, sys.store, sys.file.Platforms, from, to)
@@ -127,6 +134,7 @@ func runBackfill(ctx context.Context, env *benchEnv, p backfillParams) (backfill
 	for _, st := range sts {
 		res.Pages += st.Counts.Pages
 		res.Splits += st.Counts.SlicesSplit
+		res.Slices += st.Counts.SlicesCompleted + st.Counts.SlicesSplit + st.Counts.SlicesFailed
 	}
 	if err != nil {
 		res.Note = err.Error()
@@ -139,7 +147,7 @@ func runBackfill(ctx context.Context, env *benchEnv, p backfillParams) (backfill
 	res.CPURatio = res.TemporalCPU / res.DirectCPU
 	res.OrdersPerSec = float64(res.Orders) / res.TemporalSecs
 	res.DirectPerSec = float64(res.Orders) / res.DirectSeconds
-	res.SlicesPerSec = float64(res.SlicesPerShop*p.Shops) / res.TemporalSecs
+	res.SlicesPerSec = float64(res.Slices) / res.TemporalSecs
 	return res, nil
 }
 
@@ -183,11 +191,14 @@ func directBackfill(ctx context.Context, st store.Store, platforms []config.Plat
 			return 0, err
 		}
 		next := make(chan [2]time.Time)
+		// The floor pages through windows as wide as ordersync's slices may
+		// grow (backfill_max_span): the fewest requests the history allows.
+		step := max(p.Interval.D(), p.BackfillMaxSpan.D())
 		g.Go(func() error {
 			defer close(next)
-			for s := from; s.Before(to); s = s.Add(p.Interval.D()) {
+			for s := from; s.Before(to); s = s.Add(step) {
 				select {
-				case next <- [2]time.Time{s, s.Add(p.Interval.D())}:
+				case next <- [2]time.Time{s, minTime(s.Add(step), to)}:
 				case <-ctx.Done():
 					return ctx.Err()
 				}
@@ -236,4 +247,11 @@ func directSlice(ctx context.Context, st store.Store, conn connectors.Connector,
 		}
 		token = pg.NextToken
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -15,6 +15,7 @@ type params struct {
 	B1PageSize      int           `json:"b1_page_size"`
 	B1Concurrency   int           `json:"b1_concurrency"`
 	B1MaxPages      int           `json:"b1_max_pages"`
+	B1MaxSpan       string        `json:"b1_backfill_max_span"`
 
 	B2Shops         int           `json:"b2_shops"`
 	B2RPS           float64       `json:"b2_rps"`
@@ -48,10 +49,11 @@ func (p *params) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.B1Shops, "b1-shops", 10, "B1: shops (platforms)")
 	fs.IntVar(&p.B1OrdersPerShop, "b1-orders", 50_000, "B1: history orders per shop")
 	fs.DurationVar(&p.B1History, "b1-history", 90*24*time.Hour, "B1: how far back the history reaches")
-	fs.StringVar(&p.B1Interval, "b1-interval", "24h,96h", "B1: slice intervals, comma-separated (each is one run)")
+	fs.StringVar(&p.B1Interval, "b1-interval", "15m", "B1: slice intervals, comma-separated (each is one run)")
 	fs.IntVar(&p.B1PageSize, "b1-page-size", 250, "B1: page size (the simulator's maximum is 250)")
 	fs.IntVar(&p.B1Concurrency, "b1-concurrency", 4, "B1: slices in flight per platform (direct loop: goroutines per platform)")
 	fs.IntVar(&p.B1MaxPages, "b1-max-pages", 100, "B1: pages before a slice splits")
+	fs.StringVar(&p.B1MaxSpan, "b1-max-span", "168h", "B1: backfill_max_span, how wide backfill slices may grow (0: one interval each); the direct loop pages through windows this wide")
 
 	fs.IntVar(&p.B2Shops, "b2-shops", 4, "B2: shops")
 	fs.Float64Var(&p.B2RPS, "b2-rps", 5, "B2: the simulator's limit R, requests/s per shop (the platforms are configured with the same)")
@@ -95,6 +97,6 @@ func (p *params) b1Settings(interval string) platformSettings {
 	return platformSettings{
 		Interval: interval, Overlap: "2m", Settle: "1m", Timeout: "30s",
 		Concurrency: p.B1Concurrency, RPS: 100000, Burst: 100000,
-		PageSize: p.B1PageSize, MaxPages: p.B1MaxPages,
+		PageSize: p.B1PageSize, MaxPages: p.B1MaxPages, BackfillMaxSpan: p.B1MaxSpan,
 	}
 }

@@ -111,8 +111,12 @@ func (r *report) printTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tsetting\tresult\ttarget\tmet")
 	for _, b := range r.B1 {
-		setting := fmt.Sprintf("%d orders, %d shops, %s slices (%d/shop), page %d, concurrency %d",
-			b.Orders, b.Params.Shops, b.Params.Settings.Interval, b.SlicesPerShop, b.Params.Settings.PageSize, b.Params.Settings.Concurrency)
+		span := b.Params.Settings.BackfillMaxSpan
+		if span == "" {
+			span = "default"
+		}
+		setting := fmt.Sprintf("%d orders, %d shops, interval %s, backfill_max_span %s (%d slices in all; direct loop %d windows/shop), page %d, concurrency %d",
+			b.Orders, b.Params.Shops, b.Params.Settings.Interval, span, b.Slices, b.DirectWindows, b.Params.Settings.PageSize, b.Params.Settings.Concurrency)
 		result := fmt.Sprintf("ordersync %.1fs (%.0f orders/s, %.1f slices/s), direct %.1fs (%.0f orders/s): ratio %.2f; CPU %.1fs vs %.1fs: %.2f",
 			b.TemporalSecs, b.OrdersPerSec, b.SlicesPerSec, b.DirectSeconds, b.DirectPerSec, b.Ratio, b.TemporalCPU, b.DirectCPU, b.CPURatio)
 		result += note(b.Note)

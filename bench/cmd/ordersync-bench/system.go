@@ -43,6 +43,8 @@ type platformSettings struct {
 	Burst       int       `json:"rate_limit_burst"`
 	PageSize    int       `json:"page_size"`
 	MaxPages    int       `json:"max_pages"`
+	// BackfillMaxSpan is the platforms' backfill_max_span ("": the default).
+	BackfillMaxSpan string `json:"backfill_max_span,omitempty"`
 	// SharedQueue puts every platform on one task queue (quiet platforms
 	// share one, as the design suggests); empty: one queue per platform.
 	SharedQueue string `json:"shared_task_queue,omitempty"`
@@ -64,6 +66,9 @@ var platformsTemplate = template.Must(template.New("platforms").Parse(`default:
   rate_limit: {rps: {{.S.RPS}}, burst: {{.S.Burst}}}
   page_size: {{.S.PageSize}}
   max_pages: {{.S.MaxPages}}
+{{- if .S.BackfillMaxSpan}}
+  backfill_max_span: {{.S.BackfillMaxSpan}}
+{{- end}}
 {{- if .S.SharedQueue}}
   task_queue: {{.S.SharedQueue}}
 {{- end}}
