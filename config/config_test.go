@@ -87,6 +87,7 @@ platforms:
 			},
 		},
 		{name: "unknown top-level key", yaml: "platfroms: {}\n", want: []string{`field "platfroms": unknown top-level key`, `no platforms configured`}},
+		{name: "empty file", yaml: "# nothing yet\n", want: []string{"the file is empty; it needs a platforms mapping"}},
 		{name: "not yaml", yaml: "platforms: [\n", want: []string{"not valid YAML"}},
 		{name: "bad duration", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: http://h\n    credentials: {env: T}\n    settle: soon\n", want: []string{`platform "x": field "settle": "soon" is not a duration`}},
 		{name: "bad start", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: http://h\n    credentials: {env: T}\n    start: yesterday\n", want: []string{`platform "x": field "start": "yesterday" is neither RFC3339`}},

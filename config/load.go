@@ -2,7 +2,9 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"reflect"
@@ -83,7 +85,11 @@ func Parse(b []byte) (*File, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&root); err != nil {
-		ve.add("", "", "not valid YAML: %v", err)
+		if errors.Is(err, io.EOF) {
+			ve.add("", "", "the file is empty; it needs a platforms mapping (see examples/demo-platforms.yaml)")
+		} else {
+			ve.add("", "", "not valid YAML: %v", err)
+		}
 		return nil, ve
 	}
 	if len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {

@@ -88,6 +88,8 @@ func NewAmazon(p config.Platform) (Connector, error) {
 // the orders of its last minutes, while a retry a little later succeeds.
 // Config validation keeps settle >= 2m, so this only guards reprocessing
 // and clock skew.
+func (c *amazonConnector) runtimeSecrets() []string { return c.tokens.issuedTokens() }
+
 func (c *amazonConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
 	if err := CheckWindow(c.platform, req); err != nil {
 		return Page{}, err

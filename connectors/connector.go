@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,8 +74,11 @@ func New(p config.Platform) (Connector, error) {
 	}
 	r := redactor(p)
 	c, err := f(p)
-	if err != nil || r == nil {
+	if err != nil {
 		return c, redactError(err, r)
+	}
+	if r == nil {
+		r = strings.NewReplacer()
 	}
 	return redactingConnector{inner: c, replacer: r}, nil
 }

@@ -82,6 +82,8 @@ func NewEbay(p config.Platform) (Connector, error) {
 // ListOrders fetches one page of the orders updated in [req.From, req.To).
 // The filter's bounds are inclusive with milliseconds, so it covers
 // [From, last millisecond before To]. The token is "<offset>:<anchor id>".
+func (c *ebayConnector) runtimeSecrets() []string { return c.tokens.issuedTokens() }
+
 func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
 	if err := CheckWindow(c.platform, req); err != nil {
 		return Page{}, err

@@ -105,6 +105,19 @@ type tokenSource struct {
 	token   string
 	expiry  time.Time
 	pending *tokenCall
+	// issued keeps the last few tokens handed out, for redaction: a
+	// request may still fail with one after it was replaced.
+	issued []string
+}
+
+// keptTokens is how many issued tokens the redactor still knows.
+const keptTokens = 4
+
+// issuedTokens lists the recently issued access tokens.
+func (ts *tokenSource) issuedTokens() []string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return append([]string(nil), ts.issued...)
 }
 
 type tokenCall struct {
@@ -146,6 +159,12 @@ func (ts *tokenSource) run(ctx context.Context, call *tokenCall) {
 	ts.mu.Lock()
 	if err == nil {
 		ts.token, ts.expiry = token, ts.now().Add(ttl-tokenMargin(ttl))
+		if len(token) >= minSecretLen {
+			ts.issued = append(ts.issued, token)
+			if len(ts.issued) > keptTokens {
+				ts.issued = ts.issued[len(ts.issued)-keptTokens:]
+			}
+		}
 	}
 	ts.pending = nil
 	ts.mu.Unlock()

@@ -33,7 +33,27 @@ type redactingConnector struct {
 
 func (c redactingConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
 	p, err := c.inner.ListOrders(ctx, req)
+	if err == nil {
+		return p, nil
+	}
+	if rs, ok := c.inner.(runtimeSecrets); ok {
+		// Tokens obtained at run time (OAuth access tokens) are secrets
+		// too: a platform may quote the one it refused.
+		if tokens := rs.runtimeSecrets(); len(tokens) > 0 {
+			pairs := make([]string, 0, 2*len(tokens))
+			for _, t := range tokens {
+				pairs = append(pairs, t, Redacted)
+			}
+			err = redactError(err, strings.NewReplacer(pairs...))
+		}
+	}
 	return p, redactError(err, c.replacer)
+}
+
+// runtimeSecrets is implemented by connectors that obtain secrets while
+// running, beyond the configured credential.
+type runtimeSecrets interface {
+	runtimeSecrets() []string
 }
 
 // redactor builds the replacer for a platform's secret, or nil when the
