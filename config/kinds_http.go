@@ -246,8 +246,25 @@ func (o *HTTPOptions) finish(_ Platform, bad problemFunc) {
 		param("extra_query."+k, k, false)
 	}
 	for _, k := range slices.Sorted(maps.Keys(o.Headers)) {
-		if h := http.CanonicalHeaderKey(k); h == "Authorization" || (o.Auth.Type == "header" && h == http.CanonicalHeaderKey(o.Auth.Name)) {
+		h := http.CanonicalHeaderKey(k)
+		switch {
+		case h == "Authorization" || h == "Proxy-Authorization" || (o.Auth.Type == "header" && h == http.CanonicalHeaderKey(o.Auth.Name)):
 			bad("headers."+k, "carries the secret; it comes from credentials, never from this file")
+		case credentialLike(h):
+			// Headers travel in workflow input, so they end up in Temporal
+			// history: a literal API key here would leak.
+			bad("headers."+k, "looks like a credential; put the secret in credentials and send it with auth.type header and auth.name %s", h)
 		}
 	}
+}
+
+// credentialLike says whether a header name suggests it carries a secret.
+func credentialLike(header string) bool {
+	h := strings.ToLower(header)
+	for _, w := range []string{"key", "token", "secret", "password", "passwd", "auth", "cookie", "signature", "session"} {
+		if strings.Contains(h, w) {
+			return true
+		}
+	}
+	return false
 }

@@ -190,7 +190,7 @@ func TestHTTPKindOptionsAreValidatedAtLoad(t *testing.T) {
       fields: {updated_at: updated_at, colour: red}
       errors: {retryable_status: [200, 429]}
       extra_query: {limit: "10"}
-      headers: {authorization: secret}
+      headers: {authorization: secret, X-Api-Key: literal-key}
 `
 	_, err = Parse([]byte(bad))
 	require.Error(t, err)
@@ -214,6 +214,7 @@ func TestHTTPKindOptionsAreValidatedAtLoad(t *testing.T) {
 		`field "options.errors.retryable_status": 200 must be a 4xx or 5xx status not in rate_limit_status`,
 		`field "options.errors.retryable_status": 429 must be a 4xx or 5xx status not in rate_limit_status`,
 		`field "options.extra_query.limit": "limit" is already used by page_size_param`,
+		`field "options.headers.X-Api-Key": looks like a credential; put the secret in credentials and send it with auth.type header and auth.name X-Api-Key`,
 		`field "options.headers.authorization": carries the secret`,
 	}
 	lines := strings.Split(err.Error(), "\n")
