@@ -26,13 +26,17 @@ func backends(t *testing.T) map[string]string {
 
 // TestSlotsSpaceRequestsAcrossHandles books from three handles on one
 // database, as three worker processes would, and checks the slots handed
-// out are spaced by 1/rps overall, after the burst.
+// out are spaced by 1/rps overall, after the burst. The send times are
+// observed when Reserve returns, tens of milliseconds late on a loaded
+// machine, so the rate is low enough that a 50 ms tolerance still tells
+// spacing from none.
 func TestSlotsSpaceRequestsAcrossHandles(t *testing.T) {
 	for name, dsn := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			key := "spacing-" + time.Now().Format("150405.000000000")
-			const rps, burst, perHandle = 50.0, 3, 10
+			const rps, burst, perHandle = 20.0, 3, 10
+			const jitter = 50 * time.Millisecond
 			var handles []quota.Slots
 			for range 3 {
 				s, err := quota.Open(ctx, dsn)
@@ -66,14 +70,14 @@ func TestSlotsSpaceRequestsAcrossHandles(t *testing.T) {
 			// 30 requests at 50/s with a burst of 3: the last may go no
 			// earlier than (30-3)/50 s after the first.
 			span := sendAt[len(sendAt)-1] - sendAt[0]
-			require.GreaterOrEqual(t, span, time.Duration(float64(3*perHandle-burst)/rps*float64(time.Second))-20*time.Millisecond)
+			require.GreaterOrEqual(t, span, time.Duration(float64(3*perHandle-burst)/rps*float64(time.Second))-jitter)
 			// ... and not much later: nothing is wasted.
-			require.Less(t, span, time.Duration(float64(3*perHandle)/rps*float64(time.Second))+200*time.Millisecond)
+			require.Less(t, span, time.Duration(float64(3*perHandle)/rps*float64(time.Second))+4*jitter)
 			// The bucket's bound: k+1 requests span at least (k+1-burst)/rps.
 			const k = 10
 			for i := k; i < len(sendAt); i++ {
 				gap := sendAt[i] - sendAt[i-k]
-				require.GreaterOrEqual(t, gap, time.Duration(float64(k+1-burst)/rps*float64(time.Second))-5*time.Millisecond,
+				require.GreaterOrEqual(t, gap, time.Duration(float64(k+1-burst)/rps*float64(time.Second))-jitter,
 					"slots %d and %d closer than the rate allows", i-k, i)
 			}
 		})
