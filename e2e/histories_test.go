@@ -133,8 +133,11 @@ func TestRecordHistories(t *testing.T) {
 	eventually(t, 2*time.Minute, "two continue-as-new generations", func() bool { return s.status("rec").Runs >= 2 })
 	runs := runIDs(t, s.client, cursorID)
 	require.GreaterOrEqual(t, len(runs), 2)
-	write("cursor_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[0]))
-	write("cursor_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
+	// cursor_continue_as_new.json and cursor_after_continue_as_new.json were
+	// recorded before adaptive slice spans (version adaptive-backfill-span)
+	// and stay as the histories of cursors running during an upgrade.
+	write("cursor_spans_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[0]))
+	write("cursor_spans_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
 
 	// A slice whose page failed its local first attempt and was retried as
 	// a regular activity (version page-local-first). slice_with_retries.json,
