@@ -16,12 +16,20 @@ const versionAdaptiveSpan = "adaptive-backfill-span"
 // workflow, its tasks and visibility records) however few orders it holds,
 // so a backfill of sparse history in 15-minute slices spends nearly all its
 // time on bookkeeping (docs/performance.md). While far behind, the cursor
-// therefore doubles the slice span whenever a slice of the current span
-// took at most a quarter of max_pages, and halves it when one split or
-// failed, up to backfill_max_span. Spans stay whole multiples of interval
+// therefore widens the slice span whenever a slice of the current span took
+// at most a quarter of max_pages: by the factor that would fill a quarter
+// of max_pages at the density just seen, at least 2 and at most 8 (a jump
+// into denser history then costs at most one split). It halves the span
+// when a slice split or failed, and never exceeds backfill_max_span. Spans stay whole multiples of interval
 // and start where the last slice ended, so the slices still tile time with
 // no gap; near the present only settled intervals fit, so slices are one
 // interval again.
+
+// How much one sparse slice may widen the span.
+const (
+	minSpanGrowth = 2
+	maxSpanGrowth = 8
+)
 
 // maxSpanIntervals is the most intervals one regular slice may cover.
 func (c *cursor) maxSpanIntervals() int {
@@ -64,7 +72,9 @@ func (c *cursor) adaptSpan(ctx workflow.Context, ref api.SliceRef, res api.Slice
 		// Only a slice as wide as the current span says the span is sparse;
 		// narrower ones finishing (near the present, split halves) do not.
 		if res.Pages*4 <= c.platform.MaxPages && covered >= cur {
-			next = min(2*cur, limit)
+			target := c.platform.PageSize * c.platform.MaxPages / 4
+			factor := min(max(target/max(res.OrdersFetched, 1), minSpanGrowth), maxSpanGrowth)
+			next = min(cur*factor, limit)
 		}
 	case api.SliceSplit, api.SliceFailed:
 		next = max(1, min(cur, max(covered, 1))/2)

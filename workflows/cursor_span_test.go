@@ -71,20 +71,21 @@ func TestCursorAdaptiveSliceSpan(t *testing.T) {
 	last := done[len(done)-1]
 	require.False(t, last.End.Before(at("3h").Add(-p.Settle.D()-p.Interval.D())), "cursor fell behind: last slice ends %s", last.End)
 
-	// One slice at a time: doubling from one interval to the maximum; the
-	// 8h slice over the dense hours splits (span halves), its sparse first
-	// half grows it again, the dense half splits down to 30 minutes and the
-	// span to one interval; then it grows again until only the settled
+	// One slice at a time. A one-page first slice widens the span 8-fold
+	// (the most one step may) to the maximum; the 8h slice over the dense
+	// hours splits and halves the span, and so do its dense halves, down to
+	// 30 minutes and one interval, while each sparse piece widens it again;
+	// past the dense hours it is back at the maximum until only the settled
 	// intervals before now fit, and live slices are one interval.
 	var got []string
 	for _, w := range done {
 		got = append(got, fmt.Sprintf("%s+%s", w.Start.Sub(t0), w.End.Sub(w.Start)))
 	}
 	require.Equal(t, []string{
-		"-48h0m0s+1h0m0s", "-47h0m0s+2h0m0s", "-45h0m0s+4h0m0s", "-41h0m0s+8h0m0s", "-33h0m0s+8h0m0s",
-		"-25h0m0s+4h0m0s", "-21h0m0s+1h0m0s",
+		"-48h0m0s+1h0m0s", "-47h0m0s+8h0m0s", "-39h0m0s+8h0m0s", "-31h0m0s+8h0m0s",
+		"-23h0m0s+2h0m0s", "-21h0m0s+1h0m0s",
 		"-20h0m0s+30m0s", "-19h30m0s+30m0s", "-19h0m0s+30m0s", "-18h30m0s+30m0s",
-		"-18h0m0s+1h0m0s", "-17h0m0s+2h0m0s", "-15h0m0s+4h0m0s", "-11h0m0s+8h0m0s", "-3h0m0s+2h0m0s",
+		"-18h0m0s+1h0m0s", "-17h0m0s+2h0m0s", "-15h0m0s+8h0m0s", "-7h0m0s+6h0m0s",
 		"-1h0m0s+1h0m0s", "0s+1h0m0s", "1h0m0s+1h0m0s",
 	}, got)
 	for _, w := range done {
