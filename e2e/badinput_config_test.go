@@ -39,7 +39,7 @@ platforms:
 		`platform "acme": field "rate_limit.rps": must be positive, got 0`,
 	}},
 	{"not YAML", "platforms:\n  a:\n    kind: sim\n  endpoint: [\n", []string{"not valid YAML: yaml: line 4"}},
-	{"empty file", "", []string{"not valid YAML"}},
+	{"empty file", "", []string{"the file is empty; it needs a platforms mapping"}},
 	{"duration in words", "platforms:\n  a:\n    kind: sim\n    endpoint: http://x\n    credentials: {env: X}\n    interval: 10 minutes\n",
 		[]string{`platform "a": field "interval": "10 minutes" is not a duration like 90s or 15m (line 6)`}},
 	{"a secret instead of a reference", "platforms:\n  a:\n    kind: sim\n    endpoint: http://x\n    credentials: shpat_0123456789\n",
