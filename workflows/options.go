@@ -17,7 +17,11 @@ var acts *activities.Activities
 // is the first wait, retry_backoff grows it (the growing interval), retries
 // limits the attempts, timeout bounds each attempt.
 func pageActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	return workflow.WithActivityOptions(ctx, pageActivityOptions(p))
+}
+
+func pageActivityOptions(p config.Platform) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
 		TaskQueue:           p.TaskQueue,
 		StartToCloseTimeout: p.Timeout.D(),
 		RetryPolicy: &temporal.RetryPolicy{
@@ -27,7 +31,7 @@ func pageActivityContext(ctx workflow.Context, p config.Platform) workflow.Conte
 			MaximumAttempts:        int32(p.Retries + 1),
 			NonRetryableErrorTypes: []string{activities.ErrPermanent},
 		},
-	})
+	}
 }
 
 // localPageActivityContext is for a page's first attempt, run as a local
@@ -45,21 +49,14 @@ func localPageActivityContext(ctx workflow.Context, p config.Platform) workflow.
 // wait (retry_interval) left it, so the waits are those of one activity
 // with the platform's retry policy.
 func pageRetryActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
-	first := time.Duration(float64(p.RetryInterval.D()) * p.RetryBackoff)
-	if maxWait := p.MaxRetryInterval.D(); maxWait > 0 && first > maxWait {
-		first = maxWait
+	opts := pageActivityOptions(p)
+	rp := opts.RetryPolicy
+	rp.InitialInterval = time.Duration(float64(rp.InitialInterval) * rp.BackoffCoefficient)
+	if rp.MaximumInterval > 0 {
+		rp.InitialInterval = min(rp.InitialInterval, rp.MaximumInterval)
 	}
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           p.TaskQueue,
-		StartToCloseTimeout: p.Timeout.D(),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        first,
-			BackoffCoefficient:     p.RetryBackoff,
-			MaximumInterval:        p.MaxRetryInterval.D(),
-			MaximumAttempts:        int32(p.Retries),
-			NonRetryableErrorTypes: []string{activities.ErrPermanent},
-		},
-	})
+	rp.MaximumAttempts = int32(p.Retries)
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 // bookkeepingActivityContext is for recording dead letters and alerts: they
