@@ -15,6 +15,12 @@ type SliceInput struct {
 	// Resweep marks a second fetch of a closed window; orders it inserts
 	// are late arrivals.
 	Resweep bool `json:"resweep,omitempty"`
+	// LocalFirst makes each page's first attempt a local activity (retries
+	// stay regular activities). Cursors and dead-letter workflows set it
+	// from this version on; slices started before carry no such field and
+	// page with regular activities only, as their histories recorded. The
+	// input is the version, so a slice needs no GetVersion marker.
+	LocalFirst bool `json:"local_first,omitempty"`
 }
 
 // Slice outcomes.

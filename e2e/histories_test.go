@@ -140,7 +140,7 @@ func TestRecordHistories(t *testing.T) {
 	write("cursor_spans_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
 
 	// A slice whose page failed its local first attempt and was retried as
-	// a regular activity (version page-local-first). slice_with_retries.json,
+	// a regular activity (SliceInput.LocalFirst). slice_with_retries.json,
 	// recorded before that version, stays as the history of a slice that
 	// was running during an upgrade; this recording does not replace it.
 	resp, err := s.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
@@ -150,7 +150,7 @@ func TestRecordHistories(t *testing.T) {
 	recorded := false
 	for _, e := range resp.GetExecutions() {
 		h := string(exportHistory(t, s.client, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()))
-		if strings.Contains(h, `"markerName": "Version"`) && strings.Contains(h, `"markerName": "LocalActivity"`) &&
+		if strings.Contains(h, `"markerName": "LocalActivity"`) &&
 			strings.Contains(h, "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED") {
 			write("slice_local_first_with_retry.json", []byte(h))
 			recorded = true

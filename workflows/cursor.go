@@ -196,7 +196,7 @@ func (c *cursor) startChild(ctx workflow.Context, ref *api.SliceRef) {
 		),
 	}
 	c.children[ref.ID] = workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts),
-		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: ref.Start, End: ref.End, Resweep: ref.Resweep})
+		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: ref.Start, End: ref.End, Resweep: ref.Resweep, LocalFirst: true})
 	ref.Running = true
 	ref.StartedAt = c.now
 	c.startedThisRun++

@@ -158,7 +158,7 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 		),
 	}
 	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), api.SliceWorkflowType,
-		api.SliceInput{Platform: d.platform, Start: start, End: end})
+		api.SliceInput{Platform: d.platform, Start: start, End: end, LocalFirst: true})
 	d.running[id] = f
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		var res api.SliceResult

@@ -112,7 +112,7 @@ func watchPages(env *testsuite.TestWorkflowEnvironment) *pageLog {
 		defer l.mu.Unlock()
 		l.calls = append(l.calls, fetchCall{In: in, At: env.Now().UTC(), Attempt: info.Attempt})
 	})
-	// A page's first attempt is a local activity (FetchSlice, page-local-first).
+	// A page's first attempt is a local activity (SliceInput.LocalFirst).
 	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, args []interface{}) {
 		if info.ActivityType.Name != "FetchPage" || len(args) == 0 {
 			return

@@ -42,9 +42,6 @@ type sliceRun struct {
 
 func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 	p := s.in.Platform
-	// Slices started before this version fetch every page as a regular
-	// activity; newer ones try each page first as a local activity.
-	localFirst := workflow.GetVersion(ctx, versionPageLocalFirst, workflow.DefaultVersion, 1) == 1
 	pageCtx := pageActivityContext(ctx, p)
 	canSplit := s.in.End.Sub(s.in.Start) >= 2*MinSliceSpan
 	token := ""
@@ -67,7 +64,7 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		var r activities.FetchPageResult
 		var err error
 		attempts := 0
-		if localFirst {
+		if s.in.LocalFirst {
 			r, attempts, err = fetchPageLocalFirst(ctx, p, in)
 		} else {
 			err = workflow.ExecuteActivity(pageCtx, acts.FetchPage, in).Get(ctx, &r)
@@ -92,8 +89,6 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 	s.res.Outcome = api.SliceCompleted
 	return s.finish(ctx, searchattr.StateCompleted)
 }
-
-const versionPageLocalFirst = "page-local-first"
 
 // fetchPageLocalFirst makes a page's first attempt a local activity and hands
 // any retries to a regular activity. A local activity runs inside the slice's

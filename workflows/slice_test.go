@@ -61,7 +61,7 @@ func mockDeadLetters(env *testsuite.TestWorkflowEnvironment, delay time.Duration
 func runSlice(t *testing.T, env *testsuite.TestWorkflowEnvironment, p config.Platform, start, end time.Time) api.SliceResult {
 	t.Helper()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: api.SliceWorkflowID(p.Name, start, end)})
-	env.ExecuteWorkflow(workflows.FetchSlice, api.SliceInput{Platform: p, Start: start, End: end})
+	env.ExecuteWorkflow(workflows.FetchSlice, api.SliceInput{Platform: p, Start: start, End: end, LocalFirst: true})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res api.SliceResult
@@ -286,5 +286,32 @@ func TestSlicePageRetryWaits(t *testing.T) {
 			require.Equal(t, tc.wantWait, calls[1].At.Sub(calls[0].At))
 			require.Empty(t, dl.all())
 		})
+	}
+}
+
+// TestSliceWithoutLocalFirstUsesActivitiesOnly: a slice started by an older
+// cursor (no local_first in its input) pages with regular activities only,
+// as its recorded history did.
+func TestSliceWithoutLocalFirstUsesActivitiesOnly(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	pages := watchPages(env)
+	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		if in.Page == 1 {
+			return activities.FetchPageResult{NextToken: "p2", Fetched: 1}, nil
+		}
+		return activities.FetchPageResult{Fetched: 1}, nil
+	}, nil)
+	mockDeadLetters(env, 0, false)
+	start, end := at("-1h"), at("-45m")
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: api.SliceWorkflowID(p.Name, start, end)})
+
+	env.ExecuteWorkflow(workflows.FetchSlice, api.SliceInput{Platform: p, Start: start, End: end})
+
+	require.NoError(t, env.GetWorkflowError())
+	calls := pages.all()
+	require.Len(t, calls, 2)
+	for _, c := range calls {
+		require.False(t, c.Local, "page %d", c.In.Page)
 	}
 }
