@@ -100,7 +100,8 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 // open. The waits mirror the platform's retry settings exactly as one
 // activity would: retry_interval, then growing by retry_backoff.
 // Re-running a local attempt after a worker crash re-fetches and re-upserts
-// the page, which the store makes harmless.
+// the page, which the store makes harmless. The int is the attempts made,
+// for the dead-letter entry of a page that failed.
 func fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.FetchPageInput) (activities.FetchPageResult, int, error) {
 	var r activities.FetchPageResult
 	err := workflow.ExecuteLocalActivity(localPageActivityContext(ctx, p), acts.FetchPage, in).Get(ctx, &r)
