@@ -196,6 +196,9 @@ func (s *Server) startUI() {
 		DefaultNamespace:    s.opts.Namespace,
 		DisableNewsFetch:    true, // the machine may have no internet; the UI must not wait on it
 		CORS:                uiconfig.CORS{CookieInsecure: true},
+		// No banner and no access-log line per request on our stdout: they
+		// drowned the worker's log under `ordersync dev`.
+		HideLogs: true,
 	}
 	s.ui = uiserver.NewServer(uiopts.WithConfigProvider(uiCfg))
 	s.uiErr = make(chan error, 1)
