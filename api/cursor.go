@@ -89,6 +89,10 @@ type Counts struct {
 	OrdersUpdated      int64 `json:"orders_updated"`
 	OrdersUnchanged    int64 `json:"orders_unchanged"`
 	OrdersOutsideRange int64 `json:"orders_outside_range"`
+	// OrdersRejected and OrdersFutureStamped count platform data that was
+	// not stored: see api.SliceResult.
+	OrdersRejected      int64 `json:"orders_rejected,omitempty"`
+	OrdersFutureStamped int64 `json:"orders_future_stamped,omitempty"`
 	// LateArrivals are orders first seen by a re-sweep: the platform showed
 	// them later than the overlap allowed for. Non-zero means the overlap is
 	// too small for this platform.

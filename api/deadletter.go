@@ -18,12 +18,29 @@ const (
 	SignalDeadLetterConfig = "config"
 	// QueryDeadLetterList returns []DeadLetterEntry, oldest slice first.
 	QueryDeadLetterList = "list"
+	// QueryDeadLetterStatus returns DeadLetterStatus: counts and the last
+	// signal the workflow refused.
+	QueryDeadLetterStatus = "status"
 )
+
+// DeadLetterStatus summarises a dead-letter workflow for operators.
+type DeadLetterStatus struct {
+	Platform     string `json:"platform"`
+	Entries      int    `json:"entries"`
+	Reprocessing int    `json:"reprocessing"`
+	// Rejected counts signals refused (malformed, unknown fields, a slice
+	// of another platform); LastError says why the last one was.
+	Rejected  int    `json:"rejected"`
+	LastError string `json:"last_error,omitempty"`
+}
 
 // DeadLetterInput starts or continues a dead-letter workflow.
 type DeadLetterInput struct {
 	Platform config.Platform   `json:"platform"`
 	Entries  []DeadLetterEntry `json:"entries,omitempty"`
+	// Rejected and LastError carry DeadLetterStatus across continue-as-new.
+	Rejected  int    `json:"rejected,omitempty"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // DeadLetterEntry is one slice that exhausted its retries.

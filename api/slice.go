@@ -43,6 +43,13 @@ type SliceResult struct {
 	OrdersUpdated      int    `json:"orders_updated"`
 	OrdersUnchanged    int    `json:"orders_unchanged"`
 	OrdersOutsideRange int    `json:"orders_outside_range"`
-	Error              string `json:"error,omitempty"`
-	ErrorType          string `json:"error_type,omitempty"`
+	// OrdersRejected are orders the platform sent that could not be stored
+	// (no usable updated_at, ...): each rejected alone, the rest of its
+	// page stored.
+	OrdersRejected int `json:"orders_rejected,omitempty"`
+	// OrdersFutureStamped are versions stamped further ahead of now than
+	// the allowed skew: not stored, since they would pin the order.
+	OrdersFutureStamped int    `json:"orders_future_stamped,omitempty"`
+	Error               string `json:"error,omitempty"`
+	ErrorType           string `json:"error_type,omitempty"`
 }

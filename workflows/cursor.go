@@ -24,7 +24,9 @@ const MaxReprocessSlices = 10000
 
 // PlatformCursor is the long-running workflow of one platform.
 func PlatformCursor(ctx workflow.Context, in api.CursorInput) error {
-	if err := in.Platform.Validate(); err != nil {
+	// The structural check only: stricter rules live at the edges (file,
+	// CLI, validators), so tightening them never fails a replay here.
+	if err := in.Platform.ValidateStructure(); err != nil {
 		return temporal.NewNonRetryableApplicationError("invalid platform settings: "+err.Error(), "InvalidInput", nil)
 	}
 	if in.Start.IsZero() && in.State == nil {
@@ -105,7 +107,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 			c.draining = true
 		}
 		if c.draining && c.running() == 0 && c.alerts == 0 {
-			sig.drain(c)
+			sig.drain(ctx, c)
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
@@ -303,6 +305,8 @@ func (c *cursor) count(res api.SliceResult, resweep bool) {
 	k.OrdersUpdated += int64(res.OrdersUpdated)
 	k.OrdersUnchanged += int64(res.OrdersUnchanged)
 	k.OrdersOutsideRange += int64(res.OrdersOutsideRange)
+	k.OrdersRejected += int64(res.OrdersRejected)
+	k.OrdersFutureStamped += int64(res.OrdersFutureStamped)
 }
 
 // findRunning finds the ref whose child just ended: a regular slice and a

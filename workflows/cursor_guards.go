@@ -9,11 +9,6 @@ import (
 	"github.com/ordersync/ordersync/api"
 )
 
-// resweepFromFetchStart is the GetVersion change of scheduleResweep: the
-// first version compared the delay with when the slice finished, so a fetch
-// that started early but finished late (retried pages) got no re-sweep.
-const resweepFromFetchStart = "resweep-from-fetch-start"
-
 // scheduleResweep queues a second fetch of a regular slice's window once the
 // window is resweep_delay old, unless the first fetch already started that
 // late (backfill slices of old history need no second look). A window whose

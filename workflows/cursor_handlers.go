@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -24,29 +25,50 @@ func (c *cursor) registerHandlers(ctx workflow.Context) error {
 		handler any
 		opts    workflow.UpdateHandlerOptions
 	}{
-		{api.SignalPause, func(ctx workflow.Context, req api.PauseRequest) (api.CursorStatus, error) {
+		{api.SignalPause, func(ctx workflow.Context, raw json.RawMessage) (api.CursorStatus, error) {
+			var req api.PauseRequest
+			_ = decodeOptional(raw, &req) // the validator checked it strictly
 			c.applyPause(req)
 			c.poke()
 			return c.status(), nil
-		}, workflow.UpdateHandlerOptions{}},
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
+			var req api.PauseRequest
+			return decodeStrict(raw, &req)
+		}}},
 		{api.SignalResume, func(ctx workflow.Context) (api.CursorStatus, error) {
 			c.applyResume()
 			c.poke()
 			return c.status(), nil
 		}, workflow.UpdateHandlerOptions{}},
-		{api.SignalReprocess, func(ctx workflow.Context, req api.ReprocessRequest) (int, error) {
+		{api.SignalReprocess, func(ctx workflow.Context, raw json.RawMessage) (int, error) {
+			var req api.ReprocessRequest
+			if err := decodeOptional(raw, &req); err != nil {
+				return 0, err
+			}
 			c.now = workflow.Now(ctx)
 			n, err := c.applyReprocess(req)
 			c.poke()
 			return n, err
-		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req api.ReprocessRequest) error {
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
+			var req api.ReprocessRequest
+			if err := decodeStrict(raw, &req); err != nil {
+				return err
+			}
 			return c.validateReprocess(req, workflow.Now(ctx))
 		}}},
-		{api.SignalConfig, func(ctx workflow.Context, p config.Platform) (api.CursorStatus, error) {
-			err := c.applyConfig(p)
+		{api.SignalConfig, func(ctx workflow.Context, raw json.RawMessage) (api.CursorStatus, error) {
+			var p config.Platform
+			if err := decodeOptional(raw, &p); err != nil {
+				return c.status(), err
+			}
+			err := c.applyConfig(p) // judged by the validator when it was accepted
 			c.poke()
 			return c.status(), err
-		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, p config.Platform) error {
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
+			var p config.Platform
+			if err := decodeStrict(raw, &p); err != nil {
+				return err
+			}
 			return c.validateConfig(p)
 		}}},
 	}

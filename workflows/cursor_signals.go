@@ -26,18 +26,21 @@ func (c *cursor) signalChannels(ctx workflow.Context) *cursorSignals {
 
 // Signal payloads arrive as raw JSON so a malformed one (a typo in a
 // hand-written `temporal workflow signal`) is reported in status instead of
-// failing the workflow task.
-func (s *cursorSignals) handlers(c *cursor) map[workflow.ReceiveChannel]func(json.RawMessage) {
+// failing the workflow task; one with unknown fields is refused the same way.
+func (s *cursorSignals) handlers(ctx workflow.Context, c *cursor) map[workflow.ReceiveChannel]func(json.RawMessage) {
 	return map[workflow.ReceiveChannel]func(json.RawMessage){
 		s.pause: func(raw json.RawMessage) {
 			var req api.PauseRequest
-			_ = decodeOptional(raw, &req)
+			if err := decodeSignal(ctx, raw, &req, true); err != nil {
+				c.st.LastError = "pause signal: " + err.Error()
+				return
+			}
 			c.applyPause(req)
 		},
 		s.resume: func(json.RawMessage) { c.applyResume() },
 		s.reprocess: func(raw json.RawMessage) {
 			var req api.ReprocessRequest
-			if err := decodeOptional(raw, &req); err != nil {
+			if err := decodeSignal(ctx, raw, &req, false); err != nil {
 				c.st.LastError = "reprocess signal: " + err.Error()
 				return
 			}
@@ -47,7 +50,11 @@ func (s *cursorSignals) handlers(c *cursor) map[workflow.ReceiveChannel]func(jso
 		},
 		s.config: func(raw json.RawMessage) {
 			var p config.Platform
-			if err := decodeOptional(raw, &p); err != nil {
+			if err := decodeSignal(ctx, raw, &p, false); err != nil {
+				c.st.LastError = "config signal: " + err.Error()
+				return
+			}
+			if err := judgeSettings(ctx, p, c.validateConfig); err != nil {
 				c.st.LastError = "config signal: " + err.Error()
 				return
 			}
@@ -63,7 +70,7 @@ func (s *cursorSignals) ordered() []workflow.ReceiveChannel {
 }
 
 func (s *cursorSignals) addTo(ctx workflow.Context, sel workflow.Selector, c *cursor) {
-	h := s.handlers(c)
+	h := s.handlers(ctx, c)
 	for _, ch := range s.ordered() {
 		apply := h[ch]
 		sel.AddReceive(ch, func(ch workflow.ReceiveChannel, _ bool) {
@@ -77,8 +84,8 @@ func (s *cursorSignals) addTo(ctx workflow.Context, sel workflow.Selector, c *cu
 
 // drain applies every signal already delivered, so none is lost when the
 // cursor continues as new.
-func (s *cursorSignals) drain(c *cursor) {
-	h := s.handlers(c)
+func (s *cursorSignals) drain(ctx workflow.Context, c *cursor) {
+	h := s.handlers(ctx, c)
 	for _, ch := range s.ordered() {
 		for {
 			var raw json.RawMessage
@@ -88,16 +95,6 @@ func (s *cursorSignals) drain(c *cursor) {
 			h[ch](raw)
 		}
 	}
-}
-
-func decodeOptional(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("payload %.200s is not valid: %w", string(raw), err)
-	}
-	return nil
 }
 
 func (c *cursor) applyPause(req api.PauseRequest) {
@@ -154,21 +151,22 @@ func (c *cursor) applyReprocess(req api.ReprocessRequest) (int, error) {
 	return queued, nil
 }
 
+// validateConfig is the full settings check of today's release. It runs in
+// the update validator (never replayed) and, for signals, inside a recorded
+// verdict (judgeSettings), so it may grow stricter between releases.
 func (c *cursor) validateConfig(p config.Platform) error {
 	if p.Name != c.platform.Name {
 		return fmt.Errorf("settings are for platform %q, this cursor is %q", p.Name, c.platform.Name)
 	}
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	return nil
+	return validateSettings(p)
 }
 
 // applyConfig takes effect from the next slice; running slices keep the
-// settings they started with.
+// settings they started with. The settings were judged already (validator
+// or recorded verdict).
 func (c *cursor) applyConfig(p config.Platform) error {
-	if err := c.validateConfig(p); err != nil {
-		return err
+	if p.Name != c.platform.Name {
+		return fmt.Errorf("settings are for platform %q, this cursor is %q", p.Name, c.platform.Name)
 	}
 	ws, err := config.ParseWindows(p.Windows)
 	if err != nil {

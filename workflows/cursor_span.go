@@ -8,10 +8,6 @@ import (
 	"github.com/ordersync/ordersync/api"
 )
 
-// versionAdaptiveSpan guards adaptive slice sizing: runs started before it
-// keep one-interval slices, so their histories replay unchanged.
-const versionAdaptiveSpan = "adaptive-backfill-span"
-
 // Adaptive slice sizing. Every slice costs the same orchestration (a child
 // workflow, its tasks and visibility records) however few orders it holds,
 // so a backfill of sparse history in 15-minute slices spends nearly all its

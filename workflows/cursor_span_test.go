@@ -43,7 +43,7 @@ func TestCursorAdaptiveSliceSpan(t *testing.T) {
 	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
 		w := window(t, in.SliceID)
 		if in.Page < pagesFor(w) {
-			return activities.FetchPageResult{NextToken: "more", Fetched: 1}, nil
+			return activities.FetchPageResult{NextToken: nextToken(in), Fetched: 1}, nil
 		}
 		return activities.FetchPageResult{Fetched: 1}, nil
 	}, nil)

@@ -44,7 +44,7 @@ func TestDenseSliceSplits(t *testing.T) {
 			mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
 				start := in.From.Add(overlap)
 				if start.Before(at("-30m")) && in.To.After(at("-45m")) && in.To.Sub(start) > tc.dense {
-					return activities.FetchPageResult{NextToken: "more", Fetched: 100, Inserted: 100}, nil
+					return activities.FetchPageResult{NextToken: nextToken(in), Fetched: 100, Inserted: 100}, nil
 				}
 				return onePage(in)
 			}, map[string]time.Duration{lastID: 20 * time.Minute})

@@ -19,7 +19,8 @@ import (
 // discarded. It is started by the first failure (signal-with-start) and runs
 // for as long as the platform exists.
 func DeadLetter(ctx workflow.Context, in api.DeadLetterInput) error {
-	d := &deadLetter{platform: in.Platform, entries: in.Entries, running: map[string]workflow.ChildWorkflowFuture{}}
+	d := &deadLetter{platform: in.Platform, entries: in.Entries, running: map[string]workflow.ChildWorkflowFuture{},
+		rejected: in.Rejected, lastError: in.LastError}
 	return d.run(ctx)
 }
 
@@ -28,12 +29,18 @@ type deadLetter struct {
 	entries  []api.DeadLetterEntry // sorted by slice start
 	running  map[string]workflow.ChildWorkflowFuture
 	alerts   int // alert activities not yet finished
+	// rejected counts refused signals; lastError says why the last one was.
+	rejected  int
+	lastError string
 }
 
 func (d *deadLetter) run(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, api.QueryDeadLetterList, func() ([]api.DeadLetterEntry, error) {
 		return d.entries, nil
 	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, api.QueryDeadLetterStatus, d.status); err != nil {
 		return err
 	}
 	// Entries carried over continue-as-new were not reprocessing any more
@@ -50,24 +57,43 @@ func (d *deadLetter) run(ctx workflow.Context) error {
 		switch ch {
 		case add:
 			var e api.DeadLetterEntry
-			if err := decodeOptional(raw, &e); err != nil || e.SliceID == "" {
-				workflow.GetLogger(ctx).Error("dead-letter add signal ignored", "payload", string(raw))
+			if err := decodeSignal(ctx, raw, &e, false); err != nil {
+				d.refuse(ctx, "add signal", err)
 				return
 			}
+			if err := d.checkEntry(e); err != nil {
+				if e.SliceID == "" || workflow.GetVersion(ctx, versionStrictMessages, workflow.DefaultVersion, 1) >= 1 {
+					d.refuse(ctx, "add signal", err)
+					return
+				}
+			}
 			d.add(ctx, e)
-		case reprocess:
+		case reprocess, discard:
+			name := map[workflow.ReceiveChannel]string{reprocess: "reprocess", discard: "discard"}[ch]
 			var sel api.DeadLetterSelector
-			_ = decodeOptional(raw, &sel)
-			d.reprocess(ctx, sel)
-		case discard:
-			var sel api.DeadLetterSelector
-			_ = decodeOptional(raw, &sel)
-			d.discard(sel)
+			if err := decodeSignal(ctx, raw, &sel, true); err != nil {
+				d.refuse(ctx, name+" signal", err)
+				return
+			}
+			if ch == reprocess {
+				d.reprocess(ctx, sel)
+			} else {
+				d.discard(sel)
+			}
 		case cfg:
 			var p config.Platform
-			if err := decodeOptional(raw, &p); err == nil && p.Name == d.platform.Name && p.Validate() == nil {
-				d.platform = p
+			err := decodeSignal(ctx, raw, &p, false)
+			if err == nil && p.Name != d.platform.Name {
+				err = fmt.Errorf("settings are for platform %q, this dead-letter workflow is %q", p.Name, d.platform.Name)
 			}
+			if err == nil {
+				err = judgeSettings(ctx, p, validateSettings)
+			}
+			if err != nil {
+				d.refuse(ctx, "config signal", err)
+				return
+			}
+			d.platform = p
 		}
 	}
 	for {
@@ -91,9 +117,49 @@ func (d *deadLetter) run(ctx workflow.Context) error {
 		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && d.idle() {
 			return workflow.NewContinueAsNewError(ctx, api.DeadLetterWorkflowType,
-				api.DeadLetterInput{Platform: d.platform, Entries: d.entries})
+				api.DeadLetterInput{Platform: d.platform, Entries: d.entries, Rejected: d.rejected, LastError: d.lastError})
 		}
 	}
+}
+
+// checkEntry refuses an entry that does not belong here: another
+// platform's slice would raise an alert under the wrong name and, on
+// reprocess, run with this platform's settings.
+func (d *deadLetter) checkEntry(e api.DeadLetterEntry) error {
+	if e.SliceID == "" {
+		return fmt.Errorf("entry has no slice_id")
+	}
+	if e.Platform != d.platform.Name {
+		return fmt.Errorf("slice %s is for platform %q, this dead-letter workflow is %q", e.SliceID, e.Platform, d.platform.Name)
+	}
+	platform, start, end, err := api.ParseSliceWorkflowID(e.SliceID)
+	switch {
+	case err != nil:
+		return err
+	case platform != d.platform.Name:
+		return fmt.Errorf("slice %s belongs to platform %q, this dead-letter workflow is %q", e.SliceID, platform, d.platform.Name)
+	case !start.Equal(e.Start.Truncate(time.Microsecond)) || !end.Equal(e.End.Truncate(time.Microsecond)):
+		return fmt.Errorf("slice %s does not match its window [%s, %s)", e.SliceID, e.Start.Format(time.RFC3339Nano), e.End.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// refuse records a signal the workflow would not apply, for the status
+// query and the log; the signal changes nothing else.
+func (d *deadLetter) refuse(ctx workflow.Context, what string, err error) {
+	d.rejected++
+	d.lastError = what + ": " + err.Error()
+	workflow.GetLogger(ctx).Error("dead-letter signal refused", "platform", d.platform.Name, "error", d.lastError)
+}
+
+func (d *deadLetter) status() (api.DeadLetterStatus, error) {
+	s := api.DeadLetterStatus{Platform: d.platform.Name, Entries: len(d.entries), Rejected: d.rejected, LastError: d.lastError}
+	for _, e := range d.entries {
+		if e.Reprocessing {
+			s.Reprocessing++
+		}
+	}
+	return s, nil
 }
 
 // idle is true when no reprocess and no alert is in flight, so continuing

@@ -109,7 +109,7 @@ func TestDeadLetterReprocessSplits(t *testing.T) {
 	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
 		switch in.SliceID {
 		case a.SliceID:
-			return activities.FetchPageResult{NextToken: "more", Fetched: 100}, nil
+			return activities.FetchPageResult{NextToken: nextToken(in), Fetched: 100}, nil
 		case secondHalf:
 			return activities.FetchPageResult{}, temporal.NewNonRetryableApplicationError("HTTP 400", activities.ErrPermanent, nil)
 		}

@@ -345,3 +345,9 @@ func sortedCopy(ids []string) []string {
 func sliceID(start time.Time, d time.Duration) string {
 	return api.SliceWorkflowID(platformName, start, start.Add(d))
 }
+
+// nextToken is a fresh next-page token for the page after in, as a
+// well-behaved platform hands out.
+func nextToken(in activities.FetchPageInput) string {
+	return fmt.Sprintf("after-page-%d", in.Page)
+}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -45,6 +46,7 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 	pageCtx := pageActivityContext(ctx, p)
 	canSplit := s.in.End.Sub(s.in.Start) >= 2*MinSliceSpan
 	token := ""
+	followed := tokenLog{}
 	for page := 1; ; page++ {
 		if page > p.MaxPages && canSplit {
 			s.res.Outcome = api.SliceSplit
@@ -81,13 +83,45 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		s.res.OrdersUpdated += r.Updated
 		s.res.OrdersUnchanged += r.Unchanged
 		s.res.OrdersOutsideRange += r.OutsideRange
+		// WIRE: s.res.OrdersRejected += r.Rejected
+		// WIRE: s.res.OrdersFutureStamped += r.FutureStamped
 		if r.NextToken == "" {
 			break
+		}
+		if first, seen := followed.add(r.NextToken, page); seen &&
+			workflow.GetVersion(ctx, versionRepeatedToken, workflow.DefaultVersion, 1) >= 1 {
+			return s.fail(ctx, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"page %d returned the next-page token that page %d returned before (%s): the platform pages in a cycle",
+				page, first, tokenDigest(r.NextToken)), activities.ErrPermanent, nil), 1)
 		}
 		token = r.NextToken
 	}
 	s.res.Outcome = api.SliceCompleted
 	return s.finish(ctx, searchattr.StateCompleted)
+}
+
+// tokenLog remembers every next-page token a slice followed (by digest, as
+// tokens can be long URLs) and the page that returned it, so a platform that
+// hands out a token again is caught on the spot instead of after
+// max_pages x runawayPageFactor requests.
+type tokenLog map[[sha256.Size]byte]int
+
+// add records that page returned token; if some earlier page returned the
+// same token, it reports that page and true.
+func (l tokenLog) add(token string, page int) (int, bool) {
+	k := sha256.Sum256([]byte(token))
+	if first, ok := l[k]; ok {
+		return first, true
+	}
+	l[k] = page
+	return 0, false
+}
+
+// tokenDigest names a token in an error without repeating it: a token may
+// embed a signed URL.
+func tokenDigest(token string) string {
+	k := sha256.Sum256([]byte(token))
+	return fmt.Sprintf("token sha256:%x, %d bytes", k[:6], len(token))
 }
 
 // fetchPageLocalFirst makes a page's first attempt a local activity and hands

@@ -193,8 +193,8 @@ func TestSliceRunawayPagingFails(t *testing.T) {
 	p := testPlatform(t)
 	p.MaxPages = 2
 	pages := watchPages(env)
-	mockPages(env, pages, func(activities.FetchPageInput) (activities.FetchPageResult, error) {
-		return activities.FetchPageResult{NextToken: "again"}, nil
+	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		return activities.FetchPageResult{NextToken: nextToken(in)}, nil
 	}, nil)
 	dl := mockDeadLetters(env, 0, false)
 	start := at("-1h")
@@ -214,8 +214,8 @@ func TestSliceSplitsAfterMaxPages(t *testing.T) {
 	p := testPlatform(t)
 	p.MaxPages = 3
 	pages := watchPages(env)
-	mockPages(env, pages, func(activities.FetchPageInput) (activities.FetchPageResult, error) {
-		return activities.FetchPageResult{NextToken: "more", Fetched: 1, Inserted: 1}, nil
+	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		return activities.FetchPageResult{NextToken: nextToken(in), Fetched: 1, Inserted: 1}, nil
 	}, nil)
 	dl := mockDeadLetters(env, 0, false)
 
