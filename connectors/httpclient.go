@@ -35,8 +35,9 @@ const DefaultTimeout = 30 * time.Second
 
 // NewHTTPClient returns a resty client for a platform: p.Timeout bounds each
 // whole request (body included); resty's own retries are off because
-// Temporal retries activities; nothing is logged, since headers carry
-// secrets and bodies carry personal data. The caller adds authentication.
+// Temporal retries activities; redirects stay within the request's origin
+// (see origin.go); nothing is logged, since headers carry secrets and bodies
+// carry personal data. The caller adds authentication.
 func NewHTTPClient(p config.Platform) *resty.Client {
 	timeout := p.Timeout.D()
 	if timeout <= 0 {
@@ -48,6 +49,7 @@ func NewHTTPClient(p config.Platform) *resty.Client {
 		SetDebug(false).
 		SetDisableWarn(true).
 		SetLogger(silentLogger{}).
+		SetRedirectPolicy(sameOriginRedirects(p.Name)).
 		SetResponseBodyLimit(MaxResponseBody).
 		SetHeader("User-Agent", UserAgent).
 		SetHeader("Accept", "application/json")
@@ -61,8 +63,12 @@ func (silentLogger) Debugf(string, ...any) {}
 
 // TransportError classifies a request that got no HTTP status: timeouts,
 // refused or dropped connections and cancellations are transient; a body
-// over MaxResponseBody is permanent (retrying returns the same body).
+// over MaxResponseBody and a refused redirect are permanent (retrying
+// meets the same body or redirect).
 func TransportError(platform string, err error) error {
+	if refused := refusedRedirect(err); refused != nil {
+		return refused
+	}
 	if errors.Is(err, resty.ErrResponseBodyTooLarge) {
 		return &PermanentError{Platform: platform, Msg: fmt.Sprintf("response body larger than %d bytes; lower page_size", MaxResponseBody)}
 	}
@@ -389,7 +395,7 @@ func DecodeItems[T any](platform string, page int, items []JSONItem, convert fun
 	orders := make([]Order, 0, len(items))
 	for i, it := range items {
 		var v T
-		err := json.Unmarshal(it.Raw, &v)
+		err := describeFieldError(json.Unmarshal(it.Raw, &v))
 		var o Order
 		if err == nil {
 			o, err = convert(v, it.Raw)

@@ -22,7 +22,7 @@ type httpKindConnector struct {
 	cred      config.CredentialRef
 	opts      config.HTTPOptions
 	url       string
-	origin    string // scheme://host of the endpoint; link pagination never leaves it
+	origin    origin // the endpoint's; link pagination never leaves it
 	pageSize  int
 	http      *resty.Client
 	authQuery map[string]string
@@ -46,7 +46,7 @@ func NewHTTPKind(p config.Platform) (Connector, error) {
 	}
 	u, _ := url.Parse(base)
 	c := &httpKindConnector{platform: p.Name, cred: p.Credentials, opts: opts, url: base + opts.Path,
-		origin: u.Scheme + "://" + u.Host, pageSize: p.PageSize, http: NewHTTPClient(p)}
+		origin: originOf(u), pageSize: p.PageSize, http: NewHTTPClient(p)}
 	for k, v := range opts.Headers {
 		c.http.SetHeader(k, v)
 	}
@@ -109,7 +109,7 @@ func (c *httpKindConnector) ListOrders(ctx context.Context, req PageRequest) (Pa
 	case "cursor":
 		page.NextToken, err = c.cursor(body, req.Page)
 	case "link":
-		page.NextToken, err = c.nextLink(resp)
+		page.NextToken, err = c.nextLink(resp, req.Page)
 	case "offset":
 		if len(items) > 0 && full {
 			off, _ := strconv.Atoi(req.Token)
@@ -139,11 +139,12 @@ func (c *httpKindConnector) request(req PageRequest, size int) (string, map[stri
 	pg, w := c.opts.Pagination, c.opts.Window
 	q := map[string]string{}
 	if pg.Style == "link" && req.Token != "" {
-		// Follow the platform's next link as it is; only to the endpoint's
-		// origin, so a forged token cannot send the credential elsewhere.
-		u, err := url.Parse(req.Token)
-		if err != nil || u.Scheme+"://"+u.Host != c.origin {
-			return "", nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("next link %q is not on %s", req.Token, c.origin)}
+		// Follow the platform's next link as it is. nextLink checked its
+		// origin; again here, so a forged token cannot send the credential
+		// elsewhere either.
+		u, err := sameOriginLink(c.platform, req.Page, c.origin, nil, req.Token)
+		if err != nil {
+			return "", nil, err
 		}
 		for k, v := range c.authQuery {
 			if !u.Query().Has(k) {
@@ -209,15 +210,17 @@ func (c *httpKindConnector) cursor(body []byte, page int) (string, error) {
 	return s, nil
 }
 
-// nextLink is the absolute URL of the Link header's rel="next", or "".
-func (c *httpKindConnector) nextLink(resp *resty.Response) (string, error) {
+// nextLink is the absolute URL of the Link header's rel="next", or "". A
+// link to another origin fails the page that carries it, before any
+// request is made to it.
+func (c *httpKindConnector) nextLink(resp *resty.Response, page int) (string, error) {
 	next := NextLink(resp.Header())
 	if next == "" {
 		return "", nil
 	}
-	ref, err := url.Parse(next)
+	u, err := sameOriginLink(c.platform, page, c.origin, resp.RawResponse.Request.URL, next)
 	if err != nil {
-		return "", &MalformedError{Platform: c.platform, Offset: -1, Err: fmt.Errorf("the Link header's rel=next %q is not a URL", next)}
+		return "", err
 	}
-	return resp.RawResponse.Request.URL.ResolveReference(ref).String(), nil
+	return u.String(), nil
 }

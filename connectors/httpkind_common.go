@@ -190,9 +190,13 @@ func pageSize(req PageRequest, platformSize int) int {
 	return platformSize
 }
 
-// asTransportError passes classified errors (a failed token refresh) through
-// and classifies the rest as TransportError does.
+// asTransportError passes classified errors (a failed token refresh) through,
+// a refused redirect without the request URL around it, and classifies the
+// rest as TransportError does.
 func asTransportError(platform string, err error) error {
+	if refused := refusedRedirect(err); refused != nil {
+		return refused
+	}
 	var rl *RateLimitError
 	var te *TransientError
 	var pe *PermanentError

@@ -21,7 +21,14 @@ func (c *httpKindConnector) order(raw json.RawMessage) (Order, error) {
 	f := c.opts.Fields
 	o := Order{Platform: c.platform, Raw: raw}
 	idv, _ := lookup(m, f.ID)
-	if o.ID, _ = scalarText(idv); o.ID == "" {
+	switch idv.(type) {
+	case string, json.Number:
+		o.ID, _ = scalarText(idv)
+	case nil: // absent or null: missing, below
+	default: // an object, array or boolean is a broken order, not one without an id
+		return Order{}, fmt.Errorf("id at %q is %s, want a string or number", f.ID, jsonKind(idv))
+	}
+	if o.ID == "" {
 		return Order{}, fmt.Errorf("missing id at %q", f.ID)
 	}
 	uv, ok := lookup(m, f.UpdatedAt)

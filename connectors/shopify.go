@@ -24,6 +24,7 @@ type shopifyConnector struct {
 	platform string
 	cred     config.CredentialRef
 	url      string
+	origin   origin // the shop's; a Link header pointing elsewhere is refused
 	pageSize int
 	http     *resty.Client
 }
@@ -44,10 +45,12 @@ func NewShopify(p config.Platform) (Connector, error) {
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: %v", p.Credentials, err)}
 	}
+	u, _ := url.Parse(base)
 	return &shopifyConnector{
 		platform: p.Name,
 		cred:     p.Credentials,
 		url:      base + "/admin/api/" + opts.APIVersion + "/orders.json",
+		origin:   originOf(u),
 		pageSize: p.PageSize,
 		http:     NewHTTPClient(p).SetHeader("X-Shopify-Access-Token", token),
 	}, nil
@@ -90,8 +93,13 @@ func (c *shopifyConnector) ListOrders(ctx context.Context, req PageRequest) (Pag
 		return Page{}, err
 	}
 	if next := NextLink(resp.Header()); next != "" {
-		u, err := url.Parse(next)
-		if err != nil || u.Query().Get("page_info") == "" {
+		// Only page_info is taken from the link, and it goes to the shop;
+		// still, a link to another origin is refused like any other.
+		u, err := sameOriginLink(c.platform, req.Page, c.origin, resp.RawResponse.Request.URL, next)
+		if err != nil {
+			return Page{}, err
+		}
+		if u.Query().Get("page_info") == "" {
 			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1, Err: fmt.Errorf("the Link header's rel=next %q has no page_info", next)}
 		}
 		page.NextToken = u.Query().Get("page_info")

@@ -141,7 +141,7 @@ func TestShopifyErrors(t *testing.T) {
 		}, func(t *testing.T, err error) {
 			var me *connectors.MalformedError
 			require.ErrorAs(t, err, &me)
-			require.ErrorContains(t, err, "cannot unmarshal number")
+			require.ErrorContains(t, err, "order 0: total_price is a number, want a string")
 		}},
 		{"truncated body", "shpat_abc", func(w http.ResponseWriter) bool {
 			writeBody(w, http.StatusOK, []byte(`{"orders":[{"id":1,`))

@@ -126,7 +126,7 @@ func (c *simConnector) decodePage(body []byte, page int) (Page, error) {
 func (c *simConnector) order(raw json.RawMessage) (Order, error) {
 	var so simOrder
 	if err := json.Unmarshal(raw, &so); err != nil {
-		return Order{}, err
+		return Order{}, describeFieldError(err)
 	}
 	if so.ID == "" {
 		return Order{}, errors.New("missing id")

@@ -316,7 +316,7 @@ func TestSimOrderValidation(t *testing.T) {
 		{"missing id", `{"orders":[` + good + `, {"updated_at":"2026-01-01T10:00:00Z","total":"1"}]}`, "order 1: missing id", int64(len(`{"orders":[`+good) + 2)},
 		{"bad updated_at", `{"orders":[{"id":"7","updated_at":"yesterday","total":"1"}]}`, `order 0: id 7: updated_at "yesterday"`, 11},
 		{"float total", `{"orders":[{"id":"7","updated_at":"2026-01-01T10:00:00Z","total":"1e3"}]}`, `total "1e3" is not a decimal`, 11},
-		{"numeric id", `{"orders":[{"id":7}]}`, "order 0: json: cannot unmarshal number", 18},
+		{"numeric id", `{"orders":[{"id":7}]}`, "order 0: id is a number, want a string", 18},
 		{"no orders field", `{"next_page_token":""}`, `field "orders" is missing`, -1},
 		{"orders not an array", `{"orders":{}}`, `field "orders" is not an array`, 10},
 		{"not an object", `[]`, "body is not a JSON object", 0},
