@@ -12,15 +12,20 @@ import (
 // Order is the normalized form every connector returns. Raw keeps the
 // platform's own JSON so nothing the platform said is lost.
 type Order struct {
-	Platform  string          `json:"platform"`
-	ID        string          `json:"id"`
-	Status    string          `json:"status"`
-	CreatedAt time.Time       `json:"created_at"` // UTC
-	UpdatedAt time.Time       `json:"updated_at"` // UTC; the slicing and upsert key
-	Currency  string          `json:"currency"`
-	Total     string          `json:"total"` // decimal string, never a float
-	LineCount int             `json:"line_count"`
-	Raw       json.RawMessage `json:"raw"`
+	Platform  string    `json:"platform"`
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"` // UTC
+	UpdatedAt time.Time `json:"updated_at"` // UTC; the slicing and upsert key
+	Currency  string    `json:"currency"`
+	Total     string    `json:"total"` // decimal string, never a float
+	LineCount int       `json:"line_count"`
+	// Lines are the order's lines when the platform's API returns them
+	// (HasLines); a connector that lists orders without lines leaves both
+	// unset, and the store then keeps whatever lines it has.
+	Lines    []OrderLine     `json:"lines,omitempty"`
+	HasLines bool            `json:"has_lines,omitempty"`
+	Raw      json.RawMessage `json:"raw"`
 }
 
 // fieldTypeError is a field of an order holding the wrong kind of JSON
