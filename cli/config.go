@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync/config"
 )
 
 func newConfigCommand(app *App) *cobra.Command {
@@ -13,18 +15,31 @@ func newConfigCommand(app *App) *cobra.Command {
 		Use:   "config",
 		Short: "Inspect the platforms file",
 	}
-	cmd.AddCommand(&cobra.Command{
+	var noCredentials bool
+	validate := &cobra.Command{
 		Use:   "validate",
 		Short: "Validate the platforms file and print the merged settings",
 		Long: `Loads the platforms file, merges the default block into every platform and
 validates the result. Every problem is printed on its own line, naming the
-platform and the field, and the command exits with status 2.`,
-		Example: "  ordersync config validate -f platforms.yaml\n  ordersync config validate -f platforms.yaml -o json",
+platform and the field, and the command exits with status 2.
+
+Then it checks that every platform's credential reference resolves here: the
+environment variable is set and not empty, the file exists, is readable and
+not empty. The secrets are read and dropped, never printed; a reference that
+does not resolve is one line naming the platform and the reference, and exit
+status 2. On a machine without the secrets (CI, an operator's laptop) pass
+--no-credentials to check only the file. Workers check the same at start.`,
+		Example: "  ordersync config validate -f platforms.yaml\n  ordersync config validate -f platforms.yaml --no-credentials -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := app.LoadPlatforms()
 			if err != nil {
 				return err
+			}
+			if !noCredentials {
+				if err := config.CheckCredentials(f.Path, f.Platforms); err != nil {
+					return Usage(err)
+				}
 			}
 			if app.Output == "json" {
 				enc := json.NewEncoder(app.Out)
@@ -39,6 +54,8 @@ platform and the field, and the command exits with status 2.`,
 			}
 			return tw.Flush()
 		},
-	})
+	}
+	validate.Flags().BoolVar(&noCredentials, "no-credentials", false, "do not check that the credential references resolve on this machine")
+	cmd.AddCommand(validate)
 	return cmd
 }

@@ -7,10 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
 )
 
 // errNotRunning explains how to get a cursor going.
@@ -54,26 +57,84 @@ func deadLetters(ctx context.Context, c client.Client, platform string) ([]api.D
 	return entries, nil
 }
 
-// updateCursor runs an update on a cursor and waits for its answer; a
-// validator's rejection comes back as a usage error.
-func updateCursor(ctx context.Context, c client.Client, platform, name string, result any, args ...any) error {
-	id := api.CursorWorkflowID(platform)
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+// DefaultUpdateTimeout is how long a command waits for a cursor to answer
+// an update. A running worker answers within a second; without one the
+// server holds the update and would keep the command waiting forever.
+const DefaultUpdateTimeout = 15 * time.Second
+
+// addTimeoutFlag adds --timeout, the wait for a cursor's answer, to a
+// command that sends updates.
+func addTimeoutFlag(cmd *cobra.Command, timeout *time.Duration) {
+	cmd.Flags().DurationVar(timeout, "timeout", DefaultUpdateTimeout,
+		"how long to wait for the cursor's answer; without one the command fails with exit status 1")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if *timeout <= 0 {
+			return Usage(fmt.Errorf("--timeout must be positive, got %s", *timeout))
+		}
+		return nil
+	}
+}
+
+// updateWaitHelp is the help paragraph of every command that sends updates.
+const updateWaitHelp = `The cursor answers through a worker. If no worker answers within --timeout
+(default 15s), the command fails with exit status 1 and names the task queue
+that needs a running ordersync worker. The request was then not confirmed:
+the cursor may still receive it when a worker starts, or it may be dropped;
+run the command again once a worker runs (repeating it is harmless).`
+
+// updateCursor runs an update on p's cursor and waits up to timeout for its
+// answer; a validator's rejection comes back as a usage error, no answer
+// in time as a failure that says which task queue needs a worker.
+func (a *App) updateCursor(ctx context.Context, c client.Client, p config.Platform, timeout time.Duration, name string, result any, args ...any) error {
+	id := api.CursorWorkflowID(p.Name)
+	uctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	h, err := c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
 		WorkflowID:   id,
 		UpdateName:   name,
 		Args:         args,
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
+	timedOut := func() bool { return uctx.Err() != nil && ctx.Err() == nil }
 	if err != nil {
-		if isNotFound(err) {
-			return errNotRunning(id, platform)
+		switch {
+		case isNotFound(err):
+			return errNotRunning(id, p.Name)
+		case timedOut():
+			return a.noWorkerAnswered(ctx, c, p, name, timeout)
 		}
 		return fmt.Errorf("%s %s: %w", name, id, err)
 	}
-	if err := h.Get(ctx, result); err != nil {
+	if err := h.Get(uctx, result); err != nil {
+		if timedOut() {
+			return a.noWorkerAnswered(ctx, c, p, name, timeout)
+		}
 		return Usage(fmt.Errorf("%s %s rejected: %w", name, id, err))
 	}
 	return nil
+}
+
+// noWorkerAnswered explains an update that got no answer in time: which
+// task queue the cursor runs on (as the server knows it, else as the file
+// says) and whether any worker polls it.
+func (a *App) noWorkerAnswered(ctx context.Context, c client.Client, p config.Platform, name string, timeout time.Duration) error {
+	id := api.CursorWorkflowID(p.Name)
+	queue, polling := p.TaskQueue, "no worker polls it"
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if d, err := c.DescribeWorkflowExecution(dctx, id, ""); err == nil && d.GetWorkflowExecutionInfo().GetTaskQueue() != "" {
+		queue = d.GetWorkflowExecutionInfo().GetTaskQueue()
+	}
+	switch d, err := c.DescribeTaskQueue(dctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); {
+	case err != nil:
+		polling = "it could not be described: " + err.Error()
+	case len(d.GetPollers()) > 0:
+		polling = fmt.Sprintf("%d worker(s) polled it recently but none answered; stopped a moment ago, or too busy? see their logs", len(d.GetPollers()))
+	}
+	return &ExitError{Code: ExitFailure, Err: fmt.Errorf(
+		"no worker answered the %s update of %s within %s (task queue %q: %s). Is `ordersync worker` running for platform %s against %s, namespace %s? "+
+			"The request was not confirmed: it may still reach the cursor when a worker starts, or be dropped; run the command again then, or wait longer with --timeout",
+		name, id, timeout, queue, polling, p.Name, a.Process.TemporalAddress, a.Process.TemporalNamespace)}
 }
 
 // parseTime reads a flag time: RFC3339, or a negative duration relative to

@@ -67,21 +67,26 @@ func newPlatformListCommand(app *App) *cobra.Command {
 
 func newPlatformPauseCommand(app *App, pause bool) *cobra.Command {
 	var reason string
+	var timeout time.Duration
 	use, short, name := "resume PLATFORM...", "Let paused cursors start slices again", api.SignalResume
+	long := "Lets each named cursor start slices again, and closes its circuit breaker."
 	if pause {
 		use, short, name = "pause PLATFORM...", "Stop cursors from starting new slices (running slices finish)", api.SignalPause
+		long = "Stops each named cursor from starting new slices; running slices finish."
 	}
 	cmd := &cobra.Command{
 		Use:     use,
 		Short:   short,
-		Example: "  ordersync platform " + name + " sim-acme",
+		Long:    long + "\n\n" + updateWaitHelp,
+		Example: "  ordersync platform " + name + " sim-acme\n  ordersync platform " + name + " sim-acme sim-globex --timeout 1m",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := app.LoadPlatforms()
 			if err != nil {
 				return err
 			}
-			if _, err := SelectPlatforms(f, args); err != nil {
+			platforms, err := SelectPlatforms(f, args)
+			if err != nil {
 				return err
 			}
 			c, err := app.Dial(cmd.Context())
@@ -89,13 +94,13 @@ func newPlatformPauseCommand(app *App, pause bool) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			for _, p := range args {
+			for _, p := range platforms {
 				var st api.CursorStatus
 				var err error
 				if pause {
-					err = updateCursor(cmd.Context(), c, p, name, &st, api.PauseRequest{Reason: reason})
+					err = app.updateCursor(cmd.Context(), c, p, timeout, name, &st, api.PauseRequest{Reason: reason})
 				} else {
-					err = updateCursor(cmd.Context(), c, p, name, &st)
+					err = app.updateCursor(cmd.Context(), c, p, timeout, name, &st)
 				}
 				if err != nil {
 					return err
@@ -106,7 +111,7 @@ func newPlatformPauseCommand(app *App, pause bool) *cobra.Command {
 					}
 					continue
 				}
-				fmt.Fprintf(app.Out, "%s: %s\n", p, map[bool]string{true: "paused", false: "running"}[st.Paused])
+				fmt.Fprintf(app.Out, "%s: %s\n", p.Name, map[bool]string{true: "paused", false: "running"}[st.Paused])
 			}
 			return nil
 		},
@@ -114,18 +119,28 @@ func newPlatformPauseCommand(app *App, pause bool) *cobra.Command {
 	if pause {
 		cmd.Flags().StringVar(&reason, "reason", "", "why, shown in status")
 	}
+	addTimeoutFlag(cmd, &timeout)
 	return cmd
 }
 
 func newPlatformApplyCommand(app *App) *cobra.Command {
 	var dryRun bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Validate the platforms file, push changed settings to running cursors, start new ones",
 		Long: `Validates the whole platforms file first: if anything is wrong, every problem
 is printed and nothing changes. Then, for each platform: a running cursor whose
 settings differ gets them through the config update (they apply from its next
-slice); a platform without a running cursor gets one started.`,
+slice); a platform without a running cursor gets one started.
+
+Tuning settings take effect at once. The identity of a platform (kind,
+endpoint, credentials, options) must also be what every worker's platforms
+file says, or its workers refuse to fetch: edit the file the workers read
+first (they re-read it within seconds), then apply. Credentials need not
+resolve on the machine that runs apply.
+
+` + updateWaitHelp,
 		Example: "  ordersync platform apply -f platforms.yaml\n  ordersync platform apply -f platforms.yaml --dry-run",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -161,7 +176,7 @@ slice); a platform without a running cursor gets one started.`,
 					action = "updated"
 					if !dryRun {
 						var out api.CursorStatus
-						if err := updateCursor(cmd.Context(), c, p.Name, api.SignalConfig, &out, p); err != nil {
+						if err := app.updateCursor(cmd.Context(), c, p, timeout, api.SignalConfig, &out, p); err != nil {
 							return err
 						}
 						// Reprocessing from the dead-letter workflow uses the new settings too.
@@ -183,6 +198,7 @@ slice); a platform without a running cursor gets one started.`,
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only say what would change")
+	addTimeoutFlag(cmd, &timeout)
 	return cmd
 }
 

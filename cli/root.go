@@ -44,6 +44,8 @@ type App struct {
 	Output        string
 	Out, Err      io.Writer
 	Logger        *slog.Logger
+	// dial replaces Dial in tests.
+	dial func(ctx context.Context) (client.Client, error)
 }
 
 // NewRootCommand builds `ordersync` with every subcommand of this package.
@@ -133,6 +135,9 @@ func SelectPlatforms(f *config.File, names []string) ([]config.Platform, error) 
 
 // Dial connects to Temporal; failure names the address tried.
 func (a *App) Dial(ctx context.Context) (client.Client, error) {
+	if a.dial != nil {
+		return a.dial(ctx)
+	}
 	return tclient.Dial(ctx, a.Process, a.Logger.With("component", "temporal-sdk"))
 }
 

@@ -13,12 +13,15 @@ func newSlicesCommand(app *App) *cobra.Command {
 	cmd := &cobra.Command{Use: "slices", Short: "Work on time slices"}
 	var platform, from, to string
 	var force bool
+	var timeout time.Duration
 	reprocess := &cobra.Command{
 		Use:   "reprocess",
 		Short: "Fetch a time range of one platform again",
 		Long: `Queues [from, to) on the platform's cursor, in slices of the platform's
 interval, exactly that range. Re-fetching is harmless: the store keeps the
-newest version of each order. Work windows are honoured unless --force.`,
+newest version of each order. Work windows are honoured unless --force.
+
+` + updateWaitHelp,
 		Example: "  ordersync slices reprocess --platform sim-acme --from 2026-11-20T00:00:00Z --to 2026-11-20T06:00:00Z\n  ordersync slices reprocess --platform sim-acme --from -6h --to -1h",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,7 +44,8 @@ newest version of each order. Work windows are honoured unless --force.`,
 			if err != nil {
 				return err
 			}
-			if _, err := SelectPlatforms(f, []string{platform}); err != nil {
+			selected, err := SelectPlatforms(f, []string{platform})
+			if err != nil {
 				return err
 			}
 			c, err := app.Dial(cmd.Context())
@@ -51,7 +55,7 @@ newest version of each order. Work windows are honoured unless --force.`,
 			defer c.Close()
 			var queued int
 			req := api.ReprocessRequest{From: fromT, To: toT, Force: force}
-			if err := updateCursor(cmd.Context(), c, platform, api.SignalReprocess, &queued, req); err != nil {
+			if err := app.updateCursor(cmd.Context(), c, selected[0], timeout, api.SignalReprocess, &queued, req); err != nil {
 				return err
 			}
 			if app.Output == "json" {
@@ -65,6 +69,7 @@ newest version of each order. Work windows are honoured unless --force.`,
 	reprocess.Flags().StringVar(&from, "from", "", "range start: RFC3339 or relative (-6h)")
 	reprocess.Flags().StringVar(&to, "to", "", "range end (exclusive): RFC3339 or relative (-1h)")
 	reprocess.Flags().BoolVar(&force, "force", false, "run even outside the platform's work windows")
+	addTimeoutFlag(reprocess, &timeout)
 	cmd.AddCommand(reprocess)
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/internal/tclient"
@@ -26,7 +27,18 @@ func newWorkerCommand(app *App) *cobra.Command {
 default) and serves their cursor, slice and dead-letter workflows and the
 fetch activities. Run as many worker processes as you like; Temporal spreads
 the work. SIGINT or SIGTERM drains: no new work is taken and running
-activities get --stop-timeout to finish.`,
+activities get --stop-timeout to finish.
+
+Before it starts, every selected platform's credential reference must
+resolve (the environment variable set and not empty, the file readable and
+not empty); otherwise it exits with status 2, one line per platform.
+
+The worker sends a platform's credential only with the kind, endpoint,
+credentials and options its own platforms file declares for that platform;
+a cursor whose settings differ in one of them (after a config signal, say)
+gets a permanent error naming the field, and the slice is dead-lettered.
+The worker re-reads the file when it changes (within a few seconds), so an
+edited endpoint needs no restart; a new task queue does.`,
 		Example: "  ordersync worker\n  ordersync worker --platforms shopify-acme,amazon-eu --stop-timeout 1m",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,6 +62,10 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 	if err != nil {
 		return err
 	}
+	// A missing secret is found now, not when the first slices fail.
+	if err := config.CheckCredentials(file.Path, platforms); err != nil {
+		return Usage(err)
+	}
 	st, err := store.Open(ctx, a.Process.StoreDSN)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -71,7 +87,7 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 	}
 	defer c.Close()
 	ws, err := worker.Start(worker.Options{
-		Client: c, Store: st, Platforms: platforms, Alerter: a.Alerter(),
+		Client: c, Store: st, Platforms: platforms, PlatformsFile: file.Path, Alerter: a.Alerter(),
 		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, RequestSlots: slots,
 	})
 	if err != nil {

@@ -61,11 +61,11 @@ func BuiltinDefaults() Platform {
 	}
 }
 
-// LoadFile reads and validates a platforms file.
+// LoadFile reads and validates a platforms file of at most MaxFileSize bytes.
 func LoadFile(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := readLimited(path)
 	if err != nil {
-		return nil, fmt.Errorf("platforms file: %w", err)
+		return nil, err
 	}
 	f, err := Parse(b)
 	if err != nil {
@@ -78,10 +78,39 @@ func LoadFile(path string) (*File, error) {
 	return f, nil
 }
 
+// readLimited reads a platforms file, refusing one larger than MaxFileSize
+// before reading it (and while reading it, for files whose size stat does
+// not know, such as pipes).
+func readLimited(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("platforms file: %w", err)
+	}
+	defer fh.Close()
+	tooLarge := func(size int64) error {
+		return &ValidationError{Source: path, Problems: []Problem{{Reason: checkFileSize(size)}}}
+	}
+	if st, err := fh.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxFileSize {
+		return nil, tooLarge(st.Size())
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("platforms file: %w", err)
+	}
+	if len(b) > MaxFileSize {
+		return nil, tooLarge(int64(len(b)))
+	}
+	return b, nil
+}
+
 // Parse reads a platforms file from bytes. Every problem is reported at once
 // in a *ValidationError; nothing partial is returned.
 func Parse(b []byte) (*File, error) {
 	ve := &ValidationError{}
+	if msg := checkFileSize(int64(len(b))); msg != "" {
+		ve.add("", "", "%s", msg)
+		return nil, ve
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&root); err != nil {
@@ -121,6 +150,10 @@ func Parse(b []byte) (*File, error) {
 	}
 	if platformsNode.Kind != yaml.MappingNode {
 		ve.add("", "platforms", "must be a mapping of platform name to settings (line %d)", platformsNode.Line)
+		return nil, ve
+	}
+	if n := len(platformsNode.Content) / 2; n > MaxPlatforms {
+		ve.add("", "platforms", "%d platforms; the limit is %d per file (split them over several files, each with its own workers)", n, MaxPlatforms)
 		return nil, ve
 	}
 	seen := map[string]bool{}

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -77,25 +80,80 @@ type RateLimit struct {
 // DefaultTaskQueue is the task queue of a platform that names none.
 func DefaultTaskQueue(platform string) string { return "orders-" + platform }
 
+// maxSecretSize bounds a credential file: it holds one token or a small
+// JSON object, and a reference to a huge file (or /dev/zero) must not
+// exhaust the worker's memory.
+const maxSecretSize = 64 << 10
+
 // Resolve reads the secret the reference points to, with surrounding
-// whitespace trimmed. The error names the reference, never the secret.
+// whitespace trimmed. An unset or empty variable and a missing, unreadable,
+// empty or oversized file are errors. The error names the reference, never
+// the secret.
 func (c CredentialRef) Resolve() (string, error) {
 	switch {
 	case c.Env != "":
 		v, ok := os.LookupEnv(c.Env)
-		if !ok || strings.TrimSpace(v) == "" {
+		if !ok {
 			return "", fmt.Errorf("credential environment variable %s is not set", c.Env)
+		}
+		if strings.TrimSpace(v) == "" {
+			return "", fmt.Errorf("credential environment variable %s is empty", c.Env)
 		}
 		return strings.TrimSpace(v), nil
 	case c.File != "":
-		b, err := os.ReadFile(c.File)
+		b, err := readSecretFile(c.File)
 		if err != nil {
-			return "", fmt.Errorf("read credential file: %w", err)
+			return "", err
+		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", fmt.Errorf("credential file %s is empty", c.File)
 		}
 		return strings.TrimSpace(string(b)), nil
 	default:
 		return "", fmt.Errorf("no credential reference (env or file) configured")
 	}
+}
+
+func readSecretFile(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in the message already
+		}
+		return nil, fmt.Errorf("credential file %s cannot be read: %w", path, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, maxSecretSize+1))
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("credential file %s cannot be read: %w", path, err)
+	}
+	if len(b) > maxSecretSize {
+		return nil, fmt.Errorf("credential file %s is larger than %d KiB; it should hold only the secret", path, maxSecretSize>>10)
+	}
+	return b, nil
+}
+
+// CheckCredentials resolves the credential reference of each platform and
+// reports one problem per platform whose secret cannot be read, naming the
+// reference; the secrets are dropped at once, never returned or printed.
+// source names the platforms file in the messages. It returns nil when
+// every reference resolves.
+func CheckCredentials(source string, platforms []Platform) error {
+	ve := &ValidationError{Source: source}
+	for _, p := range platforms {
+		if _, err := p.Credentials.Resolve(); err != nil {
+			ve.add(p.Name, "credentials", "%v", err)
+		}
+	}
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
 }
 
 func (c CredentialRef) String() string {

@@ -49,18 +49,53 @@ func (e *ValidationError) add(platform, field, format string, args ...any) {
 	e.Problems = append(e.Problems, Problem{Platform: platform, Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
+// fields is the set of fields that have a problem already.
+func (e *ValidationError) fields() map[string]bool {
+	set := make(map[string]bool, len(e.Problems))
+	for _, p := range e.Problems {
+		set[p.Field] = true
+	}
+	return set
+}
+
 func (e *ValidationError) merge(other *ValidationError) {
 	if other != nil {
 		e.Problems = append(e.Problems, other.Problems...)
 	}
 }
 
-var platformName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+var (
+	platformName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
-// Validate checks one merged platform and returns nil or every problem found.
+// Validate checks one merged platform and returns nil or every problem
+// found: first the lengths of its strings (limits.go), then the form of
+// each setting (checkStructure), then the ranges of the numbers
+// (checkRanges), then what only its kind knows (kinds.go). A field with a
+// problem is not checked again by a later step, so one mistake is one line.
 func (p Platform) Validate() *ValidationError {
 	ve := &ValidationError{}
-	bad := func(field, format string, args ...any) { ve.add(p.Name, field, format, args...) }
+	p.checkLengths(ve)
+	p.checkStructure(ve, ve.fields())
+	p.checkRanges(ve, ve.fields())
+	if len(ve.Problems) == 0 {
+		// Kind checks (kinds.go) build on valid generic settings; run after
+		// them so one mistake does not pile up follow-on problems.
+		return p.validateKind()
+	}
+	return ve
+}
+
+// checkStructure checks the form of every setting: required fields, URLs,
+// names, signs and how settings relate to each other. It reports nothing
+// for the fields in skip (already reported).
+func (p Platform) checkStructure(ve *ValidationError, skip map[string]bool) {
+	bad := func(field, format string, args ...any) {
+		if !skip[field] {
+			ve.add(p.Name, field, format, args...)
+		}
+	}
 
 	if !platformName.MatchString(p.Name) {
 		bad("", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
@@ -80,7 +115,7 @@ func (p Platform) Validate() *ValidationError {
 		bad("credentials", "set env or file, not both")
 	case p.Credentials.Env == "" && p.Credentials.File == "":
 		bad("credentials", "is required: {env: VAR_NAME} or {file: /path/to/secret}; secrets never go in this file")
-	case p.Credentials.Env != "" && !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(p.Credentials.Env):
+	case p.Credentials.Env != "" && !envName.MatchString(p.Credentials.Env):
 		bad("credentials.env", "%q is not an environment variable name (put the secret in the environment, not here)", p.Credentials.Env)
 	}
 	// Only the form is checked, without the clock, so workflows can validate
@@ -143,18 +178,14 @@ func (p Platform) Validate() *ValidationError {
 	if p.LagAlert < 0 {
 		bad("lag_alert", "must not be negative (0 disables the alert), got %s", p.LagAlert)
 	}
-	for _, w := range p.Windows {
-		if _, err := ParseWindow(w); err != nil {
-			bad("windows", "%v", err)
+	if !skip["windows"] {
+		for _, w := range p.Windows {
+			if _, err := ParseWindow(w); err != nil {
+				bad("windows", "%v", err)
+			}
 		}
 	}
 	if strings.TrimSpace(p.TaskQueue) == "" {
 		bad("task_queue", "must not be empty")
 	}
-	if len(ve.Problems) == 0 {
-		// Kind checks (kinds.go) build on valid generic settings; run after
-		// them so one mistake does not pile up follow-on problems.
-		return p.validateKind()
-	}
-	return ve
 }

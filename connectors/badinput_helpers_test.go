@@ -102,6 +102,8 @@ type pipeline struct {
 	store store.Store
 	env   *testsuite.TestActivityEnvironment
 	acts  *activities.Activities
+	// declared is the worker's platforms file: the platform under test.
+	declared *config.File
 }
 
 func newPipeline(t *testing.T) *pipeline {
@@ -110,18 +112,20 @@ func newPipeline(t *testing.T) *pipeline {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	quiet := slog.New(slog.DiscardHandler) // the failures here are on purpose
-	acts := &activities.Activities{Store: st, Connectors: activities.NewConnectorCache(), Limiters: activities.NewLimiters(), Logger: quiet}
+	declared := &config.File{}             // what the worker's platforms file declares: set by fetchSlice
+	acts := &activities.Activities{Store: st, Connectors: activities.NewConnectorCache(declared), Limiters: activities.NewLimiters(), Logger: quiet}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(quiet))
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
-	return &pipeline{t: t, store: st, env: env, acts: acts}
+	return &pipeline{t: t, store: st, env: env, acts: acts, declared: declared}
 }
 
 // fetchSlice pages through [start-overlap, end) as FetchSlice does and
 // sums the page results; it stops at the first failed page.
 func (pl *pipeline) fetchSlice(p config.Platform, start, end time.Time) (activities.FetchPageResult, int, error) {
 	pl.t.Helper()
+	pl.declared.Platforms = []config.Platform{p}
 	var sum activities.FetchPageResult
 	token := ""
 	for page := 1; page < 100; page++ {

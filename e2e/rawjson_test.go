@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,10 +84,12 @@ func TestRawJSONSignalsAndUpdates(t *testing.T) {
 	require.Equal(t, 34, st.Settings.PageSize)
 	require.ErrorContains(t, update(api.SignalConfig, `{"name":"cli-a","kind":"nope"}`, &st), `unknown kind "nope"`)
 
-	// Dead-letter workflow: an entry added by raw JSON, listed, then discarded.
+	// Dead-letter workflow: an entry added by raw JSON, listed, then
+	// discarded; an entry of another platform is refused and reported.
 	dlq := api.DeadLetterWorkflowID("cli-a")
+	const sliceID = "slice/cli-a/20261101T000000.000000Z-20261101T001500.000000Z"
 	_, err = s.client.SignalWithStartWorkflow(ctx, dlq, api.SignalDeadLetterAdd,
-		json.RawMessage(`{"slice_id":"slice/cli-a/x","platform":"cli-a","error":"boom"}`),
+		json.RawMessage(`{"slice_id":"`+sliceID+`","platform":"cli-a","start":"2026-11-01T00:00:00Z","end":"2026-11-01T00:15:00Z","error":"boom"}`),
 		client.StartWorkflowOptions{TaskQueue: settings.TaskQueue}, api.DeadLetterWorkflowType, api.DeadLetterInput{Platform: settings})
 	require.NoError(t, err)
 	list := func() []api.DeadLetterEntry {
@@ -97,6 +100,15 @@ func TestRawJSONSignalsAndUpdates(t *testing.T) {
 		return out
 	}
 	eventually(t, 10*time.Second, "the entry", func() bool { return len(list()) == 1 })
-	signal(dlq, api.SignalDeadLetterDiscard, `{"slice_id":"slice/cli-a/x"}`)
+	signal(dlq, api.SignalDeadLetterAdd, `{"slice_id":"slice/cli-b/20261101T000000.000000Z-20261101T001500.000000Z","platform":"cli-b","start":"2026-11-01T00:00:00Z","end":"2026-11-01T00:15:00Z","error":"boom"}`)
+	eventually(t, 10*time.Second, "the refusal", func() bool {
+		v, err := s.client.QueryWorkflow(ctx, dlq, "", api.QueryDeadLetterStatus)
+		require.NoError(t, err)
+		var st api.DeadLetterStatus
+		require.NoError(t, v.Get(&st))
+		return st.Rejected == 1 && strings.Contains(st.LastError, `platform "cli-b"`)
+	})
+	require.Len(t, list(), 1, "the other platform's slice was not added")
+	signal(dlq, api.SignalDeadLetterDiscard, `{"slice_id":"`+sliceID+`"}`)
 	eventually(t, 10*time.Second, "the discard", func() bool { return len(list()) == 0 })
 }

@@ -27,11 +27,23 @@ const DefaultStopTimeout = 30 * time.Second
 
 // Options configures the workers of one process.
 type Options struct {
-	Client    client.Client
-	Store     activities.OrderStore
+	Client client.Client
+	Store  activities.OrderStore
+	// Platforms are the platforms whose task queues this process serves.
+	// Without PlatformsFile they are also all its connectors trust: a
+	// fetch whose settings (from workflow input or a `config` signal)
+	// differ from them in an identity field is refused (see
+	// activities.ConnectorCache).
 	Platforms []config.Platform
-	Alerter   activities.Alerter
-	Logger    *slog.Logger
+	// PlatformsFile is the file Platforms came from. When set, the
+	// connectors trust what the file declares now instead: it is re-read
+	// when its size or modification time changes (looked at every
+	// config.ReloadCheckInterval at most, and before any refusal), so an
+	// operator's edit of an endpoint or credential reference needs no
+	// restart. The task queues served stay those of Platforms.
+	PlatformsFile string
+	Alerter       activities.Alerter
+	Logger        *slog.Logger
 	// StopTimeout bounds the drain on shutdown (default DefaultStopTimeout).
 	StopTimeout time.Duration
 	// Metrics, when set, receives the activities' counters and the served
@@ -79,9 +91,13 @@ func Start(opts Options) (*Workers, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	declared, err := declaredPlatforms(opts, logger)
+	if err != nil {
+		return nil, err
+	}
 	acts := &activities.Activities{
 		Store:      opts.Store,
-		Connectors: activities.NewConnectorCache(),
+		Connectors: activities.NewConnectorCache(declared),
 		Limiters:   activities.NewLimiters(),
 		Client:     opts.Client,
 		Alerter:    opts.Alerter,
@@ -116,6 +132,19 @@ func Start(opts Options) (*Workers, error) {
 		}
 	}
 	return ws, nil
+}
+
+// declaredPlatforms is what this process's connectors trust: its platforms
+// file, followed as it changes, or else the platforms it was given.
+func declaredPlatforms(opts Options, logger *slog.Logger) (activities.DeclaredPlatforms, error) {
+	if opts.PlatformsFile == "" {
+		return &config.File{Platforms: opts.Platforms}, nil
+	}
+	watched, err := config.WatchFile(opts.PlatformsFile, config.ReloadCheckInterval, logger)
+	if err != nil {
+		return nil, fmt.Errorf("watch platforms file: %w", err)
+	}
+	return watched, nil
 }
 
 // startPoller exports the served platforms' cursor status as gauges.

@@ -36,6 +36,16 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
+	if p, ok := v.(*config.Platform); ok {
+		// Names nested unknown fields (rate_limit.burts) and, unlike
+		// encoding/json, does not take "Kind" for "kind".
+		decoded, err := config.DecodePlatformJSON(raw)
+		if err != nil {
+			return fmt.Errorf("settings are not valid: %w", err)
+		}
+		*p = decoded
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

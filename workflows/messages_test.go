@@ -85,10 +85,11 @@ func TestCursorRefusesUnknownFields(t *testing.T) {
 	require.False(t, afterSignal.Paused, "a pause with an unknown field is refused")
 	require.Contains(t, afterSignal.LastError, `pause signal: payload {"reason":"x","bogus":1} is not valid: json: unknown field "bogus"`)
 	require.Contains(t, final.LastError, `config signal:`)
-	require.Contains(t, final.LastError, `unknown field "bogus"`)
+	require.Contains(t, final.LastError, `field "bogus": unknown field`)
 	for name, u := range map[string]*updateOutcome{"pause": pauseUpd, "config": configUpd, "reprocess": reprocessUpd} {
 		require.Error(t, u.rejected, name)
 		require.Contains(t, u.rejected.Error(), "unknown field", name)
+		require.Contains(t, u.rejected.Error(), map[string]string{"pause": "reasn", "config": "bogus", "reprocess": "forse"}[name], name)
 	}
 	require.False(t, final.Paused)
 	require.Empty(t, final.Queued, "nothing reprocessed")

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync/cli"
+	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/devserver"
 	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/sim"
@@ -111,6 +112,9 @@ func run(ctx context.Context, app *cli.App, o options) error {
 	if err != nil {
 		return err
 	}
+	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {
+		return cli.Usage(err)
+	}
 	st, err := store.Open(ctx, app.Process.StoreDSN)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -131,7 +135,8 @@ func run(ctx context.Context, app *cli.App, o options) error {
 		return err
 	}
 	defer c.Close()
-	ws, err := worker.Start(worker.Options{Client: c, Store: st, Platforms: file.Platforms, Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, RequestSlots: slots})
+	ws, err := worker.Start(worker.Options{Client: c, Store: st, Platforms: file.Platforms, PlatformsFile: file.Path,
+		Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, RequestSlots: slots})
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,9 @@ func (p *params) b1Intervals() []string {
 func (p *params) b1Settings(interval string) platformSettings {
 	return platformSettings{
 		Interval: interval, Overlap: "2m", Settle: "1m", Timeout: "30s",
-		Concurrency: p.B1Concurrency, RPS: 100000, Burst: 100000,
+		// The highest rate_limit allows: B1 measures throughput, and its
+		// ~10 requests/s per shop never wait for it.
+		Concurrency: p.B1Concurrency, RPS: 1000, Burst: 1000,
 		PageSize: p.B1PageSize, MaxPages: p.B1MaxPages, BackfillMaxSpan: p.B1MaxSpan,
 	}
 }
