@@ -7,6 +7,7 @@ package activities
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -42,6 +43,9 @@ type Activities struct {
 	Logger  *slog.Logger
 	// Metrics counts pages, upserts and API errors; nil records nothing.
 	Metrics *metrics.Recorder
+	// FutureSkew is how far ahead of now an order's updated_at may lie and
+	// still be stored; zero means DefaultFutureSkew.
+	FutureSkew time.Duration
 }
 
 func (a *Activities) logger() *slog.Logger {

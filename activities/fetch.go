@@ -11,6 +11,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/metrics"
+	"github.com/ordersync/ordersync/store"
 )
 
 // Error types workflows and retry policies act on.
@@ -42,11 +43,29 @@ type FetchPageResult struct {
 	Inserted  int    `json:"inserted"`
 	Updated   int    `json:"updated"`
 	Unchanged int    `json:"unchanged"`
-	// OutsideRange counts orders whose updated_at fell outside the asked
-	// window. They are stored anyway (the newest version wins, so storing
-	// is harmless) and counted so operators can see a misbehaving platform.
+	// OutsideRange counts stored orders whose updated_at fell outside the
+	// asked window. They are stored anyway (the newest version wins, so
+	// storing is harmless) and counted so operators can see a misbehaving
+	// platform.
 	OutsideRange int `json:"outside_range"`
+	// Rejected counts orders that cannot be stored (no id, zero
+	// updated_at). They are the platform's bad data, set aside alone so
+	// the rest of the page is stored.
+	Rejected int `json:"rejected"`
+	// FutureStamped counts orders stamped further ahead of now than the
+	// allowed skew. Such a version is not stored: it would count as newest
+	// until its date and hide the real versions. It is stored once its
+	// time has come, if the platform still shows it then.
+	FutureStamped int `json:"future_stamped"`
 }
+
+// DefaultFutureSkew is how far ahead of now an order's updated_at may lie
+// when Activities.FutureSkew is zero; the store heals versions stamped
+// beyond the same default.
+const DefaultFutureSkew = store.DefaultFutureSkew
+
+// maxLoggedIDs bounds the order ids one warning lists.
+const maxLoggedIDs = 20
 
 // FetchPage fetches one page and upserts its orders in the same step, so the
 // orders themselves never pass through Temporal.
@@ -56,6 +75,7 @@ func (a *Activities) FetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 		a.Metrics.FetchError(in.Platform.Name, errorClass(err))
 	} else {
 		a.Metrics.Page(in.Platform.Name, res.Inserted, res.Updated, res.Unchanged)
+		a.Metrics.NotStored(in.Platform.Name, res.Rejected, res.FutureStamped)
 	}
 	return res, err
 }
@@ -98,30 +118,80 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 		return res, classify(fmt.Errorf("fetch page %d of %s: %w", in.Page, in.SliceID, err))
 	}
 	a.Limiters.Report(in.Platform.Name, page.RateLimit)
-	for i := range page.Orders {
-		o := &page.Orders[i]
-		o.Platform = in.Platform.Name
-		o.UpdatedAt = o.UpdatedAt.UTC()
-		o.CreatedAt = o.CreatedAt.UTC()
-		if o.UpdatedAt.Before(in.From) || !o.UpdatedAt.Before(in.To) {
-			res.OutsideRange++
-		}
-	}
-	if len(page.Orders) > 0 {
-		up, err := a.Store.UpsertOrders(ctx, page.Orders)
+	res.Fetched = len(page.Orders)
+	toStore := a.screen(in, page.Orders, &res)
+	if len(toStore) > 0 {
+		up, err := a.Store.UpsertOrders(ctx, toStore)
 		if err != nil {
 			return res, temporal.NewApplicationErrorWithCause(
 				fmt.Sprintf("store page %d of %s: %v", in.Page, in.SliceID, err), ErrStore, err)
 		}
 		res.Inserted, res.Updated, res.Unchanged = up.Inserted, up.Updated, up.Unchanged
 	}
-	res.Fetched = len(page.Orders)
 	res.NextToken = page.NextToken
 	if res.OutsideRange > 0 {
 		a.logger().Warn("platform returned orders outside the asked window",
 			"platform", in.Platform.Name, "slice", in.SliceID, "page", in.Page, "count", res.OutsideRange)
 	}
 	return res, nil
+}
+
+// screen stamps the page's orders with the platform and UTC times and
+// returns those to store. Platform data is untrusted: an order that cannot
+// be stored is rejected alone rather than failing its page (the store would
+// fail the whole batch, and retrying cannot fix the platform's data), and a
+// version stamped beyond now plus the skew is set aside so it cannot pin the
+// order. Both are counted in res and logged by order id, never with order
+// data.
+func (a *Activities) screen(in FetchPageInput, orders []connectors.Order, res *FetchPageResult) []connectors.Order {
+	horizon := time.Now().Add(a.futureSkew())
+	toStore := orders[:0]
+	var rejected, future []string
+	for i, o := range orders {
+		o.Platform = in.Platform.Name
+		o.UpdatedAt = o.UpdatedAt.UTC()
+		o.CreatedAt = o.CreatedAt.UTC()
+		switch {
+		case o.ID == "":
+			rejected = append(rejected, fmt.Sprintf("(order %d on the page: no id)", i))
+		case o.UpdatedAt.IsZero():
+			rejected = append(rejected, o.ID+" (no updated_at)")
+		case o.UpdatedAt.After(horizon):
+			future = append(future, o.ID)
+		default:
+			if o.UpdatedAt.Before(in.From) || !o.UpdatedAt.Before(in.To) {
+				res.OutsideRange++
+			}
+			toStore = append(toStore, o)
+		}
+	}
+	res.Rejected, res.FutureStamped = len(rejected), len(future)
+	if len(rejected) > 0 {
+		a.logger().Warn("platform returned orders that cannot be stored; rejected them, stored the rest of the page",
+			"platform", in.Platform.Name, "slice", in.SliceID, "page", in.Page,
+			"count", len(rejected), "orders", firstIDs(rejected))
+	}
+	if len(future) > 0 {
+		a.logger().Warn("platform returned orders stamped in the future; set them aside",
+			"platform", in.Platform.Name, "slice", in.SliceID, "page", in.Page,
+			"count", len(future), "order_ids", firstIDs(future), "allowed_skew", a.futureSkew().String())
+	}
+	return toStore
+}
+
+func (a *Activities) futureSkew() time.Duration {
+	if a.FutureSkew > 0 {
+		return a.FutureSkew
+	}
+	return DefaultFutureSkew
+}
+
+// firstIDs keeps a warning short when a whole page is bad.
+func firstIDs(ids []string) []string {
+	if len(ids) <= maxLoggedIDs {
+		return ids
+	}
+	return append(ids[:maxLoggedIDs:maxLoggedIDs], fmt.Sprintf("and %d more", len(ids)-maxLoggedIDs))
 }
 
 // classify turns connector errors into Temporal application errors whose

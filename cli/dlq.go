@@ -43,7 +43,13 @@ func newDLQCommand(app *App) *cobra.Command {
 			for _, e := range entries {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\t%s\n", e.SliceID, e.Failures, e.Attempts, fmtTime(e.LastFailedAt), e.Reprocessing, clipText(e.Error, 80))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if st, ok := deadLetterStatus(cmd.Context(), c, platform); ok && st.Rejected > 0 {
+				fmt.Fprintf(app.Out, "\n%d signal(s) refused; the last: %s\n", st.Rejected, st.LastError)
+			}
+			return nil
 		},
 	}
 	cmd.AddCommand(list, newDLQActionCommand(app, &platform, "retry", api.SignalDeadLetterReprocess,

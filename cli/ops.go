@@ -82,6 +82,16 @@ that needs a running ordersync worker. The request was then not confirmed:
 the cursor may still receive it when a worker starts, or it may be dropped;
 run the command again once a worker runs (repeating it is harmless).`
 
+// deadLetterStatus asks a dead-letter workflow for its counts and the last
+// signal it refused; ok is false when it cannot answer (never started).
+func deadLetterStatus(ctx context.Context, c client.Client, platform string) (st api.DeadLetterStatus, ok bool) {
+	v, err := c.QueryWorkflow(ctx, api.DeadLetterWorkflowID(platform), "", api.QueryDeadLetterStatus)
+	if err != nil || v.Get(&st) != nil {
+		return st, false
+	}
+	return st, true
+}
+
 // updateCursor runs an update on p's cursor and waits up to timeout for its
 // answer; a validator's rejection comes back as a usage error, no answer
 // in time as a failure that says which task queue needs a worker.

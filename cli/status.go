@@ -37,6 +37,11 @@ number of dead-lettered slices, and what the cursor waits for (paused,
 outside its work window, settling, concurrency limit, circuit breaker open).
 LATE counts orders first seen by a re-sweep (resweep_delay): the platform
 showed them later than the overlap covers, so the overlap is too small.
+NOT STORED counts orders the platform sent that were set aside: an order
+without a usable updated_at, or a version stamped further ahead of now than
+ORDERSYNC_MAX_FUTURE_SKEW (it would pin the order); -o json splits them
+into counts.orders_rejected and counts.orders_future_stamped, and the
+worker logs each with platform and order id.
 --watch refreshes.`,
 		Example: "  ordersync platform status\n  ordersync platform status --watch\n  ordersync platform status sim-acme -o json",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -126,16 +131,17 @@ func (a *App) renderStatus(rows []platformStatus, now time.Time) error {
 
 func renderStatusTable(w io.Writer, rows []platformStatus, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLATFORM\tBACKFILL\tWATERMARK\tLAG\tIN FLIGHT\tDLQ\tLATE\tSTATE\tLAST ERROR")
+	fmt.Fprintln(tw, "PLATFORM\tBACKFILL\tWATERMARK\tLAG\tIN FLIGHT\tDLQ\tLATE\tNOT STORED\tSTATE\tLAST ERROR")
 	for _, r := range rows {
 		if !r.Running {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%d\t-\tnot started\t\n", r.Platform, r.DeadLetters)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%d\t-\t-\tnot started\t\n", r.Platform, r.DeadLetters)
 			continue
 		}
 		st := r.Cursor
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Platform, progressBar(r.Progress, 20),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Platform, progressBar(r.Progress, 20),
 			fmtTime(st.Watermark), fmtLag(now.Sub(st.Watermark)), len(st.InFlight), r.DeadLetters,
-			st.Counts.LateArrivals, describeWait(st), clipText(st.LastError, 60))
+			st.Counts.LateArrivals, st.Counts.OrdersRejected+st.Counts.OrdersFutureStamped,
+			describeWait(st), clipText(st.LastError, 60))
 	}
 	return tw.Flush()
 }

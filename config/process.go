@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kelseyhightower/envconfig"
 )
@@ -38,6 +39,10 @@ type Process struct {
 	MetricsAddress string `envconfig:"METRICS_ADDRESS" default:"127.0.0.1:9464"`
 	// AlertWebhook receives a JSON POST for every alert; empty logs alerts.
 	AlertWebhook string `envconfig:"ALERT_WEBHOOK"`
+	// MaxFutureSkew is how far ahead of now an order's updated_at may lie
+	// and still be stored as its newest version; platform versions stamped
+	// further ahead are set aside and counted, stored ones stop blocking.
+	MaxFutureSkew time.Duration `envconfig:"MAX_FUTURE_SKEW" default:"5m"`
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
@@ -62,6 +67,9 @@ func LoadProcess() (Process, error) {
 	}
 	if (p.TemporalTLSCert == "") != (p.TemporalTLSKey == "") {
 		problems = append(problems, fmt.Sprintf("%s_TEMPORAL_TLS_CERT and %s_TEMPORAL_TLS_KEY must be set together", EnvPrefix, EnvPrefix))
+	}
+	if p.MaxFutureSkew <= 0 || p.MaxFutureSkew > 24*time.Hour {
+		problems = append(problems, fmt.Sprintf("%s_MAX_FUTURE_SKEW: %s is not above 0 and at most 24h", EnvPrefix, p.MaxFutureSkew))
 	}
 	if p.TemporalAddress == "" {
 		problems = append(problems, fmt.Sprintf("%s_TEMPORAL_ADDRESS: must not be empty", EnvPrefix))

@@ -140,7 +140,7 @@ func appliedMigrations(t *testing.T, s Store) int {
 	var err error
 	switch s := s.(type) {
 	case *sqliteStore:
-		err = s.db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+		err = s.pool.db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
 	case *postgresStore:
 		err = s.pool.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&n)
 	default:

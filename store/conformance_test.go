@@ -21,6 +21,7 @@ var conformanceCases = []struct {
 }{
 	{"round trip keeps every field", testRoundTrip},
 	{"versions arriving out of order", testOutOfOrder},
+	{"a version stamped in the future does not pin the order", testFutureStampedDoesNotPin},
 	{"duplicates inside one batch", testDuplicatesInBatch},
 	{"concurrent upserts of the same orders", testConcurrentUpserts},
 	{"10000-order batch", testLargeBatch},
@@ -170,6 +171,52 @@ func testOutOfOrder(t *testing.T, dsn string) {
 		require.Equal(t, UpsertResult{Updated: 1}, upsert(t, s, o), field)
 		requireVersion(t, s, o)
 		require.Equal(t, UpsertResult{Unchanged: 1}, upsert(t, s, o), field+" again")
+	}
+}
+
+func testFutureStampedDoesNotPin(t *testing.T, dsn string) {
+	now := time.Now().UTC()
+	stamped := func(v int, at time.Time) connectors.Order {
+		o := version("p", "", v)
+		o.UpdatedAt = at
+		return o
+	}
+	year2999 := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		skew     time.Duration // 0: the default
+		stored   connectors.Order
+		incoming connectors.Order
+		want     UpsertResult
+		wantKept string // "stored" or "incoming"
+	}{
+		{"2999 replaced by the real version", 0, stamped(1, year2999), version("p", "", 2), UpsertResult{Updated: 1}, "incoming"},
+		{"2999 replaced even by an older one", 0, stamped(3, year2999), version("p", "", 1), UpsertResult{Updated: 1}, "incoming"},
+		{"2999 sent again, identical", 0, stamped(1, year2999), stamped(1, year2999), UpsertResult{Unchanged: 1}, "stored"},
+		{"beyond the default skew", 0, stamped(1, now.Add(10*time.Minute)), version("p", "", 2), UpsertResult{Updated: 1}, "incoming"},
+		{"within the default skew: older still loses", 0, stamped(1, now.Add(time.Minute)), version("p", "", 2), UpsertResult{Unchanged: 1}, "stored"},
+		{"within a 2h skew: older still loses", 2 * time.Hour, stamped(1, now.Add(time.Hour)), version("p", "", 2), UpsertResult{Unchanged: 1}, "stored"},
+		{"beyond a 2h skew", 2 * time.Hour, stamped(1, now.Add(3*time.Hour)), version("p", "", 2), UpsertResult{Updated: 1}, "incoming"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Open(context.Background(), dsn, WithFutureSkew(tt.skew))
+			require.NoError(t, err)
+			defer s.Close()
+			id := fmt.Sprintf("future-%d", i)
+			tt.stored.ID, tt.incoming.ID = id, id
+			require.Equal(t, UpsertResult{Inserted: 1}, upsert(t, s, tt.stored))
+			require.Equal(t, tt.want, upsert(t, s, tt.incoming))
+			kept := map[string]connectors.Order{"stored": tt.stored, "incoming": tt.incoming}[tt.wantKept]
+			requireVersion(t, s, kept)
+			if tt.wantKept == "incoming" {
+				// Healed for good: the order moves on as usual.
+				next := version("p", id, 9)
+				require.Equal(t, UpsertResult{Updated: 1}, upsert(t, s, next))
+				require.Equal(t, UpsertResult{Unchanged: 1}, upsert(t, s, tt.incoming), "the healed order does not regress")
+				requireVersion(t, s, next)
+			}
+		})
 	}
 }
 

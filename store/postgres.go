@@ -26,11 +26,12 @@ const pgChunk = 500
 const pgMaxAttempts = 5
 
 type postgresStore struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
+	pool       *pgxpool.Pool
+	now        func() time.Time
+	futureSkew time.Duration // see WithFutureSkew
 }
 
-func openPostgres(ctx context.Context, dsn string) (Store, error) {
+func openPostgres(ctx context.Context, dsn string, o options) (Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn) // its errors redact the password
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
@@ -40,7 +41,7 @@ func openPostgres(ctx context.Context, dsn string) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: %w", where, err)
 	}
-	s := &postgresStore{pool: pool, now: time.Now}
+	s := &postgresStore{pool: pool, now: time.Now, futureSkew: o.futureSkew}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: %w", where, err)
@@ -103,9 +104,10 @@ func (s *postgresStore) UpsertOrders(ctx context.Context, orders []connectors.Or
 	}
 	for attempt := 1; ; attempt++ {
 		var res UpsertResult
+		now := toMicros(s.now())
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			res, err = applyBatch(ctx, pgOps{tx}, orders, toMicros(s.now()))
+			res, err = applyBatch(ctx, pgOps{tx}, orders, now, now.Add(s.futureSkew))
 			return err
 		})
 		if err == nil {

@@ -28,13 +28,17 @@ import (
 // WAL's durable-on-commit-except-power-loss setting.
 const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 
+// sqliteStore keeps its connection pool behind sqlitePools (see
+// sqlite_pool.go): a pool whose file was deleted, replaced or became
+// unwritable is closed and reopened on the path, and a memory fault in the
+// driver is turned into an error.
 type sqliteStore struct {
-	db      *sql.DB
-	writeMu sync.Mutex // one writer at a time within this process; see sqliteParams
-	now     func() time.Time
+	sqlitePools
+	writeMu    sync.Mutex // one writer at a time within this process; see sqliteParams
+	futureSkew time.Duration
 }
 
-func openSQLite(ctx context.Context, path string) (Store, error) {
+func openSQLite(ctx context.Context, path string, o options) (Store, error) {
 	if path == "" {
 		return nil, errors.New("open sqlite store: empty path")
 	}
@@ -45,28 +49,28 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: create directory: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", path+"?"+sqliteParams)
+	s := &sqliteStore{sqlitePools: newSQLitePools(path), futureSkew: o.futureSkew}
+	var p *sqlitePool
+	err := guard(func() error {
+		var err error
+		p, err = s.openPool(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	s := &sqliteStore{db: db, now: time.Now}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
-	}
+	s.pool = p
 	return s, nil
 }
 
-// migrate applies pending migrations in one IMMEDIATE transaction, so a
-// second process opening the same file waits and then finds nothing to do.
-func (s *sqliteStore) migrate(ctx context.Context) error {
+// migrateSQLite applies pending migrations in one IMMEDIATE transaction, so
+// a second process opening the same file waits and then finds nothing to do.
+func migrateSQLite(ctx context.Context, db *sql.DB, now time.Time) error {
 	migs, err := loadMigrations("sqlite")
 	if err != nil {
 		return err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: begin: %w", err)
 	}
@@ -99,7 +103,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate: apply %s: %w", m.name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, s.now().UnixMicro()); err != nil {
+			m.version, m.name, now.UnixMicro()); err != nil {
 			return fmt.Errorf("migrate: record %s: %w", m.name, err)
 		}
 	}
@@ -118,27 +122,53 @@ func (s *sqliteStore) UpsertOrders(ctx context.Context, orders []connectors.Orde
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	res, err := s.upsert(ctx, orders)
+	var res UpsertResult
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		var err error
+		res, err = s.upsert(ctx, p, orders)
+		return err
+	})
 	if err != nil {
 		return UpsertResult{}, fmt.Errorf("upsert %d orders: %w", len(orders), err)
 	}
 	return res, nil
 }
 
-func (s *sqliteStore) upsert(ctx context.Context, orders []connectors.Order) (UpsertResult, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *sqliteStore) upsert(ctx context.Context, p *sqlitePool, orders []connectors.Order) (UpsertResult, error) {
+	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return UpsertResult{}, fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback()
 	ops := &sqliteOps{tx: tx}
-	defer ops.close()
-	res, err := applyBatch(ctx, ops, orders, toMicros(s.now()))
-	if err != nil {
+	// Not deferred: after a memory fault the connection is in an unknown
+	// state, and a deferred rollback would call into it again while the
+	// panic unwinds (see guard).
+	abort := func(err error) (UpsertResult, error) {
+		ops.close()
+		_ = tx.Rollback()
 		return UpsertResult{}, err
 	}
+	now := toMicros(s.now())
+	res, err := applyBatch(ctx, ops, orders, now, now.Add(s.futureSkew))
+	if err != nil {
+		return abort(err)
+	}
+	// Inside the transaction, holding SQLite's write lock: a batch is never
+	// committed to a file that is no longer at the path. A delete between
+	// this check and the commit's end is caught by the second check below.
+	if err := p.checkFile(s.path); err != nil {
+		return abort(err)
+	}
+	ops.close()
 	if err := tx.Commit(); err != nil {
 		return UpsertResult{}, fmt.Errorf("commit: %w", err)
+	}
+	if err := p.checkFile(s.path); err != nil {
+		// The batch may have gone to the old file only. Failing it makes
+		// Temporal send it again, to the file at the path; upserts are
+		// idempotent. What remains is a delete after this check: that
+		// removes committed data like any other delete would.
+		return UpsertResult{}, fmt.Errorf("after commit: %w", err)
 	}
 	return res, nil
 }
@@ -257,34 +287,48 @@ func rawArg(raw []byte) any {
 
 func (s *sqliteStore) GetOrder(ctx context.Context, platform, id string) (StoredOrder, bool, error) {
 	so := StoredOrder{Order: connectors.Order{Platform: platform, ID: id}}
-	var first, last int64
-	row := s.db.QueryRowContext(ctx, `SELECT status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at
-		FROM orders WHERE platform = ? AND order_id = ?`, platform, id)
-	if err := scanSQLiteContent(row, &so.Order, &first, &last); errors.Is(err, sql.ErrNoRows) {
-		return StoredOrder{}, false, nil
-	} else if err != nil {
+	found := false
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		var first, last int64
+		row := p.db.QueryRowContext(ctx, `SELECT status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at
+			FROM orders WHERE platform = ? AND order_id = ?`, platform, id)
+		if err := scanSQLiteContent(row, &so.Order, &first, &last); errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		so.FirstSeenAt, so.LastSeenAt = fromMicros(first), fromMicros(last)
+		found = true
+		return nil
+	})
+	if err != nil {
 		return StoredOrder{}, false, fmt.Errorf("get order %s/%s: %w", platform, id, err)
 	}
-	so.FirstSeenAt, so.LastSeenAt = fromMicros(first), fromMicros(last)
+	if !found {
+		return StoredOrder{}, false, nil
+	}
 	return so, true, nil
 }
 
 func (s *sqliteStore) OrderVersions(ctx context.Context, platform string) (map[string]time.Time, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT order_id, updated_at FROM orders WHERE platform = ?`, platform)
-	if err != nil {
-		return nil, fmt.Errorf("order versions %s: %w", platform, err)
-	}
-	defer rows.Close()
 	out := map[string]time.Time{}
-	for rows.Next() {
-		var id string
-		var updated int64
-		if err := rows.Scan(&id, &updated); err != nil {
-			return nil, fmt.Errorf("order versions %s: %w", platform, err)
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		rows, err := p.db.QueryContext(ctx, `SELECT order_id, updated_at FROM orders WHERE platform = ?`, platform)
+		if err != nil {
+			return err
 		}
-		out[id] = fromMicros(updated)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var updated int64
+			if err := rows.Scan(&id, &updated); err != nil {
+				return err
+			}
+			out[id] = fromMicros(updated)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("order versions %s: %w", platform, err)
 	}
 	return out, nil
@@ -292,18 +336,14 @@ func (s *sqliteStore) OrderVersions(ctx context.Context, platform string) (map[s
 
 func (s *sqliteStore) CountOrders(ctx context.Context, platform string) (int, error) {
 	var n int
-	var err error
-	if platform == "" {
-		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM orders`).Scan(&n)
-	} else {
-		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM orders WHERE platform = ?`, platform).Scan(&n)
-	}
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		if platform == "" {
+			return p.db.QueryRowContext(ctx, `SELECT count(*) FROM orders`).Scan(&n)
+		}
+		return p.db.QueryRowContext(ctx, `SELECT count(*) FROM orders WHERE platform = ?`, platform).Scan(&n)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("count orders %q: %w", platform, err)
 	}
 	return n, nil
 }
-
-func (s *sqliteStore) Close() error { return s.db.Close() }
-
-func (s *sqliteStore) setClock(now func() time.Time) { s.now = now }

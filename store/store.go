@@ -58,15 +58,43 @@ type StoredOrder struct {
 //
 //	sqlite:///abs/path/orders.db, sqlite://rel/path.db, or a plain path ending in .db -> SQLite
 //	postgres://... or postgresql://...                                          -> PostgreSQL
-func Open(ctx context.Context, dsn string) (Store, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (Store, error) {
 	backend, target, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if backend == BackendSQLite {
-		return openSQLite(ctx, target)
+	o := options{futureSkew: DefaultFutureSkew}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return openPostgres(ctx, target)
+	if backend == BackendSQLite {
+		return openSQLite(ctx, target, o)
+	}
+	return openPostgres(ctx, target, o)
+}
+
+// DefaultFutureSkew is how far ahead of the store's clock a stored
+// updated_at may lie and still count as the newest version.
+const DefaultFutureSkew = 5 * time.Minute
+
+// Option adjusts a store at Open.
+type Option func(*options)
+
+type options struct {
+	futureSkew time.Duration
+}
+
+// WithFutureSkew sets how far ahead of now a stored version may be stamped
+// and still block older incoming versions. A version stamped further ahead
+// is a platform's clock gone wrong (an updated_at in 2999), and it must not
+// pin the order forever: any incoming version replaces it. Zero or negative
+// keeps DefaultFutureSkew. Give the FetchPage activity the same value.
+func WithFutureSkew(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.futureSkew = d
+		}
+	}
 }
 
 // Backends a DSN can name.
@@ -140,9 +168,14 @@ func sameContent(a, b connectors.Order) bool {
 }
 
 // decide applies the no-regression rule to one incoming version against
-// the stored one: whether to overwrite, and which bucket it counts in.
-func decide(stored, incoming connectors.Order) (overwrite bool, updated bool) {
+// the stored one: whether to overwrite, and which bucket it counts in. A
+// stored version stamped after horizon (now plus the allowed skew) claims a
+// time that has not come yet; it is not trusted to be newest, so any
+// different incoming version replaces it and a pinned order heals.
+func decide(stored, incoming connectors.Order, horizon time.Time) (overwrite bool, updated bool) {
 	switch {
+	case stored.UpdatedAt.After(horizon) && !(incoming.UpdatedAt.Equal(stored.UpdatedAt) && sameContent(stored, incoming)):
+		return true, true
 	case incoming.UpdatedAt.Before(stored.UpdatedAt):
 		return false, false // older: ignored, never overwrites
 	case incoming.UpdatedAt.After(stored.UpdatedAt):
@@ -172,7 +205,8 @@ type batchOps interface {
 	overwrite(ctx context.Context, orders []connectors.Order, now time.Time) error
 }
 
-// applyBatch runs the no-regression upsert of a validated batch.
+// applyBatch runs the no-regression upsert of a validated batch; horizon is
+// passed on to decide.
 //
 // Duplicates of one key inside a batch are applied in batch order, each
 // counted on its own against the state left by the previous one: the same
@@ -180,7 +214,7 @@ type batchOps interface {
 // by a newer version of it 1 Inserted + 1 Updated. To keep this while
 // processing in key order, the batch is split into rounds: round r holds the
 // r-th occurrence of every key, and rounds run one after another.
-func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, now time.Time) (UpsertResult, error) {
+func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, now, horizon time.Time) (UpsertResult, error) {
 	var res UpsertResult
 	for r, round := range splitRounds(orders) {
 		claims, err := ops.claim(ctx, round, now)
@@ -193,7 +227,7 @@ func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, no
 				res.Inserted++
 				continue
 			}
-			overwrite, updated := decide(c.stored, round[i])
+			overwrite, updated := decide(c.stored, round[i], horizon)
 			if overwrite {
 				toWrite = append(toWrite, round[i])
 			}

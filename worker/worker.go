@@ -55,6 +55,9 @@ type Options struct {
 	// it each process paces only itself and the task queue's activity rate
 	// is the cross-process limit.
 	RequestSlots quota.Slots
+	// FutureSkew is how far ahead of now an order's updated_at may be and
+	// still count as its newest version (0: activities.DefaultFutureSkew).
+	FutureSkew time.Duration
 	// MetricsPollInterval is how often the status gauges are refreshed
 	// (default metrics.DefaultPollInterval).
 	MetricsPollInterval time.Duration
@@ -103,6 +106,7 @@ func Start(opts Options) (*Workers, error) {
 		Alerter:    opts.Alerter,
 		Logger:     logger,
 		Metrics:    opts.Metrics,
+		FutureSkew: opts.FutureSkew,
 	}
 	acts.Limiters.Shared = opts.RequestSlots
 	plan := QueuePlan(opts.Platforms)

@@ -83,8 +83,8 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		s.res.OrdersUpdated += r.Updated
 		s.res.OrdersUnchanged += r.Unchanged
 		s.res.OrdersOutsideRange += r.OutsideRange
-		// WIRE: s.res.OrdersRejected += r.Rejected
-		// WIRE: s.res.OrdersFutureStamped += r.FutureStamped
+		s.res.OrdersRejected += r.Rejected
+		s.res.OrdersFutureStamped += r.FutureStamped
 		if r.NextToken == "" {
 			break
 		}

@@ -115,7 +115,7 @@ func run(ctx context.Context, app *cli.App, o options) error {
 	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {
 		return cli.Usage(err)
 	}
-	st, err := store.Open(ctx, app.Process.StoreDSN)
+	st, err := store.Open(ctx, app.Process.StoreDSN, store.WithFutureSkew(app.Process.MaxFutureSkew))
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -135,7 +135,7 @@ func run(ctx context.Context, app *cli.App, o options) error {
 		return err
 	}
 	defer c.Close()
-	ws, err := worker.Start(worker.Options{Client: c, Store: st, Platforms: file.Platforms, PlatformsFile: file.Path,
+	ws, err := worker.Start(worker.Options{FutureSkew: app.Process.MaxFutureSkew, Client: c, Store: st, Platforms: file.Platforms, PlatformsFile: file.Path,
 		Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, RequestSlots: slots})
 	if err != nil {
 		return err

@@ -46,9 +46,13 @@ func TestRecorderCountsAndServes(t *testing.T) {
 	rec.Page("acme", 2, 0, 5)
 	rec.FetchError("acme", metrics.ClassRateLimited)
 	rec.FetchError("acme", metrics.ClassTransient)
+	rec.NotStored("acme", 0, 0)
+	rec.NotStored("acme", 2, 1)
+	rec.NotStored("quiet", 0, 0)
 	var nilRec *metrics.Recorder
 	nilRec.Page("acme", 1, 1, 1) // nil-safe: activities without metrics
 	nilRec.FetchError("acme", metrics.ClassStore)
+	nilRec.NotStored("acme", 1, 1)
 
 	srv, err := rec.Serve("127.0.0.1:0", nil)
 	require.NoError(t, err)
@@ -62,6 +66,9 @@ func TestRecorderCountsAndServes(t *testing.T) {
 		`ordersync_api_errors_total{class="rate_limited",platform="acme"} 1`,
 		`ordersync_api_errors_total{class="transient",platform="acme"} 1`,
 		`ordersync_rate_limited_total{platform="acme"} 1`,
+		`ordersync_orders_not_stored_total{platform="acme",reason="rejected"} 2`,
+		`ordersync_orders_not_stored_total{platform="acme",reason="future_stamped"} 1`,
+		`ordersync_orders_not_stored_total{platform="quiet",reason="future_stamped"} 0`,
 		`go_goroutines `,
 	} {
 		require.Contains(t, body, line)

@@ -18,6 +18,16 @@ const (
 	ResultUnchanged = "unchanged"
 )
 
+// Reasons FetchPage set an order aside instead of storing it, the values of
+// the `reason` label of orders_not_stored_total.
+const (
+	// ReasonRejected: the order cannot be stored (no id, zero updated_at).
+	ReasonRejected = "rejected"
+	// ReasonFutureStamped: its updated_at lies further ahead of now than the
+	// allowed skew, so it cannot be trusted as the newest version.
+	ReasonFutureStamped = "future_stamped"
+)
+
 // Error classes, the values of the `class` label of api_errors_total. They
 // follow the activity error types that drive the retry policy.
 const (
@@ -31,11 +41,12 @@ const (
 // Recorder owns a process's registry and the counters the activities bump.
 // A nil *Recorder records nothing, so activities and tests need no setup.
 type Recorder struct {
-	registry       *prometheus.Registry
-	ordersUpserted *prometheus.CounterVec
-	pages          *prometheus.CounterVec
-	apiErrors      *prometheus.CounterVec
-	rateLimited    *prometheus.CounterVec
+	registry        *prometheus.Registry
+	ordersUpserted  *prometheus.CounterVec
+	ordersNotStored *prometheus.CounterVec
+	pages           *prometheus.CounterVec
+	apiErrors       *prometheus.CounterVec
+	rateLimited     *prometheus.CounterVec
 }
 
 // New returns a Recorder with a fresh registry holding ordersync's counters
@@ -47,6 +58,10 @@ func New() *Recorder {
 			Namespace: Namespace, Name: "orders_upserted_total",
 			Help: "Orders written to the store by FetchPage, by upsert result (inserted, updated, unchanged).",
 		}, []string{"platform", "result"}),
+		ordersNotStored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "orders_not_stored_total",
+			Help: "Orders FetchPage set aside instead of storing, by reason (rejected: no id or zero updated_at; future_stamped: updated_at beyond now plus the allowed skew).",
+		}, []string{"platform", "reason"}),
 		pages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "pages_total",
 			Help: "Pages fetched from the platform and stored.",
@@ -60,7 +75,7 @@ func New() *Recorder {
 			Help: "Requests the platform answered with 429 Too Many Requests.",
 		}, []string{"platform"}),
 	}
-	r.registry.MustRegister(r.ordersUpserted, r.pages, r.apiErrors, r.rateLimited,
+	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -83,6 +98,16 @@ func (r *Recorder) Page(platform string, inserted, updated, unchanged int) {
 	r.ordersUpserted.WithLabelValues(platform, ResultInserted).Add(float64(inserted))
 	r.ordersUpserted.WithLabelValues(platform, ResultUpdated).Add(float64(updated))
 	r.ordersUpserted.WithLabelValues(platform, ResultUnchanged).Add(float64(unchanged))
+}
+
+// NotStored counts the orders of one stored page that were set aside. Like
+// Page, zeros create the series.
+func (r *Recorder) NotStored(platform string, rejected, futureStamped int) {
+	if r == nil {
+		return
+	}
+	r.ordersNotStored.WithLabelValues(platform, ReasonRejected).Add(float64(rejected))
+	r.ordersNotStored.WithLabelValues(platform, ReasonFutureStamped).Add(float64(futureStamped))
 }
 
 // FetchError counts one failed FetchPage attempt; a rate_limited one is

@@ -1,0 +1,145 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"go.uber.org/mock/gomock"
+
+	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/internal/metrics"
+	"github.com/ordersync/ordersync/store"
+)
+
+// Platform data is untrusted: these tests run FetchPage into a real SQLite
+// store and check what ends up there, what is counted and what is logged.
+func TestFetchPageSetsAsideUntrustedOrders(t *testing.T) {
+	now := time.Now().UTC()
+	year2999 := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+	order := func(id string, updated time.Time) connectors.Order {
+		return connectors.Order{ID: id, Status: "paid", Total: "123.45", Currency: "EUR",
+			CreatedAt: t0, UpdatedAt: updated, Raw: json.RawMessage(`{"email":"buyer@example.com"}`)}
+	}
+	tests := []struct {
+		name      string
+		skew      time.Duration
+		prestored []connectors.Order // in the store before the page
+		page      []connectors.Order
+		want      FetchPageResult
+		stored    map[string]time.Time // id -> updated_at in the store afterwards
+		logs      []string             // in the warning, besides platform, slice and page
+	}{
+		{
+			name: "far-future versions set aside, the rest stored",
+			page: []connectors.Order{
+				order("good", t0.Add(time.Minute)),
+				order("pinned", year2999),
+				order("ahead", now.Add(time.Hour)),
+				order("slightly-ahead", now.Add(time.Minute)), // within the skew: stored, outside the window
+			},
+			want:   FetchPageResult{Fetched: 4, Inserted: 2, OutsideRange: 1, FutureStamped: 2},
+			stored: map[string]time.Time{"good": t0.Add(time.Minute), "slightly-ahead": now.Add(time.Minute)},
+			logs:   []string{"stamped in the future", "pinned", "ahead", "allowed_skew=5m0s"},
+		},
+		{
+			name:   "a wider skew lets the hour-ahead version in",
+			skew:   2 * time.Hour,
+			page:   []connectors.Order{order("ahead", now.Add(time.Hour)), order("pinned", year2999)},
+			want:   FetchPageResult{Fetched: 2, Inserted: 1, OutsideRange: 1, FutureStamped: 1},
+			stored: map[string]time.Time{"ahead": now.Add(time.Hour)},
+			logs:   []string{"pinned", "allowed_skew=2h0m0s"},
+		},
+		{
+			name:      "a pin stored before the fix heals with the real version",
+			prestored: []connectors.Order{order("pinned", year2999)},
+			page:      []connectors.Order{order("pinned", t0.Add(2*time.Minute))},
+			want:      FetchPageResult{Fetched: 1, Updated: 1},
+			stored:    map[string]time.Time{"pinned": t0.Add(2 * time.Minute)},
+		},
+		{
+			name: "orders without updated_at or id rejected alone",
+			page: []connectors.Order{
+				order("good", t0.Add(time.Minute)),
+				order("no-time", time.Time{}),
+				order("", t0.Add(time.Minute)),
+				order("also-good", t0.Add(2*time.Minute)),
+			},
+			want:   FetchPageResult{Fetched: 4, Inserted: 2, Rejected: 2},
+			stored: map[string]time.Time{"good": t0.Add(time.Minute), "also-good": t0.Add(2 * time.Minute)},
+			logs:   []string{"cannot be stored", "no-time (no updated_at)", "order 2 on the page: no id"},
+		},
+		{
+			name:   "a page of nothing storable",
+			page:   []connectors.Order{order("no-time", time.Time{}), order("pinned", year2999)},
+			want:   FetchPageResult{Fetched: 2, Rejected: 1, FutureStamped: 1},
+			stored: map[string]time.Time{},
+			logs:   []string{"no-time", "pinned"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "orders.db"))
+			require.NoError(t, err)
+			defer st.Close()
+			for _, o := range tt.prestored {
+				o.Platform = "shop"
+				_, err := st.UpsertOrders(ctx, []connectors.Order{o})
+				require.NoError(t, err)
+			}
+			var logs bytes.Buffer
+			rec := metrics.New()
+			ctrl := gomock.NewController(t)
+			conn := NewMockConnector(ctrl)
+			conn.EXPECT().ListOrders(gomock.Any(), gomock.Any()).Return(connectors.Page{Orders: tt.page}, nil)
+			src := NewMockConnectorSource(ctrl)
+			src.EXPECT().Connector(gomock.Any()).Return(conn, nil)
+			acts := &Activities{Store: st, Connectors: src, Limiters: NewLimiters(), FutureSkew: tt.skew, Metrics: rec,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			env.RegisterActivity(acts)
+
+			val, err := env.ExecuteActivity(acts.FetchPage, input())
+			require.NoError(t, err, "bad orders must not fail the page")
+			var res FetchPageResult
+			require.NoError(t, val.Get(&res))
+			require.Equal(t, tt.want, res)
+
+			got, err := st.OrderVersions(ctx, "shop")
+			require.NoError(t, err)
+			want := map[string]time.Time{}
+			for id, at := range tt.stored {
+				want[id] = at.Truncate(time.Microsecond)
+			}
+			require.Equal(t, want, got)
+
+			if len(tt.logs) == 0 {
+				require.Empty(t, logs.String())
+			} else {
+				for _, s := range append([]string{"platform=shop", "slice=slice/shop/a-b", "page=2"}, tt.logs...) {
+					require.Contains(t, logs.String(), s)
+				}
+			}
+			for _, private := range []string{"123.45", "buyer@example.com", "2999"} {
+				require.NotContains(t, logs.String(), private, "logs carry order ids, never order data")
+			}
+
+			scrape := httptest.NewRecorder()
+			rec.Handler().ServeHTTP(scrape, httptest.NewRequest("GET", "/metrics", nil))
+			require.Contains(t, scrape.Body.String(),
+				`ordersync_orders_not_stored_total{platform="shop",reason="rejected"} `+strconv.Itoa(tt.want.Rejected))
+			require.Contains(t, scrape.Body.String(),
+				`ordersync_orders_not_stored_total{platform="shop",reason="future_stamped"} `+strconv.Itoa(tt.want.FutureStamped))
+		})
+	}
+}
