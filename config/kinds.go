@@ -61,9 +61,9 @@ var amazonV0Info = KindInfo{PageSize: 100, MaxPageSize: 100, RateLimit: RateLimi
 // version.
 func KindDefaults(kind string) KindInfo { return kindInfo[kind] }
 
-// kindInfo is what ordersync knows about p's kind at the API version its
+// versionedKindInfo is what ordersync knows about p's kind at the API version its
 // options name: an amazon platform on the legacy v0 API has v0's rate.
-func (p Platform) kindInfo() KindInfo {
+func (p Platform) versionedKindInfo() KindInfo {
 	if p.Kind == "amazon" && p.Options["api_version"] == AmazonAPIV0 {
 		return amazonV0Info
 	}
@@ -77,7 +77,7 @@ func applyKindDefaults(p *Platform, explicit map[string]bool) {
 	if _, ok := kindInfo[p.Kind]; !ok {
 		return
 	}
-	k := p.kindInfo()
+	k := p.versionedKindInfo()
 	unset := func(field string, nonZero bool) bool { return nonZero && !explicit[field] }
 	if unset("page_size", k.PageSize > 0) {
 		p.PageSize = k.PageSize
@@ -100,7 +100,7 @@ func applyKindDefaults(p *Platform, explicit map[string]bool) {
 // and the kind's options.
 func (p Platform) validateKind() *ValidationError {
 	ve := &ValidationError{}
-	k := p.kindInfo()
+	k := p.versionedKindInfo()
 	if k.MaxPageSize > 0 && p.PageSize > k.MaxPageSize {
 		ve.add(p.Name, "page_size", "%s accepts at most %d orders per page, got %d", p.Kind, k.MaxPageSize, p.PageSize)
 	}
