@@ -154,33 +154,47 @@ func (c *amazon2026) search(ctx context.Context, req PageRequest, after, before 
 	if err := ResponseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
 		return Page{}, err
 	}
-	page, err := c.decodePage(resp.Body(), req.Page)
-	page.RateLimit = HeaderFloat(resp.Header(), amazonRateHeader)
-	return page, err
-}
-
-func (c *amazon2026) decodePage(body []byte, page int) (Page, error) {
-	items, err := DecodeArrayPath(c.platform, page, body, []string{"orders"})
+	page, answered, err := c.decodePage(resp.Body(), req.Page)
 	if err != nil {
 		return Page{}, err
+	}
+	// The response says up to when it lists ("lastUpdatedBefore"). Should
+	// Amazon ever answer for less than asked, the rest of the window would
+	// be skipped without a trace; a retry later gets it all. Compared in
+	// whole seconds, in case Amazon echoes the bound without milliseconds.
+	if t, perr := time.Parse(time.RFC3339Nano, answered); perr == nil && t.Before(before.Truncate(time.Second)) {
+		return Page{}, &TransientError{Platform: c.platform, Msg: fmt.Sprintf(
+			"searchOrders listed orders updated until %s, not until %s as asked; retrying rather than skipping the rest of the window",
+			answered, before.Format(amazonMillis))}
+	}
+	page.RateLimit = HeaderFloat(resp.Header(), amazonRateHeader)
+	return page, nil
+}
+
+// decodePage returns a page and the response's lastUpdatedBefore.
+func (c *amazon2026) decodePage(body []byte, page int) (Page, string, error) {
+	items, err := DecodeArrayPath(c.platform, page, body, []string{"orders"})
+	if err != nil {
+		return Page{}, "", err
 	}
 	var env struct {
 		Pagination *struct {
 			NextToken string `json:"nextToken"`
 		} `json:"pagination"`
+		LastUpdatedBefore string `json:"lastUpdatedBefore"`
 	}
 	if err := DecodeJSON(c.platform, page, body, &env); err != nil {
-		return Page{}, err
+		return Page{}, "", err
 	}
 	orders, err := DecodeItems(c.platform, page, items, c.order)
 	if err != nil {
-		return Page{}, err
+		return Page{}, "", err
 	}
 	p := Page{Orders: orders}
 	if env.Pagination != nil && env.Pagination.NextToken != "" {
 		p.NextToken = amazon2026TokenPrefix + strconv.FormatInt(c.now().Unix(), 10) + "." + env.Pagination.NextToken
 	}
-	return p, nil
+	return p, env.LastUpdatedBefore, nil
 }
 
 // amazonMoney is SP-API's Money: a decimal string and an ISO 4217 code.

@@ -81,10 +81,11 @@ func (f *amazon2026Fake) orders(w http.ResponseWriter, r *http.Request) {
 }
 
 // included drops the datasets includedData does not name, as searchOrders
-// leaves them out.
+// leaves them out, and echoes the request's lastUpdatedBefore.
 func (f *amazon2026Fake) included(q url.Values, page []byte) []byte {
 	var body map[string]any
 	require.NoError(f.t, json.Unmarshal(page, &body))
+	body["lastUpdatedBefore"] = q.Get("lastUpdatedBefore")
 	asked := strings.Split(q.Get("includedData"), ",")
 	for _, o := range body["orders"].([]any) {
 		for key, set := range map[string]string{"buyer": "BUYER", "recipient": "RECIPIENT", "proceeds": "PROCEEDS", "fulfillment": "FULFILLMENT"} {
@@ -326,6 +327,32 @@ func TestAmazon2026Errors(t *testing.T) {
 				require.ErrorAs(t, err, &te)
 				require.Contains(t, te.Msg, "less than 2m0s before now, which searchOrders rejects; retry in")
 				require.Empty(t, f.requests(), "nothing asked")
+			})
+		}
+	})
+	t.Run("an answer for a narrower window is retried, not taken", func(t *testing.T) {
+		for _, tc := range []struct {
+			echoed  string
+			refused bool
+		}{
+			{"2026-03-01T11:59:00Z", true},
+			{"2026-03-01T12:00:00Z", false},     // the bound without milliseconds
+			{"2026-03-01T12:00:00.000Z", false}, // as asked
+			{"", false},                         // not said
+		} {
+			t.Run(tc.echoed, func(t *testing.T) {
+				f, ts := newAmazon2026Fake(t)
+				f.respond = func(url.Values) (int, []byte, bool) {
+					return http.StatusOK, []byte(`{"orders":[],"lastUpdatedBefore":"` + tc.echoed + `"}`), true
+				}
+				_, err := newAmazon2026Conn(t, ts, nil).ListOrders(ctx, amazonWindow)
+				if !tc.refused {
+					require.NoError(t, err)
+					return
+				}
+				var te *connectors.TransientError
+				require.ErrorAs(t, err, &te)
+				require.Contains(t, te.Msg, "searchOrders listed orders updated until 2026-03-01T11:59:00Z, not until 2026-03-01T12:00:00.000Z as asked")
 			})
 		}
 	})
