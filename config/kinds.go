@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,13 +30,14 @@ var kindInfo = map[string]KindInfo{
 	// requests are a leaky bucket of 40 that leaks 2/s on standard plans
 	// (https://shopify.dev/docs/api/admin-rest/usage/rate-limits).
 	"shopify": {PageSize: 250, MaxPageSize: 250, RateLimit: RateLimit{RPS: 2, Burst: 40}},
-	// Amazon SP-API Orders v0 getOrders (models/orders-api-model/ordersV0.json
-	// in amzn/selling-partner-api-models): MaxResultsPerPage 1..100, usage plan
-	// 0.0167 requests/s with burst 20, LastUpdatedBefore at least 2 minutes
-	// before now. Settle 3m adds a minute for clock skew and timer latency;
-	// hourly slices because at one request a minute 15-minute slices would
-	// make a 90-day backfill take six days.
-	"amazon": {PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0167, Burst: 20},
+	// Amazon SP-API Orders v2026-01-01 searchOrders (models/orders-api-model/
+	// orders_2026-01-01.json in amzn/selling-partner-api-models):
+	// maxResultsPerPage 1..100, usage plan 0.0056 requests/s with burst 20,
+	// lastUpdatedBefore at least 2 minutes before now. Settle 3m adds a
+	// minute for clock skew and timer latency; hourly slices keep the
+	// steady state at one request an hour. With api_version v0 the rate is
+	// getOrders' own (amazonV0Info).
+	"amazon": {PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0056, Burst: 20},
 		Interval: Duration(time.Hour), Settle: Duration(3 * time.Minute), MinSettle: Duration(2 * time.Minute)},
 	// eBay Sell Fulfillment getOrders: limit 1..200
 	// (https://developer.ebay.com/api-docs/sell/fulfillment/resources/order/methods/getOrders);
@@ -48,18 +50,34 @@ var kindInfo = map[string]KindInfo{
 	"woocommerce": {PageSize: 100, MaxPageSize: 100},
 }
 
+// amazonV0Info is kind amazon with options.api_version v0: Orders v0
+// getOrders (models/orders-api-model/ordersV0.json): MaxResultsPerPage
+// 1..100, usage plan 0.0167 requests/s with burst 20, the same 2-minute rule.
+var amazonV0Info = KindInfo{PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0167, Burst: 20},
+	Interval: Duration(time.Hour), Settle: Duration(3 * time.Minute), MinSettle: Duration(2 * time.Minute)}
+
 // KindDefaults returns what ordersync knows about a kind (zero for kinds with
-// no documented limits, such as sim and http).
+// no documented limits, such as sim and http), for the kind's default API
+// version.
 func KindDefaults(kind string) KindInfo { return kindInfo[kind] }
+
+// versionedKindInfo is what ordersync knows about p's kind at the API version its
+// options name: an amazon platform on the legacy v0 API has v0's rate.
+func (p Platform) versionedKindInfo() KindInfo {
+	if p.Kind == "amazon" && p.Options["api_version"] == AmazonAPIV0 {
+		return amazonV0Info
+	}
+	return kindInfo[p.Kind]
+}
 
 // applyKindDefaults sets the kind's defaults on every field that neither the
 // default block nor the platform entry set; explicit holds the field paths
 // they did set ("page_size", "rate_limit.rps", ...).
 func applyKindDefaults(p *Platform, explicit map[string]bool) {
-	k, ok := kindInfo[p.Kind]
-	if !ok {
+	if _, ok := kindInfo[p.Kind]; !ok {
 		return
 	}
+	k := p.versionedKindInfo()
 	unset := func(field string, nonZero bool) bool { return nonZero && !explicit[field] }
 	if unset("page_size", k.PageSize > 0) {
 		p.PageSize = k.PageSize
@@ -82,7 +100,7 @@ func applyKindDefaults(p *Platform, explicit map[string]bool) {
 // and the kind's options.
 func (p Platform) validateKind() *ValidationError {
 	ve := &ValidationError{}
-	k := kindInfo[p.Kind]
+	k := p.versionedKindInfo()
 	if k.MaxPageSize > 0 && p.PageSize > k.MaxPageSize {
 		ve.add(p.Name, "page_size", "%s accepts at most %d orders per page, got %d", p.Kind, k.MaxPageSize, p.PageSize)
 	}
@@ -287,12 +305,34 @@ func (o *ShopifyOptions) finish(_ Platform, bad problemFunc) {
 // DefaultAmazonTokenURL is the Login with Amazon token endpoint SP-API uses in every region.
 const DefaultAmazonTokenURL = "https://api.amazon.com/auth/o2/token"
 
+// Amazon Orders API versions (options.api_version). v0 is deprecated:
+// Amazon removes its getOrders on AmazonV0Removal ("New: Introducing the
+// Orders API v2026-01-01", developer-docs.amazon.com/sp-api/changelog).
+const (
+	AmazonAPI20260101 = "2026-01-01"
+	AmazonAPIV0       = "v0"
+	AmazonV0Removal   = "2027-03-27"
+)
+
+// amazonIncludedData are the datasets searchOrders (2026-01-01) can add to
+// an order (its includedData enum). BUYER and RECIPIENT are personal data.
+var amazonIncludedData = []string{"BUYER", "RECIPIENT", "PROCEEDS", "EXPENSE", "PROMOTION", "CANCELLATION",
+	"FULFILLMENT", "PACKAGES", "TAX", "PAYMENT", "FULFILLMENT_ORDERS"}
+
 // AmazonOptions are the options of kind amazon.
 type AmazonOptions struct {
-	// MarketplaceIDs select the marketplaces (getOrders MarketplaceIds, 1..50), e.g. ATVPDKIKX0DER.
+	// APIVersion is the Orders API: AmazonAPI20260101 (the default,
+	// searchOrders, items included) or AmazonAPIV0 (legacy getOrders).
+	APIVersion string `yaml:"api_version"`
+	// MarketplaceIDs select the marketplaces (marketplaceIds, 1..50), e.g. ATVPDKIKX0DER.
 	MarketplaceIDs []string `yaml:"marketplace_ids"`
 	// TokenURL is the LWA token endpoint (default DefaultAmazonTokenURL).
 	TokenURL string `yaml:"token_url"`
+	// IncludedData asks searchOrders for datasets beyond the items, status
+	// (FULFILLMENT) and total (PROCEEDS) it always fetches, e.g. [BUYER,
+	// RECIPIENT]. They are kept in the order's raw JSON, so BUYER and
+	// RECIPIENT (personal data) are stored only when listed here.
+	IncludedData []string `yaml:"included_data"`
 }
 
 // AmazonOptions decodes, defaults and validates the options of an amazon platform.
@@ -301,15 +341,33 @@ func (p Platform) AmazonOptions() (AmazonOptions, error) { return kindOptionsOf[
 var marketplaceID = regexp.MustCompile(`^[A-Z0-9]{5,20}$`)
 
 func (o *AmazonOptions) finish(_ Platform, bad problemFunc) {
+	switch o.APIVersion {
+	case "":
+		o.APIVersion = AmazonAPI20260101
+	case AmazonAPI20260101, AmazonAPIV0:
+	default:
+		// A default block may carry a Shopify api_version, which amazon
+		// platforms read too: say so rather than only "invalid".
+		bad("api_version", "%q is not an Amazon Orders API version (%s, or %s until %s); a Shopify api_version belongs on the shopify platforms, not in the default block",
+			o.APIVersion, AmazonAPI20260101, AmazonAPIV0, AmazonV0Removal)
+	}
 	switch n := len(o.MarketplaceIDs); {
 	case n == 0:
 		bad("marketplace_ids", "is required: the marketplaces to list, e.g. [ATVPDKIKX0DER] for amazon.com")
 	case n > 50:
-		bad("marketplace_ids", "getOrders accepts at most 50 marketplaces, got %d", n)
+		bad("marketplace_ids", "the Orders API accepts at most 50 marketplaces, got %d", n)
 	}
 	for _, id := range o.MarketplaceIDs {
 		if !marketplaceID.MatchString(id) {
 			bad("marketplace_ids", "%q is not a marketplace id like ATVPDKIKX0DER", id)
+		}
+	}
+	if len(o.IncludedData) > 0 && o.APIVersion == AmazonAPIV0 {
+		bad("included_data", "needs api_version %s (getOrders of v0 has no includedData)", AmazonAPI20260101)
+	}
+	for _, d := range o.IncludedData {
+		if !slices.Contains(amazonIncludedData, d) {
+			bad("included_data", "%q is not a searchOrders dataset (one of %s)", d, strings.Join(amazonIncludedData, ", "))
 		}
 	}
 	o.TokenURL = defaultURL(o.TokenURL, DefaultAmazonTokenURL, "token_url", bad)

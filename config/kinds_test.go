@@ -51,7 +51,7 @@ platforms:
 		return p
 	}
 	amz := get("amz")
-	require.Equal(t, RateLimit{RPS: 0.0167, Burst: 3}, amz.RateLimit, "rps from the kind, burst from the default block")
+	require.Equal(t, RateLimit{RPS: 0.0056, Burst: 3}, amz.RateLimit, "rps from the kind (searchOrders), burst from the default block")
 	require.Equal(t, 3*time.Minute, amz.Settle.D())
 	require.Equal(t, 100, amz.PageSize)
 	require.Equal(t, time.Hour, amz.Interval.D())
@@ -96,7 +96,7 @@ func TestKindValidation(t *testing.T) {
 		{"amazon needs marketplaces", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_ids: [], token_url: 'ftp://x'}\n",
 			[]string{`platform "x": field "options.marketplace_ids": is required`, `field "options.token_url": "ftp://x" is not an http(s) URL`}},
 		{"typo in an option", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_id: [ATVPDKIKX0DER]}\n",
-			[]string{`field "options.marketplace_id": unknown option (known here: marketplace_ids, token_url)`}},
+			[]string{`field "options.marketplace_id": unknown option (known here: api_version, included_data, marketplace_ids, token_url)`}},
 		{"wrong option type", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_ids: {a: b}}\n",
 			[]string{`field "options.marketplace_ids": must be a list of strings, got {"a":"b"}`}},
 		{"shopify version", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 251\n    options: {api_version: '2026-02'}\n",
@@ -122,6 +122,28 @@ func TestKindValidation(t *testing.T) {
 func TestOptionsSharedByKindsInTheDefaultBlock(t *testing.T) {
 	f, err := Parse([]byte(`
 default:
+  options: {auth: query, marketplace_ids: [ATVPDKIKX0DER]}
+platforms:
+  woo:
+    kind: woocommerce
+    endpoint: https://shop.example.com
+    credentials: {env: WOO}
+  amz:
+    kind: amazon
+    endpoint: https://sellingpartnerapi-na.amazon.com
+    credentials: {env: AMZ}
+`))
+	require.NoError(t, err, "an option of another kind is not a typo")
+	p, _ := f.Get("woo")
+	o, err := p.WooCommerceOptions()
+	require.NoError(t, err)
+	require.Equal(t, "query", o.Auth)
+
+	// api_version is an option of shopify and amazon alike, so a Shopify
+	// version in the default block reaches amazon platforms too: the error
+	// says where it belongs.
+	_, err = Parse([]byte(`
+default:
   options: {api_version: "2026-07", marketplace_ids: [ATVPDKIKX0DER]}
 platforms:
   shop:
@@ -133,11 +155,65 @@ platforms:
     endpoint: https://sellingpartnerapi-na.amazon.com
     credentials: {env: AMZ}
 `))
-	require.NoError(t, err, "an option of another kind is not a typo")
-	p, _ := f.Get("shop")
-	o, err := p.ShopifyOptions()
-	require.NoError(t, err)
-	require.Equal(t, "2026-07", o.APIVersion)
+	require.EqualError(t, err, `platform "amz": field "options.api_version": "2026-07" is not an Amazon Orders API version (2026-01-01, or v0 until 2027-03-27); a Shopify api_version belongs on the shopify platforms, not in the default block`)
+}
+
+func TestAmazonAPIVersions(t *testing.T) {
+	const amz = "platforms:\n  amz:\n    kind: amazon\n    endpoint: https://sellingpartnerapi-eu.amazon.com\n    credentials: {env: AMZ}\n"
+	tests := []struct {
+		name     string
+		yaml     string
+		version  string
+		rate     RateLimit
+		included []string
+		warning  string // "" for none
+	}{
+		{"no api_version is 2026-01-01 (existing files move to searchOrders)", amz + "    options: {marketplace_ids: [A1PA6795UKMFR9]}\n",
+			AmazonAPI20260101, RateLimit{RPS: 0.0056, Burst: 20}, nil, ""},
+		{"explicit 2026-01-01 with buyer and recipient", amz + "    options: {api_version: 2026-01-01, marketplace_ids: [A1PA6795UKMFR9], included_data: [BUYER, RECIPIENT]}\n",
+			AmazonAPI20260101, RateLimit{RPS: 0.0056, Burst: 20}, []string{"BUYER", "RECIPIENT"}, ""},
+		{"legacy v0 keeps getOrders' rate and warns", amz + "    options: {api_version: v0, marketplace_ids: [A1PA6795UKMFR9]}\n",
+			AmazonAPIV0, RateLimit{RPS: 0.0167, Burst: 20}, nil,
+			`platform "amz": field "options.api_version": Amazon removes Orders API v0 (getOrders) on 2027-03-27; set api_version 2026-01-01`},
+		{"v0 from the default block", "default:\n  options: {api_version: v0}\n" + amz + "    options: {marketplace_ids: [A1PA6795UKMFR9]}\n",
+			AmazonAPIV0, RateLimit{RPS: 0.0167, Burst: 20}, nil, `Amazon removes Orders API v0`},
+		{"a rate written in the file wins over either version's", amz + "    rate_limit: {rps: 0.5}\n    options: {api_version: v0, marketplace_ids: [A1PA6795UKMFR9]}\n",
+			AmazonAPIV0, RateLimit{RPS: 0.5, Burst: 20}, nil, `Amazon removes Orders API v0`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse([]byte(tt.yaml))
+			require.NoError(t, err)
+			p, _ := f.Get("amz")
+			o, err := p.AmazonOptions()
+			require.NoError(t, err)
+			require.Equal(t, tt.version, o.APIVersion)
+			require.Equal(t, tt.included, o.IncludedData)
+			require.Equal(t, tt.rate, p.RateLimit)
+			if v, ok := p.Options["api_version"]; ok {
+				require.Equal(t, tt.version, v, "an unquoted 2026-01-01 is the version as written, not a YAML timestamp")
+			}
+			ws := f.Warnings()
+			if tt.warning == "" {
+				require.Empty(t, ws)
+				return
+			}
+			require.Len(t, ws, 1)
+			require.Contains(t, ws[0].String(), tt.warning)
+		})
+	}
+
+	bad := []struct{ name, options, want string }{
+		{"unknown version", "{api_version: v1, marketplace_ids: [A1PA6795UKMFR9]}", `field "options.api_version": "v1" is not an Amazon Orders API version`},
+		{"included data with v0", "{api_version: v0, marketplace_ids: [A1PA6795UKMFR9], included_data: [BUYER]}", `field "options.included_data": needs api_version 2026-01-01`},
+		{"unknown dataset", "{marketplace_ids: [A1PA6795UKMFR9], included_data: [buyer]}", `field "options.included_data": "buyer" is not a searchOrders dataset (one of BUYER, RECIPIENT,`},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(amz + "    options: " + tt.options + "\n"))
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
 }
 
 func TestKindOptionsSurviveJSON(t *testing.T) {

@@ -209,6 +209,9 @@ func decodeInto(node *yaml.Node, target any, platform, prefix string, ve *Valida
 			continue
 		}
 		fresh := reflect.New(fv.Type())
+		if fv.Kind() == reflect.Map {
+			timestampsAsText(val)
+		}
 		if err := val.Decode(fresh.Interface()); err != nil {
 			ve.add(platform, name, "%s (line %d)", cleanYAMLError(err), val.Line)
 			continue
@@ -224,6 +227,19 @@ func decodeInto(node *yaml.Node, target any, platform, prefix string, ve *Valida
 		}
 		fv.Set(fresh.Elem())
 		set[name] = true
+	}
+}
+
+// timestampsAsText makes the plain scalars of node that YAML would read as
+// timestamps strings, as written: in options, `api_version: 2026-01-01` is a
+// version, and a time.Time would reach the kind as "2026-01-01T00:00:00Z"
+// (and travel so through workflow input).
+func timestampsAsText(node *yaml.Node) {
+	if node.Kind == yaml.ScalarNode && node.Style == 0 && node.ShortTag() == "!!timestamp" {
+		node.Tag = "!!str"
+	}
+	for _, c := range node.Content {
+		timestampsAsText(c)
 	}
 }
 

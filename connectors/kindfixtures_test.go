@@ -36,12 +36,12 @@ var kindFixtures = []kindFixture{
 	{name: "shopify", kind: "shopify", secret: "shpat_origin_secret", ordersPath: "/admin/api/" + config.DefaultShopifyAPIVersion + "/orders.json",
 		page: `{"orders":[{"id":1001,"updated_at":"2026-03-01T10:30:00Z","total_price":"1.00"}]}`, wantID: "1001",
 		idField: "id", badID: "id is %s, want a number"},
-	{name: "amazon", kind: "amazon", secret: oauthSecret, oauth: true, ordersPath: "/orders/v0/orders",
+	{name: "amazon", kind: "amazon", secret: oauthSecret, oauth: true, ordersPath: "/orders/2026-01-01/orders",
 		options: func(tokenURL string) map[string]any {
 			return map[string]any{"marketplace_ids": []any{"A1PA6795UKMFR9"}, "token_url": tokenURL}
 		},
-		page: `{"payload":{"Orders":[{"AmazonOrderId":"A-1","LastUpdateDate":"2026-03-01T10:30:00Z"}]}}`, wantID: "A-1",
-		idField: "AmazonOrderId", badID: "AmazonOrderId is %s, want a string"},
+		page: `{"orders":[{"orderId":"A-1","lastUpdatedTime":"2026-03-01T10:30:00Z","orderItems":[]}]}`, wantID: "A-1",
+		idField: "orderId", badID: "orderId is %s, want a string"},
 	{name: "ebay", kind: "ebay", secret: oauthSecret, oauth: true, ordersPath: "/sell/fulfillment/v1/order",
 		options: func(tokenURL string) map[string]any { return map[string]any{"token_url": tokenURL} },
 		page:    `{"orders":[{"orderId":"E-1","lastModifiedDate":"2026-03-01T10:30:00.000Z","pricingSummary":{"total":{"value":"1.00","currency":"USD"}}}]}`, wantID: "E-1",

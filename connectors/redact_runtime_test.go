@@ -24,11 +24,13 @@ func TestOAuthAccessTokenNeverInErrors(t *testing.T) {
 		endpoint                    func(url string) string
 		options                     map[string]any
 	}{
-		{"amazon", "/auth/o2/token", "/orders/v0/orders", func(u string) string { return u },
+		{"amazon", "/auth/o2/token", "/orders/2026-01-01/orders", func(u string) string { return u },
 			map[string]any{"marketplace_ids": []any{"A1PA6795UKMFR9"}}},
+		{"amazon", "/auth/o2/token", "/orders/v0/orders", func(u string) string { return u },
+			map[string]any{"api_version": "v0", "marketplace_ids": []any{"A1PA6795UKMFR9"}}},
 		{"ebay", "/identity/v1/oauth2/token", "/sell/fulfillment/v1/order", func(u string) string { return u + "/" }, nil},
 	} {
-		t.Run(tc.kind, func(t *testing.T) {
+		t.Run(tc.kind+tc.ordersPath, func(t *testing.T) {
 			mux := http.NewServeMux()
 			mux.HandleFunc("POST "+tc.tokenPath, func(w http.ResponseWriter, _ *http.Request) {
 				writeBody(w, http.StatusOK, []byte(`{"access_token":"`+accessToken+`","token_type":"bearer","expires_in":3600}`))

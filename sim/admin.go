@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -114,6 +115,43 @@ func (s *Simulator) eachTruth(shopName string, asOf time.Time, head func(time.Ti
 		fn(TruthOrder{ID: orderID(seq), UpdatedAt: time.UnixMicro(v.updated).UTC(), Status: v.status.String(), Total: formatCents(v.total)})
 	})
 	return nil
+}
+
+// TruthLine is one line item of an order. Line items never change across
+// an order's versions; both the sim's API and the Amazon surface list them.
+type TruthLine struct {
+	SKU       string `json:"sku"`
+	Title     string `json:"title"`
+	Quantity  int64  `json:"quantity"`
+	UnitPrice string `json:"unit_price"`
+}
+
+// OrderLines returns the line items of one of a shop's orders, by id, so a
+// test can check the lines a connector stored against the ground truth.
+func (s *Simulator) OrderLines(shopName, id string) ([]TruthLine, error) {
+	sh, ok := s.byName[shopName]
+	if !ok {
+		return nil, fmt.Errorf("unknown shop %q", shopName)
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	seq := n - 1_000_000_000
+	sh.mu.Lock()
+	known := err == nil && n > 1_000_000_000 && seq <= uint64(len(sh.world.orders))
+	var o order
+	if known {
+		o = sh.world.orders[seq-1]
+	}
+	sh.mu.Unlock()
+	if !known {
+		return nil, fmt.Errorf("shop %q has no order %q", shopName, id)
+	}
+	d := newDetails(o.seed)
+	lines := make([]TruthLine, d.n)
+	for i := range lines {
+		it := d.items[i]
+		lines[i] = TruthLine{SKU: "SKU-" + strconv.Itoa(int(it.sku)), Title: products[it.product], Quantity: it.qty, UnitPrice: formatCents(it.price)}
+	}
+	return lines, nil
 }
 
 // adminAuth answers 403/401 unless the request carries the admin token.

@@ -44,6 +44,9 @@ type Config struct {
 	Faults Faults
 	// Clock is the simulator's time source (default time.Now).
 	Clock func() time.Time
+	// AmazonTokenTTL is how long a pagination token of the Amazon surface
+	// lasts (default 24h, as Amazon's); tests make it short.
+	AmazonTokenTTL time.Duration
 	// Start, when set, is the instant the backlog ends and live creation
 	// begins; by default the first clock reading. Restarting a simulator
 	// with the same Seed and Start replays the same world, which is how
@@ -166,6 +169,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.UpdateSpread < 0 || c.Late < 0 {
 		bad("UpdateSpread and Late must not be negative, got %s and %s", c.UpdateSpread, c.Late)
 	}
+	if c.AmazonTokenTTL < 0 {
+		bad("AmazonTokenTTL must not be negative, got %s", c.AmazonTokenTTL)
+	}
 	if c.MaxPageSize < 0 {
 		bad("MaxPageSize must not be negative, got %d", c.MaxPageSize)
 	}
@@ -183,6 +189,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Faults.HangFor == 0 {
 		c.Faults.HangFor = 30 * time.Second
+	}
+	if c.AmazonTokenTTL == 0 {
+		c.AmazonTokenTTL = 24 * time.Hour
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -238,6 +247,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Faults.Malformed, "fault-malformed", c.Faults.Malformed, "rate of malformed JSON bodies")
 	fs.Float64Var(&c.Faults.EmptyPageWithToken, "fault-empty-page", c.Faults.EmptyPageWithToken, "rate of empty pages that carry a next token")
 	fs.DurationVar(&c.Faults.HangFor, "hang-for", c.Faults.HangFor, "how long a hanging request hangs")
+	fs.DurationVar(&c.AmazonTokenTTL, "amazon-token-ttl", c.AmazonTokenTTL, "lifetime of the Amazon surface's pagination tokens (0: 24h)")
 }
 
 func shopsString(shops []ShopConfig) string {

@@ -56,4 +56,38 @@
 //	         "orders","visible_orders","versions","peak_requests_per_second"}}}
 //
 // An empty AdminToken disables the admin API (403).
+//
+// # Amazon surface
+//
+// Every shop is also an Amazon seller account speaking SP-API Orders
+// v2026-01-01 (amazon.go), so kind amazon can be tested end to end:
+//
+//	POST /shops/{shop}/amazon/auth/o2/token      Login with Amazon
+//	    form grant_type=refresh_token&refresh_token=<shop token>&client_id=..&client_secret=..
+//	    200 {"access_token":"Atza|...","token_type":"bearer","expires_in":3600}
+//	    400 {"error":"invalid_grant","error_description":...}; 401 invalid_client
+//
+//	GET /shops/{shop}/amazon/orders/2026-01-01/orders?lastUpdatedAfter=T[&lastUpdatedBefore=T]
+//	        [&marketplaceIds=A,B][&maxResultsPerPage=N][&includedData=D,E][&paginationToken=P]
+//	    x-amz-access-token: <access token>
+//	    200 {"orders":[{"orderId","createdTime","lastUpdatedTime","salesChannel",
+//	         "orderItems":[{"orderItemId","quantityOrdered","product":{"asin","title","sellerSku",
+//	         "price":{"unitPrice":{"amount","currencyCode"}}}}], ...}],
+//	         "pagination":{"nextToken"}, "lastUpdatedBefore"}
+//	    The same orders as the shop's own API, same ids and update times;
+//	    both bounds inclusive; T is ISO 8601 in UTC. lastUpdatedBefore must
+//	    lie 2 minutes before now (default: now - 2m). includedData adds
+//	    "fulfillment" (FULFILLMENT: status PENDING, UNSHIPPED, SHIPPED,
+//	    CANCELLED), "proceeds" (PROCEEDS: grandTotal = the sim's total),
+//	    "buyer" (BUYER) and "recipient" (RECIPIENT); other datasets are
+//	    accepted and add nothing. A shop sells in one marketplace, by its
+//	    currency (AmazonMarketplaceIDs, Simulator.AmazonMarketplace); asking
+//	    for others lists nothing. Later pages repeat lastUpdatedAfter (and
+//	    lastUpdatedBefore, if the first page had it) with paginationToken,
+//	    which expires Config.AmazonTokenTTL after it was issued.
+//	    400 {"errors":[{"code":"InvalidInput","message","details"}]} for a bad
+//	    request, a token of another search, or an expired token ("The
+//	    paginationToken has expired."); 403 Unauthorized; 429 QuotaExceeded
+//	    with x-amzn-RateLimit-Limit and no Retry-After; the same faults as
+//	    the list endpoint.
 package sim

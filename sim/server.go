@@ -102,6 +102,8 @@ func (s *Simulator) Config() Config { return s.cfg }
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /shops/{shop}/orders", s.handleList)
+	mux.HandleFunc("POST /shops/{shop}/amazon/auth/o2/token", s.handleAmazonToken)
+	mux.HandleFunc("GET /shops/{shop}/amazon/orders/2026-01-01/orders", s.handleAmazonOrders)
 	mux.HandleFunc("GET /admin/shops/{shop}/truth", s.handleTruth)
 	mux.HandleFunc("GET /admin/stats", s.handleStats)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

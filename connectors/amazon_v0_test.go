@@ -18,7 +18,8 @@ import (
 
 const amazonNextToken = "2YgYW55IGNhcm5hbCBwbGVhc3VyZS4+/a=" // needs URL encoding
 
-// amazonFake plays LWA and SP-API getOrders as documented in ordersV0.json.
+// The legacy Orders v0 (api_version: v0). amazonFake plays LWA and SP-API
+// getOrders as documented in ordersV0.json.
 type amazonFake struct {
 	t      *testing.T
 	tokens *tokenServer
@@ -89,7 +90,7 @@ func newAmazonConn(t *testing.T, ts *httptest.Server) connectors.Connector {
 	t.Helper()
 	c, err := connectors.New(config.Platform{Name: "amazon-eu", Kind: "amazon", Endpoint: ts.URL, PageSize: 2,
 		Timeout: config.Duration(5 * time.Second), Credentials: secretFile(t, oauthSecret),
-		Options: map[string]any{"marketplace_ids": []any{"A1PA6795UKMFR9", "A1F83G8C2ARO7P"}, "token_url": ts.URL + "/auth/o2/token"}})
+		Options: map[string]any{"api_version": "v0", "marketplace_ids": []any{"A1PA6795UKMFR9", "A1F83G8C2ARO7P"}, "token_url": ts.URL + "/auth/o2/token"}})
 	require.NoError(t, err)
 	return c
 }
@@ -218,4 +219,18 @@ func TestAmazonTokenRefresh(t *testing.T) {
 		require.Contains(t, pe.Msg, "authentication failed: Unauthorized: Access to requested resource is denied. (check the credentials in file:")
 		require.Equal(t, int32(3), f.tokens.calls.Load())
 	})
+}
+
+func TestAmazonV0StartsOverOnATokenOf2026(t *testing.T) {
+	// A platform moved back from 2026-01-01 to v0 while a slice was in
+	// flight: the searchOrders token means nothing to getOrders, so the
+	// window starts over rather than failing on a token Amazon cannot decode.
+	f, ts := newAmazonFake(t)
+	req := amazonWindow
+	req.Token, req.Page = "o26.1772452800."+amazonNextToken, 2
+	p, err := newAmazonConn(t, ts).ListOrders(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, p.Orders, 2, "the first page")
+	require.Equal(t, amazonNextToken, p.NextToken)
+	require.Equal(t, 1, f.pages)
 }
