@@ -28,7 +28,11 @@ environment variable is set and not empty, the file exists, is readable and
 not empty. The secrets are read and dropped, never printed; a reference that
 does not resolve is one line naming the platform and the reference, and exit
 status 2. On a machine without the secrets (CI, an operator's laptop) pass
---no-credentials to check only the file. Workers check the same at start.`,
+--no-credentials to check only the file. Workers check the same at start.
+
+Warnings (on standard error, exit status unchanged) name settings that work
+today but need attention before a known date, such as a legacy API version
+the platform is removing.`,
 		Example: "  ordersync config validate -f platforms.yaml\n  ordersync config validate -f platforms.yaml --no-credentials -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,6 +45,7 @@ status 2. On a machine without the secrets (CI, an operator's laptop) pass
 					return Usage(err)
 				}
 			}
+			printWarnings(app, f)
 			if app.Output == "json" {
 				enc := json.NewEncoder(app.Out)
 				enc.SetIndent("", "  ")
@@ -58,4 +63,12 @@ status 2. On a machine without the secrets (CI, an operator's laptop) pass
 	validate.Flags().BoolVar(&noCredentials, "no-credentials", false, "do not check that the credential references resolve on this machine")
 	cmd.AddCommand(validate)
 	return cmd
+}
+
+// printWarnings writes the file's warnings (legacy API versions, ...) to
+// standard error: they need attention but do not stop anything.
+func printWarnings(app *App, f *config.File) {
+	for _, w := range f.Warnings() {
+		fmt.Fprintln(app.Err, "warning: "+w.String())
+	}
 }

@@ -58,3 +58,29 @@ platforms:
 	require.Equal(t, ExitOK, code, "apply runs where the secrets are not: %s", errOut)
 	require.Contains(t, out, "b: would be updated")
 }
+
+// TestValidateWarnsOfLegacyAPIs: a platform on an API its platform is
+// removing loads and validates (exit 0), with a warning on standard error
+// that names the platform, the field and the date.
+func TestValidateWarnsOfLegacyAPIs(t *testing.T) {
+	file := writePlatforms(t, `
+platforms:
+  old-amazon:
+    kind: amazon
+    endpoint: https://sellingpartnerapi-eu.amazon.com
+    credentials: {env: ORDERSYNC_TEST_AMZ}
+    options: {api_version: v0, marketplace_ids: [A1PA6795UKMFR9]}
+  new-amazon:
+    kind: amazon
+    endpoint: https://sellingpartnerapi-eu.amazon.com
+    credentials: {env: ORDERSYNC_TEST_AMZ}
+    options: {marketplace_ids: [A1PA6795UKMFR9]}
+`)
+	code, out, errOut := runCommand(t, nil, "config", "validate", "--no-credentials", "-f", file)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "old-amazon")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	require.Len(t, lines, 1, errOut)
+	require.Contains(t, lines[0], `warning: platform "old-amazon": field "options.api_version": Amazon removes Orders API v0`)
+	require.Contains(t, lines[0], "2027-03-27")
+}

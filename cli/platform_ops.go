@@ -25,6 +25,7 @@ func newPlatformListCommand(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			printWarnings(app, f)
 			c, err := app.Dial(cmd.Context())
 			if err != nil {
 				return err
