@@ -41,7 +41,7 @@ func newDLQCommand(app *App) *cobra.Command {
 			tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SLICE\tFAILURES\tATTEMPTS\tLAST FAILED\tREPROCESSING\tERROR")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\t%s\n", e.SliceID, e.Failures, e.Attempts, fmtTime(e.LastFailedAt), e.Reprocessing, clipText(e.Error, 80))
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\t%s\n", e.SliceID, e.Failures, e.Attempts, fmtTime(e.LastFailedAt), e.Reprocessing, clipText(causeFirst(e.Error, e.Platform), 100))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -44,6 +44,8 @@ type App struct {
 	Output        string
 	Out, Err      io.Writer
 	Logger        *slog.Logger
+	// temporal holds the connection flags; set ones override the environment.
+	temporal temporalFlags
 	// dial replaces Dial in tests.
 	dial func(ctx context.Context) (client.Client, error)
 }
@@ -68,6 +70,7 @@ platforms come from a YAML file (--platforms-file, ORDERSYNC_PLATFORMS_FILE).`,
 	}
 	root.PersistentFlags().StringVarP(&app.PlatformsFile, "platforms-file", "f", "", "platforms YAML file (default $ORDERSYNC_PLATFORMS_FILE or platforms.yaml)")
 	root.PersistentFlags().StringVarP(&app.Output, "output", "o", "table", "output format: table or json")
+	app.temporal.register(root.PersistentFlags())
 	root.AddCommand(newWorkerCommand(app), newSimCommand(app), newPlatformCommand(app), newConfigCommand(app),
 		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app))
 	return root
@@ -84,6 +87,7 @@ func (a *App) init(cmd *cobra.Command) error {
 	if err != nil {
 		return Usage(err)
 	}
+	a.temporal.apply(cmd.Flags(), &proc)
 	a.Process = proc
 	if a.PlatformsFile == "" {
 		a.PlatformsFile = proc.PlatformsFile

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -23,6 +24,12 @@ type platformStatus struct {
 	DeadLetters int               `json:"dead_letters"`
 	// Progress is how far the watermark has come from start to now, 0..1.
 	Progress float64 `json:"progress"`
+	// State is the table's STATE column: what the cursor waits for, or
+	// "fetching", or "not started".
+	State string `json:"state"`
+	// AsOf is when this row was read; the cursor's lag_seconds is computed
+	// then, not at the cursor's last workflow task.
+	AsOf time.Time `json:"as_of"`
 }
 
 func newPlatformStatusCommand(app *App) *cobra.Command {
@@ -42,7 +49,9 @@ without a usable updated_at, or a version stamped further ahead of now than
 ORDERSYNC_MAX_FUTURE_SKEW (it would pin the order); -o json splits them
 into counts.orders_rejected and counts.orders_future_stamped, and the
 worker logs each with platform and order id.
---watch refreshes.`,
+--watch refreshes; with -o json it writes one JSON document per line (no
+screen codes). In JSON, state is the STATE column and lag_seconds is
+computed when the status is read (as_of).`,
 		Example: "  ordersync platform status\n  ordersync platform status --watch\n  ordersync platform status sim-acme -o json",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := app.LoadPlatforms()
@@ -79,10 +88,17 @@ worker logs each with platform and order id.
 				if ctx.Err() != nil {
 					return nil
 				}
-				fmt.Fprint(app.Out, "\033[H\033[2J")
-				fmt.Fprintf(app.Out, "ordersync status  %s  (every %s, Ctrl-C to stop)\n\n", time.Now().UTC().Format(time.RFC3339), every)
-				if err := app.renderStatus(rows, time.Now()); err != nil {
-					return err
+				if app.Output == "json" {
+					// One JSON document per line, for scripts and jq.
+					if err := json.NewEncoder(app.Out).Encode(rows); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprint(app.Out, "\033[H\033[2J")
+					fmt.Fprintf(app.Out, "ordersync status  %s  (every %s, Ctrl-C to stop)\n\n", time.Now().UTC().Format(time.RFC3339), every)
+					if err := app.renderStatus(rows, time.Now()); err != nil {
+						return err
+					}
 				}
 				select {
 				case <-ctx.Done():
@@ -101,13 +117,14 @@ func collectStatus(ctx context.Context, c client.Client, names []string) ([]plat
 	rows := make([]platformStatus, 0, len(names))
 	now := time.Now()
 	for _, n := range names {
-		row := platformStatus{Platform: n}
+		row := platformStatus{Platform: n, State: "not started", AsOf: now.UTC()}
 		st, found, err := cursorStatus(ctx, c, n)
 		if err != nil {
 			return nil, err
 		}
 		if found {
-			row.Running, row.Cursor = true, &st
+			st.LagSeconds = math.Max(0, now.Sub(st.Watermark).Seconds())
+			row.Running, row.Cursor, row.State = true, &st, describeWait(&st)
 			if total := now.Sub(st.Start); total > 0 {
 				row.Progress = math.Max(0, math.Min(1, st.Watermark.Sub(st.Start).Seconds()/total.Seconds()))
 			}
@@ -141,7 +158,7 @@ func renderStatusTable(w io.Writer, rows []platformStatus, now time.Time) error 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Platform, progressBar(r.Progress, 20),
 			fmtTime(st.Watermark), fmtLag(now.Sub(st.Watermark)), len(st.InFlight), r.DeadLetters,
 			st.Counts.LateArrivals, st.Counts.OrdersRejected+st.Counts.OrdersFutureStamped,
-			describeWait(st), clipText(st.LastError, 60))
+			describeWait(st), clipText(causeFirst(st.LastError, r.Platform), 80))
 	}
 	return tw.Flush()
 }

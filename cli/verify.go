@@ -32,9 +32,20 @@ work not yet due is not reported). For the simulator the comparison is with
 its ground truth; for other kinds verify lists the platform's orders itself
 through the connector, from the platform's start.
 
-  missing  the platform shows the order, the store does not have it
-  stale    the store holds an older version than the platform shows
-  extra    the store has an order the platform does not show
+  missing  the platform showed the order, updated before --until, and the
+           store does not have it
+  stale    the store holds an older version than the one the platform
+           showed as of --until (a newer stored version is fine: the
+           platform moved on and the cursor already fetched it)
+  extra    the store holds an order, stored at a version updated before
+           --until, that the platform does not show at all
+
+For the simulator "showed" means its ground truth as of --until (the
+versions that were visible then), so orders updated after the cutoff are
+neither missing nor extra. Other kinds are listed through the connector by
+update time; an order updated again after --until is listed at its new time,
+so until the cursor has fetched that version it can show as extra there
+(never as missing or stale).
 
 Exits 1 when anything is missing or stale. Orders of dead-lettered slices
 count as missing until the slices are reprocessed.`,
@@ -51,7 +62,7 @@ count as missing until the slices are reprocessed.`,
 			if err != nil {
 				return err
 			}
-			expected, err := expectedOrders(ctx, p, cutoff, adminToken)
+			expected, shown, err := expectedOrders(ctx, p, cutoff, adminToken)
 			if err != nil {
 				return err
 			}
@@ -64,14 +75,7 @@ count as missing until the slices are reprocessed.`,
 			if err != nil {
 				return err
 			}
-			// Only orders of the verified range count as extra.
-			inRange := map[string]time.Time{}
-			for id, t := range stored {
-				if t.Before(cutoff) {
-					inRange[id] = t
-				}
-			}
-			r := verify.Compare(platform, expected, inRange)
+			r := verify.CompareAsOf(platform, expected, stored, cutoff, shown)
 			if app.Output == "json" {
 				if err := writeJSON(app, map[string]any{"report": r, "until": cutoff}); err != nil {
 					return err
@@ -113,12 +117,14 @@ func (a *App) verifyCutoff(ctx context.Context, platform, until string) (time.Ti
 	return st.Watermark, nil
 }
 
-// expectedOrders is what the platform shows for orders updated before cutoff.
-func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, adminToken string) ([]verify.Expected, error) {
+// expectedOrders is what the platform showed as of cutoff for orders updated
+// before it, and which order ids the platform shows at all (nil: only the
+// expected ones are known).
+func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, adminToken string) ([]verify.Expected, map[string]bool, error) {
 	if p.Kind == "sim" {
 		u, err := url.Parse(p.Endpoint)
 		if err != nil {
-			return nil, fmt.Errorf("platform %s endpoint: %w", p.Name, err)
+			return nil, nil, fmt.Errorf("platform %s endpoint: %w", p.Name, err)
 		}
 		if adminToken == "" {
 			adminToken = os.Getenv("ORDERSYNC_SIM_ADMIN_TOKEN")
@@ -127,19 +133,31 @@ func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, ad
 			adminToken = DefaultSimAdminToken
 		}
 		admin := &sim.AdminClient{BaseURL: u.Scheme + "://" + u.Host, Token: adminToken}
-		truth, err := admin.Truth(ctx, path.Base(u.Path))
+		shop := path.Base(u.Path)
+		// The truth as of the cutoff: an order updated after it is judged by
+		// the version that was visible then, not reported as extra.
+		then, err := admin.TruthAsOf(ctx, shop, cutoff)
 		if err != nil {
-			return nil, fmt.Errorf("simulator ground truth of %s: %w", p.Name, err)
+			return nil, nil, fmt.Errorf("simulator ground truth of %s as of %s: %w", p.Name, cutoff.Format(time.RFC3339), err)
 		}
 		var out []verify.Expected
-		for _, o := range truth.Orders {
+		for _, o := range then.Orders {
 			if o.UpdatedAt.Before(cutoff) {
 				out = append(out, verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt})
 			}
 		}
-		return out, nil
+		current, err := admin.Truth(ctx, shop)
+		if err != nil {
+			return nil, nil, fmt.Errorf("simulator ground truth of %s: %w", p.Name, err)
+		}
+		shown := make(map[string]bool, len(current.Orders))
+		for _, o := range current.Orders {
+			shown[o.ID] = true
+		}
+		return out, shown, nil
 	}
-	return listThroughConnector(ctx, p, cutoff)
+	out, err := listThroughConnector(ctx, p, cutoff)
+	return out, nil, err
 }
 
 // listThroughConnector pages through the platform from its start to cutoff,

@@ -53,3 +53,23 @@ func Compare(platform string, expected []Expected, stored map[string]time.Time) 
 	sort.Strings(r.Extra)
 	return r
 }
+
+// CompareAsOf checks a store against what the platform showed as of cutoff:
+// expected holds the versions visible then that were updated before it, and
+// stored every stored version (a newer one is fine). Extra counts only
+// orders stored at a version from before cutoff that the platform does not
+// show at all: shown lists every id the platform shows now, or is nil when
+// only the expected ids are known. An order updated after the cutoff is
+// then never extra, so verify does not cry wolf on a moving platform.
+func CompareAsOf(platform string, expected []Expected, stored map[string]time.Time, cutoff time.Time, shown map[string]bool) Report {
+	r := Compare(platform, expected, stored)
+	extra := r.Extra[:0]
+	for _, id := range r.Extra {
+		if !stored[id].Before(cutoff) || shown[id] {
+			continue
+		}
+		extra = append(extra, id)
+	}
+	r.Extra = extra
+	return r
+}

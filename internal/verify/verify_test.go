@@ -25,3 +25,28 @@ func TestCompare(t *testing.T) {
 
 	require.True(t, Compare("p", expected[:1], map[string]time.Time{"a": t0}).OK())
 }
+
+// TestCompareAsOf: orders updated after the cutoff are judged by the version
+// visible at the cutoff; they are neither missing (their newer version is
+// stored) nor extra (the platform shows them); an order the platform never
+// showed is extra.
+func TestCompareAsOf(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	cutoff := t0.Add(time.Hour)
+	expected := []Expected{{"a", t0}, {"moved", t0}, {"notyet", t0}}
+	stored := map[string]time.Time{
+		"a":      t0,
+		"moved":  cutoff.Add(time.Minute), // updated after the cutoff and already fetched
+		"notyet": t0,                      // updated after the cutoff, new version not fetched yet
+		"later":  cutoff.Add(time.Minute), // created after the cutoff
+		"ghost":  t0,                      // never on the platform
+	}
+	shown := map[string]bool{"a": true, "moved": true, "notyet": true, "later": true}
+	r := CompareAsOf("p", expected, stored, cutoff, shown)
+	require.Empty(t, r.Missing)
+	require.Empty(t, r.Stale)
+	require.Equal(t, []string{"ghost"}, r.Extra)
+
+	// Without the cutoff rule, Compare calls the order created later extra.
+	require.Equal(t, []string{"ghost", "later"}, Compare("p", expected, stored).Extra)
+}
