@@ -169,6 +169,25 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 	if err != nil {
 		return Page{}, err
 	}
+	// The page's own cursor is checked before any follow-up query is spent.
+	var env struct {
+		Data struct {
+			Orders struct {
+				PageInfo shopifyPageInfo `json:"pageInfo"`
+			} `json:"orders"`
+		} `json:"data"`
+	}
+	if err := DecodeJSON(c.platform, req.Page, body, &env); err != nil {
+		return Page{}, err
+	}
+	next := ""
+	if pi := env.Data.Orders.PageInfo; pi.HasNextPage {
+		if pi.EndCursor == "" || pi.EndCursor == cursor {
+			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1,
+				Err: fmt.Errorf("orders.pageInfo has a next page but endCursor %q does not move on", pi.EndCursor)}
+		}
+		next = shopifyGraphQLTokenPrefix + strconv.Itoa(listed+len(items)) + ":" + pi.EndCursor
+	}
 	var more []moreLines // the orders whose lines go on
 	index := 0
 	orders, err := DecodeItems(c.platform, req.Page, items, func(n shopifyNode, raw json.RawMessage) (Order, error) {
@@ -187,25 +206,7 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 			return Page{}, err
 		}
 	}
-	var env struct {
-		Data struct {
-			Orders struct {
-				PageInfo shopifyPageInfo `json:"pageInfo"`
-			} `json:"orders"`
-		} `json:"data"`
-	}
-	if err := DecodeJSON(c.platform, req.Page, body, &env); err != nil {
-		return Page{}, err
-	}
-	page := Page{Orders: orders}
-	if pi := env.Data.Orders.PageInfo; pi.HasNextPage {
-		if pi.EndCursor == "" || pi.EndCursor == cursor {
-			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1,
-				Err: fmt.Errorf("orders.pageInfo has a next page but endCursor %q does not move on", pi.EndCursor)}
-		}
-		page.NextToken = shopifyGraphQLTokenPrefix + strconv.Itoa(listed+len(items)) + ":" + pi.EndCursor
-	}
-	return page, nil
+	return Page{Orders: orders, NextToken: next}, nil
 }
 
 // parseToken reads a next-page token: the orders listed so far and the
