@@ -109,6 +109,7 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 	}
 	page, err := conn.ListOrders(ctx, connectors.PageRequest{
 		From: in.From, To: in.To, Token: in.Token, PageSize: in.Platform.PageSize, Page: in.Page,
+		Meter: a.Limiters.Meter(in.Platform),
 	})
 	if err != nil {
 		var rl *connectors.RateLimitError

@@ -55,8 +55,12 @@ func TestFetchPageStoresAndReturnsOnlyCounts(t *testing.T) {
 		{ID: "1", UpdatedAt: t0.Add(time.Minute)},
 		{ID: "2", UpdatedAt: t0.Add(2 * time.Hour)}, // outside the asked window: stored, counted
 	}
-	f.conn.EXPECT().ListOrders(gomock.Any(), connectors.PageRequest{From: t0, To: t0.Add(time.Hour), Token: "tok", PageSize: 100, Page: 2}).
-		Return(connectors.Page{Orders: orders, NextToken: "next"}, nil)
+	f.conn.EXPECT().ListOrders(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, req connectors.PageRequest) (connectors.Page, error) {
+		require.NotNil(t, req.Meter, "cost-metered platforms book their points on the activity's meter")
+		req.Meter = nil
+		require.Equal(t, connectors.PageRequest{From: t0, To: t0.Add(time.Hour), Token: "tok", PageSize: 100, Page: 2}, req)
+		return connectors.Page{Orders: orders, NextToken: "next"}, nil
+	})
 	f.store.EXPECT().UpsertOrders(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, got []connectors.Order) (store.UpsertResult, error) {
 		require.Len(t, got, 2)
 		for _, o := range got {

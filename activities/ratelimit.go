@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/quota"
 )
 
@@ -23,7 +24,10 @@ type Limiters struct {
 	mu       sync.Mutex
 	m        map[string]*rate.Limiter
 	reported map[string]float64
+	points   *quota.Memory // in-process points budgets, made on first use
 	// Shared books request slots across processes; nil paces in-process.
+	// When it implements quota.Points (the database's slots do), the
+	// points budgets of cost-metered platforms are shared too.
 	Shared quota.Slots
 }
 
@@ -46,25 +50,14 @@ func (l *Limiters) Wait(ctx context.Context, p config.Platform) error {
 	}
 	rps, burst := l.Effective(p)
 	if l.Shared != nil {
-		maxWait := time.Hour
-		if dl, ok := ctx.Deadline(); ok {
-			maxWait = max(0, time.Until(dl)-slotMargin)
-		}
-		d, err := l.Shared.Reserve(ctx, p.Name, rps, burst, maxWait)
+		d, err := l.Shared.Reserve(ctx, p.Name, rps, burst, attemptWait(ctx))
 		if errors.Is(err, quota.ErrNoSlot) {
 			return fmt.Errorf("no request slot for %s within this attempt (rate %v/s): %w", p.Name, rps, err)
 		}
 		if err != nil {
 			return err
 		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return sleep(ctx, d)
 	}
 	l.mu.Lock()
 	if l.m == nil {
@@ -110,4 +103,75 @@ func (l *Limiters) Report(platform string, rps float64) {
 		l.reported = map[string]float64{}
 	}
 	l.reported[platform] = rps
+}
+
+// attemptWait is how long a booking may make the caller wait: until
+// shortly before the attempt's deadline (an hour without one).
+func attemptWait(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(0, time.Until(dl)-slotMargin)
+	}
+	return time.Hour
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Meter is the points meter of p's requests, for platforms that meter them
+// by cost (Shopify's GraphQL Admin API; see connectors.Meter): their
+// connectors book each query's cost on it. The budget is a row of its own
+// ("points/<platform>"), apart from the platform's request slots, and is
+// shared by every worker process when Shared books points; otherwise it
+// paces this process only.
+func (l *Limiters) Meter(p config.Platform) connectors.Meter {
+	if l == nil {
+		return nil
+	}
+	return pointsMeter{l: l, platform: p.Name}
+}
+
+type pointsMeter struct {
+	l        *Limiters
+	platform string
+}
+
+func (m pointsMeter) books() quota.Points {
+	if pts, ok := m.l.Shared.(quota.Points); ok {
+		return pts
+	}
+	m.l.mu.Lock()
+	defer m.l.mu.Unlock()
+	if m.l.points == nil {
+		m.l.points = quota.NewMemory(nil)
+	}
+	return m.l.points
+}
+
+func (m pointsMeter) key() string { return "points/" + m.platform }
+
+// Book implements connectors.Meter: it books cost points and waits until
+// they may be spent, within the attempt.
+func (m pointsMeter) Book(ctx context.Context, b connectors.CostBudget, cost float64) error {
+	d, err := m.books().ReservePoints(ctx, m.key(), quota.Budget(b), cost, attemptWait(ctx))
+	if errors.Is(err, quota.ErrNoSlot) {
+		return fmt.Errorf("no room for %v points of %s within this attempt (%v points a second): %w", cost, m.platform, b.Rate, err)
+	}
+	if err != nil {
+		return err
+	}
+	return sleep(ctx, d)
+}
+
+// Settle implements connectors.Meter.
+func (m pointsMeter) Settle(ctx context.Context, b connectors.CostBudget, delta, deficit float64) error {
+	return m.books().SettlePoints(ctx, m.key(), quota.Budget(b), delta, deficit)
 }

@@ -2,11 +2,13 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/quota"
 )
 
@@ -15,6 +17,23 @@ type fakeSlots struct {
 	wait  time.Duration
 	err   error
 	rates []float64
+}
+
+// fakePoints are shared slots that book points too.
+type fakePoints struct {
+	fakeSlots
+	booked  []string
+	settled []string
+}
+
+func (f *fakePoints) ReservePoints(_ context.Context, key string, b quota.Budget, cost float64, _ time.Duration) (time.Duration, error) {
+	f.booked = append(f.booked, fmt.Sprintf("%s %v of %v/%v", key, cost, b.Capacity, b.Rate))
+	return f.wait, f.err
+}
+
+func (f *fakePoints) SettlePoints(_ context.Context, key string, _ quota.Budget, delta, deficit float64) error {
+	f.settled = append(f.settled, fmt.Sprintf("%s %+v %v", key, delta, deficit))
+	return nil
 }
 
 func (f *fakeSlots) Reserve(_ context.Context, _ string, rps float64, _ int, _ time.Duration) (time.Duration, error) {
@@ -64,4 +83,42 @@ func TestLimitersBookSharedSlotsAtTheEffectiveRate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, l.Wait(ctx, p), context.DeadlineExceeded, "an attempt's deadline ends the wait")
+}
+
+func TestMeterBooksPointsOfTheSharedBudget(t *testing.T) {
+	shared := &fakePoints{}
+	l := NewLimiters()
+	l.Shared = shared
+	m := l.Meter(testPlatform())
+	b := connectors.CostBudget{Rate: 100, Capacity: 2000}
+	require.NoError(t, m.Book(context.Background(), b, 852))
+	require.NoError(t, m.Settle(context.Background(), b, -800, 40))
+	require.Equal(t, []string{"points/shop 852 of 2000/100"}, shared.booked, "a row of its own, apart from the request slots")
+	require.Equal(t, []string{"points/shop -800 40"}, shared.settled)
+	require.Empty(t, shared.rates, "points are not request slots")
+
+	shared.err = quota.ErrNoSlot
+	err := m.Book(context.Background(), b, 852)
+	require.ErrorIs(t, err, quota.ErrNoSlot)
+	require.ErrorContains(t, err, "no room for 852 points of shop within this attempt (100 points a second)")
+}
+
+func TestMeterPacesInProcessWithoutSharedPoints(t *testing.T) {
+	for name, l := range map[string]*Limiters{
+		"no shared slots":             {},
+		"shared slots without points": {Shared: &fakeSlots{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := l.Meter(testPlatform())
+			b := connectors.CostBudget{Rate: 100, Capacity: 1000}
+			require.NoError(t, m.Book(context.Background(), b, 1000), "a full bucket")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			require.ErrorIs(t, m.Book(ctx, b, 500), quota.ErrNoSlot, "500 points take 5 s to restore, past the attempt")
+			require.NoError(t, m.Settle(context.Background(), b, -1000, 0), "Shopify refunded the query")
+			require.NoError(t, m.Book(ctx, b, 500))
+		})
+	}
+	var none *Limiters
+	require.Nil(t, none.Meter(testPlatform()))
 }

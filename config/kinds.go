@@ -25,11 +25,14 @@ type KindInfo struct {
 }
 
 var kindInfo = map[string]KindInfo{
-	// Shopify REST Admin API, GET /admin/api/{version}/orders.json: limit is
-	// 1..250 (https://shopify.dev/docs/api/admin-rest/latest/resources/order);
-	// requests are a leaky bucket of 40 that leaks 2/s on standard plans
-	// (https://shopify.dev/docs/api/admin-rest/usage/rate-limits).
-	"shopify": {PageSize: 250, MaxPageSize: 250, RateLimit: RateLimit{RPS: 2, Burst: 40}},
+	// Shopify GraphQL Admin API, the orders query (the default API of kind
+	// shopify; options.api: rest is shopifyRESTInfo): first is 1..250
+	// (https://shopify.dev/docs/api/usage/pagination-graphql). A query may
+	// cost at most 1,000 points: 50 orders with 4 lines each cost about 852
+	// (ShopifyOrdersQueryCost). Points, not requests, are the limit
+	// (options.restore_rate, options.max_cost_available); rate_limit only
+	// caps the pages a second, at a rate no plan's points allow anyway.
+	"shopify": {PageSize: 50, MaxPageSize: 250, RateLimit: RateLimit{RPS: 10, Burst: 10}},
 	// Amazon SP-API Orders v2026-01-01 searchOrders (models/orders-api-model/
 	// orders_2026-01-01.json in amzn/selling-partner-api-models):
 	// maxResultsPerPage 1..100, usage plan 0.0056 requests/s with burst 20,
@@ -56,16 +59,26 @@ var kindInfo = map[string]KindInfo{
 var amazonV0Info = KindInfo{PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0167, Burst: 20},
 	Interval: Duration(time.Hour), Settle: Duration(3 * time.Minute), MinSettle: Duration(2 * time.Minute)}
 
+// shopifyRESTInfo is kind shopify with options.api: rest, the REST Admin
+// API, GET /admin/api/{version}/orders.json: limit is 1..250
+// (https://shopify.dev/docs/api/admin-rest/latest/resources/order);
+// requests are a leaky bucket of 40 that leaks 2/s on standard plans
+// (https://shopify.dev/docs/api/admin-rest/usage/rate-limits).
+var shopifyRESTInfo = KindInfo{PageSize: 250, MaxPageSize: 250, RateLimit: RateLimit{RPS: 2, Burst: 40}}
+
 // KindDefaults returns what ordersync knows about a kind (zero for kinds with
-// no documented limits, such as sim and http), for the kind's default API
-// version.
+// no documented limits, such as sim and http), for the kind's default API.
 func KindDefaults(kind string) KindInfo { return kindInfo[kind] }
 
-// versionedKindInfo is what ordersync knows about p's kind at the API version its
-// options name: an amazon platform on the legacy v0 API has v0's rate.
-func (p Platform) versionedKindInfo() KindInfo {
+// kindInfoOf is what ordersync knows about p's kind at the API its options
+// choose: amazon on the legacy v0 API has v0's rate, shopify on REST its
+// request bucket.
+func kindInfoOf(p Platform) KindInfo {
 	if p.Kind == "amazon" && p.Options["api_version"] == AmazonAPIV0 {
 		return amazonV0Info
+	}
+	if p.Kind == "shopify" && p.Options["api"] == ShopifyREST {
+		return shopifyRESTInfo
 	}
 	return kindInfo[p.Kind]
 }
@@ -77,7 +90,7 @@ func applyKindDefaults(p *Platform, explicit map[string]bool) {
 	if _, ok := kindInfo[p.Kind]; !ok {
 		return
 	}
-	k := p.versionedKindInfo()
+	k := kindInfoOf(*p)
 	unset := func(field string, nonZero bool) bool { return nonZero && !explicit[field] }
 	if unset("page_size", k.PageSize > 0) {
 		p.PageSize = k.PageSize
@@ -100,7 +113,7 @@ func applyKindDefaults(p *Platform, explicit map[string]bool) {
 // and the kind's options.
 func (p Platform) validateKind() *ValidationError {
 	ve := &ValidationError{}
-	k := p.versionedKindInfo()
+	k := kindInfoOf(p)
 	if k.MaxPageSize > 0 && p.PageSize > k.MaxPageSize {
 		ve.add(p.Name, "page_size", "%s accepts at most %d orders per page, got %d", p.Kind, k.MaxPageSize, p.PageSize)
 	}
@@ -112,6 +125,9 @@ func (p Platform) validateKind() *ValidationError {
 	}
 	if newOpts, ok := kindOptionTypes[p.Kind]; ok {
 		ve.merge(p.decodeKindOptions(newOpts()))
+	}
+	if p.Kind == "shopify" && len(ve.Problems) == 0 {
+		ve.merge(p.validateShopifyGraphQL())
 	}
 	if len(ve.Problems) == 0 {
 		return nil
@@ -256,6 +272,8 @@ func describeType(t reflect.Type) string {
 		return "a string"
 	case reflect.Int:
 		return "an integer"
+	case reflect.Float64:
+		return "a number"
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Slice:
@@ -275,17 +293,73 @@ func showValue(v any) string {
 	return string(b)
 }
 
-// DefaultShopifyAPIVersion is the REST Admin API version used when
+// DefaultShopifyAPIVersion is the Admin API version used when
 // options.api_version is unset: the newest stable version when the connector
 // was written (November 2026). Shopify supports each stable version for at
 // least 12 months (https://shopify.dev/docs/api/usage/versioning).
 const DefaultShopifyAPIVersion = "2026-10"
 
+// The Admin APIs kind shopify speaks (options.api).
+const (
+	// ShopifyGraphQL is the GraphQL Admin API, the default.
+	ShopifyGraphQL = "graphql"
+	// ShopifyREST is the REST Admin API, legacy since October 2024.
+	ShopifyREST = "rest"
+)
+
+// What the GraphQL Admin API allows, from
+// https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits and
+// https://shopify.dev/docs/api/usage/limits.
+const (
+	// DefaultShopifyRestoreRate is the standard plans' restore rate in
+	// points a second (Advanced 200, Plus 1,000, Enterprise 2,000).
+	DefaultShopifyRestoreRate = 100.0
+	// DefaultShopifyMaxCostAvailable is the bucket ordersync assumes: 20
+	// seconds of the standard restore rate. The connector follows the
+	// smaller maximumAvailable Shopify reports in every response.
+	DefaultShopifyMaxCostAvailable = 2000.0
+	// ShopifyMaxQueryCost is the single query limit: a query whose requested
+	// cost is higher is refused (MAX_COST_EXCEEDED).
+	ShopifyMaxQueryCost = 1000
+	// ShopifyPaginationLimit is how many objects one query pages through
+	// at most.
+	ShopifyPaginationLimit = 25000
+	// DefaultShopifyLineItemsPageSize is the lines listed with each order;
+	// an order with more gets the rest by follow-up queries.
+	DefaultShopifyLineItemsPageSize = 4
+	// ShopifyMaxConnectionSize is the largest first a connection accepts.
+	ShopifyMaxConnectionSize = 250
+)
+
+// ShopifyOrdersQueryCost is the requested cost of the connector's orders
+// query: by Shopify's rule an object costs 1, a scalar 0, and a connection
+// 2 plus first times its node's cost. An order is its object, totalPriceSet
+// and shopMoney (3) and its lineItems connection; a line is its object,
+// originalUnitPriceSet and shopMoney (3).
+func ShopifyOrdersQueryCost(pageSize, lineItemsPageSize int) int {
+	return 2 + pageSize*(3+2+3*lineItemsPageSize)
+}
+
+// ShopifyLinesQueryCost is the requested cost of the follow-up query for
+// one order's further lines: the order (1) and its lineItems connection.
+func ShopifyLinesQueryCost(first int) int { return 1 + 2 + 3*first }
+
 // ShopifyOptions are the options of kind shopify.
 type ShopifyOptions struct {
+	// API is graphql (the default) or rest (legacy).
+	API string `yaml:"api"`
 	// APIVersion is the version in the request path: YYYY-MM (a quarter's
 	// first month) or "unstable".
 	APIVersion string `yaml:"api_version"`
+	// RestoreRate is the points a second the shop's plan restores
+	// (graphql; default DefaultShopifyRestoreRate).
+	RestoreRate float64 `yaml:"restore_rate"`
+	// MaxCostAvailable is the bucket size in points (graphql; default
+	// DefaultShopifyMaxCostAvailable).
+	MaxCostAvailable float64 `yaml:"max_cost_available"`
+	// LineItemsPageSize is how many lines each order lists in the orders
+	// query (graphql; default DefaultShopifyLineItemsPageSize).
+	LineItemsPageSize int `yaml:"line_items_page_size"`
 }
 
 // ShopifyOptions decodes, defaults and validates the options of a shopify platform.
@@ -294,12 +368,61 @@ func (p Platform) ShopifyOptions() (ShopifyOptions, error) { return kindOptionsO
 var shopifyVersion = regexp.MustCompile(`^(20\d\d-(01|04|07|10)|unstable)$`)
 
 func (o *ShopifyOptions) finish(_ Platform, bad problemFunc) {
+	if o.API == "" {
+		o.API = ShopifyGraphQL
+	}
+	if o.API != ShopifyGraphQL && o.API != ShopifyREST {
+		bad("api", "must be graphql or rest, got %q", o.API)
+	}
 	if o.APIVersion == "" {
 		o.APIVersion = DefaultShopifyAPIVersion
 	}
 	if !shopifyVersion.MatchString(o.APIVersion) {
 		bad("api_version", "%q is not a Shopify API version like %s (YYYY-01, -04, -07 or -10)", o.APIVersion, DefaultShopifyAPIVersion)
 	}
+	if o.RestoreRate == 0 {
+		o.RestoreRate = DefaultShopifyRestoreRate
+	}
+	if o.RestoreRate < 0 {
+		bad("restore_rate", "must be positive (points a second: 100 standard, 200 Advanced, 1000 Plus, 2000 Enterprise), got %v", o.RestoreRate)
+	}
+	if o.MaxCostAvailable == 0 {
+		o.MaxCostAvailable = DefaultShopifyMaxCostAvailable
+	}
+	if o.MaxCostAvailable < ShopifyMaxQueryCost {
+		bad("max_cost_available", "must hold Shopify's single-query maximum of %d points, got %v", ShopifyMaxQueryCost, o.MaxCostAvailable)
+	}
+	if o.LineItemsPageSize == 0 {
+		o.LineItemsPageSize = DefaultShopifyLineItemsPageSize
+	}
+	if o.LineItemsPageSize < 1 || o.LineItemsPageSize > ShopifyMaxConnectionSize {
+		bad("line_items_page_size", "must be between 1 and %d, got %d", ShopifyMaxConnectionSize, o.LineItemsPageSize)
+	}
+}
+
+// validateShopifyGraphQL checks what the GraphQL Admin API's limits mean for
+// the platform's page settings, once its options are valid.
+func (p Platform) validateShopifyGraphQL() *ValidationError {
+	o, err := p.ShopifyOptions()
+	if err != nil || o.API != ShopifyGraphQL {
+		return nil
+	}
+	ve := &ValidationError{}
+	if cost := ShopifyOrdersQueryCost(p.PageSize, o.LineItemsPageSize); cost > ShopifyMaxQueryCost {
+		fit := (ShopifyMaxQueryCost - 2) / (ShopifyOrdersQueryCost(1, o.LineItemsPageSize) - 2)
+		ve.add(p.Name, "page_size", "a page of %d orders listing %d lines each costs %d points, over Shopify's single-query maximum of %d: use at most %d, or lower options.line_items_page_size",
+			p.PageSize, o.LineItemsPageSize, cost, ShopifyMaxQueryCost, fit)
+	}
+	// A slice splits after max_pages pages; kept below Shopify's pagination
+	// limit, every slice that can split does so before Shopify stops it.
+	if n := p.PageSize * p.MaxPages; n > ShopifyPaginationLimit {
+		ve.add(p.Name, "max_pages", "%d pages of %d orders page through %d orders in one query, past Shopify's limit of %d: use at most %d",
+			p.MaxPages, p.PageSize, n, ShopifyPaginationLimit, ShopifyPaginationLimit/max(p.PageSize, 1))
+	}
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
 }
 
 // DefaultAmazonTokenURL is the Login with Amazon token endpoint SP-API uses in every region.

@@ -31,6 +31,11 @@ platforms:
     kind: shopify
     endpoint: https://acme.myshopify.com
     credentials: {env: SHOP}
+  shop-rest:
+    kind: shopify
+    endpoint: https://acme.myshopify.com
+    credentials: {env: SHOP}
+    options: {api: rest}
   woo:
     kind: woocommerce
     endpoint: https://shop.example.com
@@ -66,11 +71,15 @@ platforms:
 	require.Equal(t, DefaultAmazonTokenURL, o.TokenURL)
 
 	shop := get("shop")
-	require.Equal(t, 250, shop.PageSize)
-	require.Equal(t, RateLimit{RPS: 2, Burst: 3}, shop.RateLimit)
+	require.Equal(t, 50, shop.PageSize, "GraphQL, the default API: a page within the single-query cost")
+	require.Equal(t, RateLimit{RPS: 10, Burst: 3}, shop.RateLimit)
 	so, err := shop.ShopifyOptions()
 	require.NoError(t, err)
-	require.Equal(t, DefaultShopifyAPIVersion, so.APIVersion)
+	require.Equal(t, ShopifyOptions{API: ShopifyGraphQL, APIVersion: DefaultShopifyAPIVersion, RestoreRate: 100,
+		MaxCostAvailable: 2000, LineItemsPageSize: 4}, so)
+	rest := get("shop-rest")
+	require.Equal(t, 250, rest.PageSize, "REST keeps its own defaults")
+	require.Equal(t, RateLimit{RPS: 2, Burst: 3}, rest.RateLimit)
 
 	require.Equal(t, 100, get("woo").PageSize)
 	require.Equal(t, 200, get("bay").PageSize)
@@ -101,6 +110,16 @@ func TestKindValidation(t *testing.T) {
 			[]string{`field "options.marketplace_ids": must be a list of strings, got {"a":"b"}`}},
 		{"shopify version", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 251\n    options: {api_version: '2026-02'}\n",
 			[]string{`field "page_size": shopify accepts at most 250`, `field "options.api_version": "2026-02" is not a Shopify API version`}},
+		{"shopify graphql page over the single-query cost", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 250\n",
+			[]string{`platform "x": field "page_size": a page of 250 orders listing 4 lines each costs 4252 points, over Shopify's single-query maximum of 1000: use at most 58, or lower options.line_items_page_size`}},
+		{"shopify graphql slices past the pagination limit", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 20\n    max_pages: 2000\n    options: {line_items_page_size: 10}\n",
+			[]string{`platform "x": field "max_pages": 2000 pages of 20 orders page through 40000 orders in one query, past Shopify's limit of 25000: use at most 1250`}},
+		{"shopify options", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    options: {api: soap, restore_rate: -1, max_cost_available: 500, line_items_page_size: 251}\n",
+			[]string{`field "options.api": must be graphql or rest, got "soap"`, `field "options.restore_rate": must be positive`,
+				`field "options.max_cost_available": must hold Shopify's single-query maximum of 1000 points, got 500`,
+				`field "options.line_items_page_size": must be between 1 and 250, got 251`}},
+		{"shopify option of the wrong type", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    options: {restore_rate: fast}\n",
+			[]string{`field "options.restore_rate": must be a number, got "fast"`}},
 		{"woocommerce over plain http", head + "    kind: woocommerce\n    endpoint: http://shop.example.com\n    options: {auth: oauth1}\n",
 			[]string{`field "endpoint": WooCommerce accepts a consumer key and secret only over HTTPS`, `field "options.auth": must be basic or query, got "oauth1"`}},
 		{"kind checks wait for the generic ones", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    retries: -1\n",
@@ -298,4 +317,55 @@ func TestHTTPKindOptionsAreValidatedAtLoad(t *testing.T) {
 	for i, w := range want {
 		require.Contains(t, lines[i], w)
 	}
+}
+
+func TestShopifyRESTKeepsItsLimits(t *testing.T) {
+	const yaml = "platforms:\n  x:\n    credentials: {env: X}\n    kind: shopify\n    endpoint: https://a.myshopify.com\n    max_pages: 200\n    options: {api: rest}\n"
+	f, err := Parse([]byte(yaml))
+	require.NoError(t, err, "the GraphQL cost and pagination limits are not REST's")
+	p, _ := f.Get("x")
+	require.Equal(t, 250, p.PageSize)
+}
+
+func TestWarnings(t *testing.T) {
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	f, err := Parse([]byte(`
+platforms:
+  legacy:
+    kind: shopify
+    endpoint: https://a.myshopify.com
+    credentials: {env: A}
+    start: "-720h"
+    options: {api: rest}
+  deep:
+    kind: shopify
+    endpoint: https://b.myshopify.com
+    credentials: {env: B}
+    start: "2026-01-01T00:00:00Z"
+  recent:
+    kind: shopify
+    endpoint: https://c.myshopify.com
+    credentials: {env: C}
+    start: "-1000h"
+  other:
+    kind: sim
+    endpoint: http://127.0.0.1:8780/shops/acme
+    credentials: {env: D}
+`))
+	require.NoError(t, err, "warnings never fail a load")
+	get := func(name string) Platform { p, _ := f.Get(name); return p }
+	lines := func(ps []Problem) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.String())
+		}
+		return out
+	}
+	require.Equal(t, []string{`platform "legacy": field "options.api": the REST Admin API is legacy (Shopify, October 2024); api: graphql reads the same orders with the same ids, so the platform can move without refetching (docs/connectors.md)`},
+		lines(get("legacy").warnings(now)))
+	require.Equal(t, []string{`platform "deep": field "start": reaches back 323 days: Shopify lists orders older than 60 days only to apps with the read_all_orders scope, and leaves them out without an error otherwise`},
+		lines(get("deep").warnings(now)))
+	require.Empty(t, get("recent").warnings(now), "41 days need no read_all_orders")
+	require.Empty(t, get("other").warnings(now))
+	require.Contains(t, f.Warnings(), get("legacy").warnings(now)[0], "the file's warnings are its platforms'")
 }

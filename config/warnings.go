@@ -1,28 +1,54 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
-// Warnings are settings that load and run today but need attention before a
-// known date, such as an API version the platform is removing. They never
-// stop a file from loading (a platforms file that works must keep working);
-// `ordersync config validate` is the place to print them, e.g. as
-// "warning: " + Problem.String().
+// Warnings are settings that load and run today but deserve a second look,
+// such as an API version the platform is removing. They never stop a file
+// from loading (a platforms file that works must keep working); the CLI
+// prints them ("warning: " + Problem.String()) next to a successful load.
+// They may read the clock (a start in the past), so workflow code never
+// calls them.
+
+// shopifyRecentOrders is how far back Shopify lists orders to an app
+// without the read_all_orders scope; older orders are left out without an
+// error (https://shopify.dev/docs/api/admin-graphql/latest/objects/Order).
+const shopifyRecentOrders = 60 * 24 * time.Hour
 
 // Warnings lists the warnings of one merged, valid platform.
-func (p Platform) Warnings() []Problem {
+func (p Platform) Warnings() []Problem { return p.warnings(time.Now()) }
+
+func (p Platform) warnings(now time.Time) []Problem {
 	var out []Problem
-	if p.Kind == "amazon" {
+	warn := func(field, format string, args ...any) {
+		out = append(out, Problem{Platform: p.Name, Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	switch p.Kind {
+	case "amazon":
 		if o, err := p.AmazonOptions(); err == nil && o.APIVersion == AmazonAPIV0 {
-			out = append(out, Problem{Platform: p.Name, Field: "options.api_version", Reason: fmt.Sprintf(
-				"Amazon removes Orders API v0 (getOrders) on %s; set api_version %s (or remove it: it is the default). "+
-					"Order ids stay the same, so the switch loses and duplicates nothing (docs/connectors.md, amazon)",
-				AmazonV0Removal, AmazonAPI20260101)})
+			warn("options.api_version", "Amazon removes Orders API v0 (getOrders) on %s; set api_version %s (or remove it: it is the default). "+
+				"Order ids stay the same, so the switch loses and duplicates nothing (docs/connectors.md, amazon)",
+				AmazonV0Removal, AmazonAPI20260101)
+		}
+	case "shopify":
+		o, err := p.ShopifyOptions()
+		if err != nil {
+			return nil // the load reports it
+		}
+		if o.API == ShopifyREST {
+			warn("options.api", "the REST Admin API is legacy (Shopify, October 2024); api: graphql reads the same orders with the same ids, so the platform can move without refetching (docs/connectors.md)")
+		}
+		if start, err := p.ResolveStart(now); err == nil && now.Sub(start) > shopifyRecentOrders {
+			warn("start", "reaches back %d days: Shopify lists orders older than 60 days only to apps with the read_all_orders scope, and leaves them out without an error otherwise",
+				int(now.Sub(start).Hours()/24))
 		}
 	}
 	return out
 }
 
-// Warnings lists the warnings of every platform of the file, by platform name.
+// Warnings lists the warnings of every platform of the file, in name order.
 func (f *File) Warnings() []Problem {
 	var out []Problem
 	for _, p := range f.Platforms {

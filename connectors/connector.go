@@ -26,6 +26,29 @@ type PageRequest struct {
 	PageSize int
 	// Page is the 1-based page number, for error messages.
 	Page int
+	// Meter, when set, paces the requests of platforms that meter them by
+	// cost (Shopify's GraphQL Admin API) across every worker; nil paces
+	// nothing. The activity supplies it; connectors of other kinds ignore it.
+	Meter Meter
+}
+
+// Meter books a platform's budget of points. A connector books each
+// request's estimated cost before sending it, and settles the booking when
+// the platform says what the request cost and how full its bucket is.
+type Meter interface {
+	// Book waits until cost points of budget may be spent, and books them.
+	Book(ctx context.Context, budget CostBudget, cost float64) error
+	// Settle corrects the bookings: delta points more were spent
+	// (negative: refunded), and at least deficit points are missing from
+	// the platform's bucket now. It never waits.
+	Settle(ctx context.Context, budget CostBudget, delta, deficit float64) error
+}
+
+// CostBudget is a platform's bucket of points: at most Capacity, restored
+// at Rate points a second.
+type CostBudget struct {
+	Rate     float64
+	Capacity float64
 }
 
 // Page is one page of results. An empty NextToken means the window is done.
@@ -95,15 +118,22 @@ func RegisteredKinds() []string {
 	return kinds
 }
 
-// RateLimitError is a 429: wait RetryAfter (0: unknown) before asking again.
+// RateLimitError is a 429, or a platform's own way of saying the same
+// (Shopify GraphQL's THROTTLED): wait RetryAfter (0: unknown) before asking
+// again.
 type RateLimitError struct {
 	Platform   string
 	RetryAfter time.Duration
 	// Limit is the platform's reported requests/s limit, if any.
 	Limit float64
+	// Msg says why when it was not a 429.
+	Msg string
 }
 
 func (e *RateLimitError) Error() string {
+	if e.Msg != "" {
+		return fmt.Sprintf("%s: rate limited: %s, retry after %s", e.Platform, e.Msg, e.RetryAfter)
+	}
 	return fmt.Sprintf("%s: rate limited (429), retry after %s", e.Platform, e.RetryAfter)
 }
 

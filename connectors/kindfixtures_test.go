@@ -27,6 +27,16 @@ type kindFixture struct {
 	badID              string // the order error for an id of the wrong kind, with %s for the kind
 	oauth              bool
 	options            func(tokenURL string) map[string]any
+	method             string // of the order listing; "" is GET
+	idRaw              string // the id's JSON in page, when not wantID itself
+}
+
+// listMethod is the HTTP method f lists orders with.
+func (f kindFixture) listMethod() string {
+	if f.method != "" {
+		return f.method
+	}
+	return http.MethodGet
 }
 
 var kindFixtures = []kindFixture{
@@ -34,7 +44,8 @@ var kindFixtures = []kindFixture{
 		page: pageJSON("", orderJSON("S-1", "2026-03-01T10:30:00Z")), wantID: "S-1",
 		idField: "id", badID: "id is %s, want a string"},
 	{name: "shopify", kind: "shopify", secret: "shpat_origin_secret", ordersPath: "/admin/api/" + config.DefaultShopifyAPIVersion + "/orders.json",
-		page: `{"orders":[{"id":1001,"updated_at":"2026-03-01T10:30:00Z","total_price":"1.00"}]}`, wantID: "1001",
+		options: func(string) map[string]any { return map[string]any{"api": "rest"} },
+		page:    `{"orders":[{"id":1001,"updated_at":"2026-03-01T10:30:00Z","total_price":"1.00"}]}`, wantID: "1001",
 		idField: "id", badID: "id is %s, want a number"},
 	{name: "amazon", kind: "amazon", secret: oauthSecret, oauth: true, ordersPath: "/orders/2026-01-01/orders",
 		options: func(tokenURL string) map[string]any {
@@ -56,6 +67,12 @@ var kindFixtures = []kindFixture{
 	{name: "http header auth", kind: "http", secret: "http-api-key-secret", ordersPath: "/orders",
 		options: func(string) map[string]any { return httpKindOptions("link") }, page: `{"orders":[{"id":"H-1","updated_at":"2026-03-01T10:30:00Z"}]}`, wantID: "H-1",
 		idField: "id", badID: `id at "id" is %s, want a string or number`},
+	{name: "shopify graphql", kind: "shopify", secret: "shpat_origin_secret", method: http.MethodPost,
+		ordersPath: "/admin/api/" + config.DefaultShopifyAPIVersion + "/graphql.json",
+		page: `{"data":{"orders":{"nodes":[{"id":"gid://shopify/Order/1001","updatedAt":"2026-03-01T10:30:00Z",` +
+			`"totalPriceSet":{"shopMoney":{"amount":"1.00","currencyCode":"USD"}},"lineItems":{"nodes":[],"pageInfo":{"hasNextPage":false}}}],` +
+			`"pageInfo":{"hasNextPage":false,"endCursor":null}}}}`,
+		wantID: "1001", idField: "id", idRaw: `"gid://shopify/Order/1001"`, badID: "id is %s, want a string"},
 }
 
 // httpKindOptions is an http platform with header auth and the given pagination style.
@@ -109,7 +126,11 @@ func kindPlatform(t *testing.T, f kindFixture, api, auth string) connectors.Conn
 
 // withID is f's page with the order's id replaced by raw JSON.
 func (f kindFixture) withID(raw string) string {
-	for _, lit := range []string{strconv.Quote(f.wantID), f.wantID} {
+	lits := []string{strconv.Quote(f.wantID), f.wantID}
+	if f.idRaw != "" {
+		lits = []string{f.idRaw}
+	}
+	for _, lit := range lits {
 		if old := `"` + f.idField + `":` + lit; strings.Contains(f.page, old) {
 			return strings.Replace(f.page, old, `"`+f.idField+`":`+raw, 1)
 		}

@@ -175,7 +175,7 @@ func TestSameOriginRedirectIsFollowed(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, p.Orders, 1)
 			require.Equal(t, f.wantID, p.Orders[0].ID)
-			require.Contains(t, log.requests(), "GET "+f.ordersPath+" credential=true", "the credential went along to the same origin")
+			require.Contains(t, log.requests(), f.listMethod()+" "+f.ordersPath+" credential=true", "the credential went along to the same origin")
 		})
 	}
 	t.Run("a redirect loop stops", func(t *testing.T) {

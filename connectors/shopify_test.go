@@ -2,6 +2,7 @@ package connectors_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -52,10 +53,13 @@ func shopifyServer(t *testing.T, version string, fault func(w http.ResponseWrite
 	return ts
 }
 
+// newShopifyConn is a platform on the REST Admin API (options.api: rest).
 func newShopifyConn(t *testing.T, endpoint, token string, options map[string]any) connectors.Connector {
 	t.Helper()
+	opts := map[string]any{"api": "rest"}
+	maps.Copy(opts, options)
 	c, err := connectors.New(config.Platform{Name: "shopify-acme", Kind: "shopify", Endpoint: endpoint, PageSize: 2,
-		Timeout: config.Duration(5 * time.Second), Credentials: secretFile(t, token), Options: options})
+		Timeout: config.Duration(5 * time.Second), Credentials: secretFile(t, token), Options: opts})
 	require.NoError(t, err)
 	return c
 }
@@ -88,6 +92,17 @@ func TestShopifyPagesThroughAWindow(t *testing.T) {
 			require.Equal(t, "0.00", orders[2].Total)
 		})
 	}
+}
+
+func TestShopifyRESTStartsOverOnAGraphQLToken(t *testing.T) {
+	// The platform moved back from GraphQL while a slice ran: its window
+	// starts over with the first page's filters (the server checks them).
+	ts := shopifyServer(t, config.DefaultShopifyAPIVersion, nil)
+	p, err := newShopifyConn(t, ts.URL, "shpat_abc", nil).ListOrders(context.Background(),
+		connectors.PageRequest{From: shopifyFrom, To: shopifyTo, Page: 3, Token: "gql:100:eyJsYXN0X2lkIjoxfQ=="})
+	require.NoError(t, err)
+	require.Len(t, p.Orders, 2)
+	require.Equal(t, shopifyCursor, p.NextToken)
 }
 
 func TestShopifyErrors(t *testing.T) {
@@ -161,6 +176,6 @@ func TestShopifyErrors(t *testing.T) {
 		})
 	}
 	_, err := connectors.New(config.Platform{Name: "s", Kind: "shopify", Endpoint: "https://a.myshopify.com",
-		Credentials: secretFile(t, "x"), Options: map[string]any{"api_version": "latest"}})
+		Credentials: secretFile(t, "x"), Options: map[string]any{"api": "rest", "api_version": "latest"}})
 	require.ErrorContains(t, err, `field "options.api_version": "latest" is not a Shopify API version`)
 }

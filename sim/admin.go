@@ -33,10 +33,13 @@ type Stats struct {
 
 // ShopStats counts what one shop served and holds.
 type ShopStats struct {
-	// Requests counts every list request to the shop, whatever its answer.
+	// Requests counts every list request (and Shopify GraphQL query) to the
+	// shop, whatever its answer.
 	Requests int64 `json:"requests"`
 	// RateLimited counts 429 answers.
-	RateLimited  int64 `json:"rate_limited"`
+	RateLimited int64 `json:"rate_limited"`
+	// Throttled counts THROTTLED answers of the Shopify GraphQL surface.
+	Throttled    int64 `json:"throttled"`
 	Unauthorized int64 `json:"unauthorized"`
 	BadRequests  int64 `json:"bad_requests"`
 	// Pages and OrdersServed count successful pages and the orders in them.

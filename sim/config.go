@@ -40,8 +40,16 @@ type Config struct {
 	MaxPageSize int
 	// RateLimit is the per-shop token bucket; RPS 0 means unlimited.
 	RateLimit RateLimit
-	// Faults are injected into otherwise valid list requests.
+	// Faults are injected into otherwise valid list requests (and orders
+	// queries of the Shopify surface).
 	Faults Faults
+	// ShopifyCost is each shop's bucket of points on the Shopify GraphQL
+	// surface (shopify.go); RestoreRate 0 lifts it.
+	ShopifyCost CostLimit
+	// ShopifyLinePage is the most lines one nested lineItems page holds on
+	// the Shopify surface, whatever first asks (default 3). Shopify serves
+	// up to 250; a small page makes a client's follow-up queries happen.
+	ShopifyLinePage int
 	// Clock is the simulator's time source (default time.Now).
 	Clock func() time.Time
 	// AmazonTokenTTL is how long a pagination token of the Amazon surface
@@ -65,6 +73,14 @@ type ShopConfig struct {
 type RateLimit struct {
 	RPS   float64 `json:"rps"`
 	Burst int     `json:"burst"`
+}
+
+// CostLimit is a leaky bucket of query cost points, as Shopify's GraphQL
+// Admin API keeps per app and shop: MaxAvailable points at most, restored
+// at RestoreRate a second. MaxAvailable 0 means 20 seconds of restore.
+type CostLimit struct {
+	RestoreRate  float64 `json:"restore_rate"`
+	MaxAvailable float64 `json:"max_available"`
 }
 
 // Faults are the rates, each in [0,1] and summing to at most 1, at which a
@@ -130,6 +146,7 @@ func DefaultConfig() Config {
 		Late:          2 * time.Minute,
 		MaxPageSize:   250,
 		RateLimit:     RateLimit{RPS: 10, Burst: 20},
+		ShopifyCost:   CostLimit{RestoreRate: 100, MaxAvailable: 2000},
 		Faults:        Faults{HangFor: 30 * time.Second},
 		Clock:         time.Now,
 	}
@@ -178,6 +195,12 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.RateLimit.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.ShopifyCost.RestoreRate < 0 || c.ShopifyCost.RestoreRate != c.ShopifyCost.RestoreRate || c.ShopifyCost.MaxAvailable < 0 {
+		bad("ShopifyCost needs RestoreRate >= 0 and MaxAvailable >= 0, got %v/%v", c.ShopifyCost.RestoreRate, c.ShopifyCost.MaxAvailable)
+	}
+	if c.ShopifyLinePage < 0 || c.ShopifyLinePage > shopifyMaxFirst {
+		bad("ShopifyLinePage must be in [0,%d], got %d", shopifyMaxFirst, c.ShopifyLinePage)
+	}
 	if err := c.Faults.validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -192,6 +215,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AmazonTokenTTL == 0 {
 		c.AmazonTokenTTL = 24 * time.Hour
+	}
+	if c.ShopifyCost.MaxAvailable == 0 {
+		c.ShopifyCost.MaxAvailable = 20 * c.ShopifyCost.RestoreRate
+	}
+	if c.ShopifyLinePage == 0 {
+		c.ShopifyLinePage = 3
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -242,6 +271,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxPageSize, "max-page-size", c.MaxPageSize, "largest accepted limit")
 	fs.Float64Var(&c.RateLimit.RPS, "rps", c.RateLimit.RPS, "per-shop rate limit in requests/s (0: unlimited)")
 	fs.IntVar(&c.RateLimit.Burst, "burst", c.RateLimit.Burst, "per-shop rate limit burst")
+	fs.Float64Var(&c.ShopifyCost.RestoreRate, "shopify-restore-rate", c.ShopifyCost.RestoreRate, "Shopify GraphQL surface: points restored per second per shop (0: unlimited)")
+	fs.Float64Var(&c.ShopifyCost.MaxAvailable, "shopify-max-cost", c.ShopifyCost.MaxAvailable, "Shopify GraphQL surface: bucket size in points")
+	fs.IntVar(&c.ShopifyLinePage, "shopify-line-page", c.ShopifyLinePage, "Shopify GraphQL surface: most lines per nested lineItems page")
 	fs.Float64Var(&c.Faults.Err5xx, "fault-5xx", c.Faults.Err5xx, "rate of 503 answers")
 	fs.Float64Var(&c.Faults.Hang, "fault-hang", c.Faults.Hang, "rate of hanging requests")
 	fs.Float64Var(&c.Faults.Malformed, "fault-malformed", c.Faults.Malformed, "rate of malformed JSON bodies")

@@ -45,12 +45,24 @@
 //	    faults: 503, a hang, a malformed 200 body, an empty page with a token.
 //	    Every error body is {"error":"..."}.
 //
+//	POST /shops/{shop}/admin/api/{version}/graphql.json
+//	    X-Shopify-Access-Token: <shop token>
+//	    Shopify's GraphQL Admin API as ordersync's shopify connector uses it,
+//	    over the same orders: the orders query (operation
+//	    OrdersUpdatedInWindow: $first, $after, $query with updated_at ranges
+//	    in quoted dates, compared in whole seconds, $lines) and one order's
+//	    further lines (OrderLineItems: $id, $first, $after). Ids are global
+//	    ids (gid://shopify/Order/<id>), nested line pages hold at most
+//	    ShopifyLinePage lines, every answer carries extensions.cost, and a
+//	    per-shop bucket of points (ShopifyCost) answers THROTTLED (HTTP 200)
+//	    when it cannot hold a query's requested cost. Details in shopify.go.
+//
 //	GET /admin/shops/{shop}/truth[?as_of=T]      Authorization: Bearer <AdminToken>
 //	    200 {"shop","as_of","orders":[{"id","updated_at","status","total"}]} by id:
 //	    every order's newest version visible at as_of (default: now; not in the future).
 //
 //	GET /admin/stats                             Authorization: Bearer <AdminToken>
-//	    200 {"as_of","shops":{"<shop>":{"requests","rate_limited","unauthorized",
+//	    200 {"as_of","shops":{"<shop>":{"requests","rate_limited","throttled","unauthorized",
 //	         "bad_requests","pages","orders_served",
 //	         "faults":{"err_5xx","hang","malformed","empty_page"},
 //	         "orders","visible_orders","versions","peak_requests_per_second"}}}

@@ -36,7 +36,8 @@ type shop struct {
 	peak      peakRate
 	faults    Faults
 	faultRand rng
-	stats     ShopStats // request counters; world counters are filled in by Stats
+	points    pointBucket // the Shopify surface's query cost bucket
+	stats     ShopStats   // request counters; world counters are filled in by Stats
 }
 
 // New builds a simulator and its backlog. The clock is read once here: that
@@ -64,6 +65,7 @@ func New(cfg Config) (*Simulator, error) {
 			currency:  currencies[h%uint64(len(currencies))],
 			world:     newWorld(cfg, sc.Name, s.start),
 			bucket:    bucket{rl: cfg.RateLimit},
+			points:    pointBucket{limit: cfg.ShopifyCost},
 			faults:    cfg.Faults,
 			faultRand: newRNG(uint64(cfg.Seed), h^0xfa17),
 		}
@@ -104,6 +106,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("GET /shops/{shop}/orders", s.handleList)
 	mux.HandleFunc("POST /shops/{shop}/amazon/auth/o2/token", s.handleAmazonToken)
 	mux.HandleFunc("GET /shops/{shop}/amazon/orders/2026-01-01/orders", s.handleAmazonOrders)
+	mux.HandleFunc("POST /shops/{shop}/admin/api/{version}/graphql.json", s.handleShopifyGraphQL)
 	mux.HandleFunc("GET /admin/shops/{shop}/truth", s.handleTruth)
 	mux.HandleFunc("GET /admin/stats", s.handleStats)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

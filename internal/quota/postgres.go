@@ -47,15 +47,48 @@ func (s *postgresSlots) Reserve(ctx context.Context, key string, rps float64, bu
 	if err != nil {
 		return 0, err
 	}
+	return s.reserve(ctx, key, interval, tolerance, limit)
+}
+
+// ReservePoints implements Points.
+func (s *postgresSlots) ReservePoints(ctx context.Context, key string, b Budget, cost float64, maxWait time.Duration) (time.Duration, error) {
+	inc, tolerance, limit, err := pointParams(b, cost, maxWait)
+	if err != nil {
+		return 0, err
+	}
+	return s.reserve(ctx, key, inc, tolerance, limit)
+}
+
+func (s *postgresSlots) reserve(ctx context.Context, key string, inc, tolerance, limit int64) (time.Duration, error) {
 	var tat, now int64
-	err = s.pool.QueryRow(ctx, postgresReserve, key, interval, tolerance, limit).Scan(&tat, &now)
+	err := s.pool.QueryRow(ctx, postgresReserve, key, inc, tolerance, limit).Scan(&tat, &now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, ErrNoSlot
 	}
 	if err != nil {
 		return 0, fmt.Errorf("reserve request slot for %s: %w", key, err)
 	}
-	return wait(tat, now, interval, tolerance), nil
+	return wait(tat, now, inc, tolerance), nil
+}
+
+// postgresSettle is sqliteSettle on the database's clock.
+const postgresSettle = `
+INSERT INTO ordersync_request_slots AS s (key, tat_us)
+VALUES ($1, (extract(epoch FROM now()) * 1000000)::bigint + GREATEST($2::bigint, $3::bigint))
+ON CONFLICT (key) DO UPDATE SET tat_us = GREATEST(
+	GREATEST(s.tat_us, (extract(epoch FROM now()) * 1000000)::bigint) + $2::bigint,
+	(extract(epoch FROM now()) * 1000000)::bigint + $3::bigint)`
+
+// SettlePoints implements Points.
+func (s *postgresSlots) SettlePoints(ctx context.Context, key string, b Budget, delta, deficit float64) error {
+	d, floor, err := settleParams(b, delta, deficit)
+	if err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, postgresSettle, key, d, floor); err != nil {
+		return fmt.Errorf("settle points of %s: %w", key, err)
+	}
+	return nil
 }
 
 func (s *postgresSlots) Close() error {

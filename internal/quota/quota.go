@@ -16,6 +16,9 @@
 // queue's partitions, so after a lull the workers together may send up to
 // twice the rate within one second (docs/ratelimit.md has the measurements).
 //
+// Platforms that meter requests by cost book a budget of points the same
+// way (points.go). The slots Open returns implement Points as well.
+//
 // The row lives in its own table, ordersync_request_slots, created on Open;
 // it holds no order data and may be dropped at any time.
 package quota

@@ -60,16 +60,47 @@ func (s *sqliteSlots) Reserve(ctx context.Context, key string, rps float64, burs
 	if err != nil {
 		return 0, err
 	}
+	return s.reserve(ctx, key, interval, tolerance, limit)
+}
+
+// ReservePoints implements Points.
+func (s *sqliteSlots) ReservePoints(ctx context.Context, key string, b Budget, cost float64, maxWait time.Duration) (time.Duration, error) {
+	inc, tolerance, limit, err := pointParams(b, cost, maxWait)
+	if err != nil {
+		return 0, err
+	}
+	return s.reserve(ctx, key, inc, tolerance, limit)
+}
+
+func (s *sqliteSlots) reserve(ctx context.Context, key string, inc, tolerance, limit int64) (time.Duration, error) {
 	now := s.now().UnixMicro()
 	var tat int64
-	err = s.db.QueryRowContext(ctx, sqliteReserve, key, now, interval, tolerance, limit).Scan(&tat)
+	err := s.db.QueryRowContext(ctx, sqliteReserve, key, now, inc, tolerance, limit).Scan(&tat)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrNoSlot
 	}
 	if err != nil {
 		return 0, fmt.Errorf("reserve request slot for %s: %w", key, err)
 	}
-	return wait(tat, now, interval, tolerance), nil
+	return wait(tat, now, inc, tolerance), nil
+}
+
+// sqliteSettle moves a budget's TAT by a correction (?3, negative for a
+// refund) and to at least now + the reported deficit (?4), never before now.
+const sqliteSettle = `
+INSERT INTO ordersync_request_slots (key, tat_us) VALUES (?1, max(?2 + ?3, ?2 + ?4))
+ON CONFLICT (key) DO UPDATE SET tat_us = max(max(tat_us, ?2) + ?3, ?2 + ?4)`
+
+// SettlePoints implements Points.
+func (s *sqliteSlots) SettlePoints(ctx context.Context, key string, b Budget, delta, deficit float64) error {
+	d, floor, err := settleParams(b, delta, deficit)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, sqliteSettle, key, s.now().UnixMicro(), d, floor); err != nil {
+		return fmt.Errorf("settle points of %s: %w", key, err)
+	}
+	return nil
 }
 
 func (s *sqliteSlots) Close() error { return s.db.Close() }

@@ -1,0 +1,566 @@
+package sim
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The Shopify surface plays the part of Shopify's GraphQL Admin API that
+// ordersync's shopify connector uses, over the same orders as the list
+// endpoint, so a platform of kind shopify with endpoint
+// http://127.0.0.1:8780/shops/<shop> runs against the simulator:
+//
+//	POST /shops/{shop}/admin/api/{version}/graphql.json
+//	     X-Shopify-Access-Token: <shop token>
+//	     {"query": "...", "operationName": "...", "variables": {...}}
+//
+// There is no GraphQL parser: the two operations the connector sends are
+// recognised by name, answer their fixed selection, and anything else gets
+// a GraphQL error.
+//
+//   - OrdersUpdatedInWindow($first, $after, $query, $lines): the orders
+//     query with sortKey UPDATED_AT; $query is Shopify search syntax limited
+//     to updated_at ranges with quoted dates (>=, >, <, <=, joined by AND),
+//     compared in whole seconds as Shopify keeps updatedAt; each order
+//     lists its first min($lines, ShopifyLinePage) lines.
+//   - OrderLineItems($id, $first, $after): one order's further lines.
+//
+// Ids are global ids (gid://shopify/Order/<the list endpoint's id>), times
+// whole seconds, amounts Decimal strings. Each shop has a bucket of points
+// (Config.ShopifyCost) charged as Shopify does
+// (https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits): a
+// query needs its requested cost in the bucket (else HTTP 200 with a
+// THROTTLED error and actualQueryCost null), is refunded down to its actual
+// cost, and every answer carries extensions.cost. A query requesting more
+// than 1,000 points is refused (MAX_COST_EXCEEDED).
+
+const (
+	shopifyMaxFirst  = 250
+	shopifyMaxCost   = 1000
+	shopifyOrdersOp  = "OrdersUpdatedInWindow"
+	shopifyLinesOp   = "OrderLineItems"
+	shopifyOrderGID  = "gid://shopify/Order/"
+	shopifyLineGID   = "gid://shopify/LineItem/"
+	shopifyMaxBody   = 1 << 20
+	shopifyBadCursor = "Invalid cursor"
+)
+
+var shopifyVersionRE = regexp.MustCompile(`^(20\d\d-(01|04|07|10)|unstable)$`)
+
+// pointBucket is a shop's bucket of query cost points on the simulator's clock.
+type pointBucket struct {
+	limit     CostLimit
+	available float64
+	last      int64 // µs of the last restore
+	primed    bool
+}
+
+// restore refills the bucket to now and says whether it is limited at all.
+func (b *pointBucket) restore(now int64) bool {
+	if b.limit.RestoreRate <= 0 {
+		return false
+	}
+	if !b.primed {
+		b.available, b.last, b.primed = b.limit.MaxAvailable, now, true
+	}
+	if now > b.last {
+		b.available = min(b.limit.MaxAvailable, b.available+float64(now-b.last)/1e6*b.limit.RestoreRate)
+		b.last = now
+	}
+	return true
+}
+
+// shopifyCost is extensions.cost.
+type shopifyCost struct {
+	RequestedQueryCost int                   `json:"requestedQueryCost"`
+	ActualQueryCost    *int                  `json:"actualQueryCost"`
+	ThrottleStatus     shopifyThrottleStatus `json:"throttleStatus"`
+}
+
+type shopifyThrottleStatus struct {
+	MaximumAvailable   float64 `json:"maximumAvailable"`
+	CurrentlyAvailable float64 `json:"currentlyAvailable"`
+	RestoreRate        float64 `json:"restoreRate"`
+}
+
+type shopifyError struct {
+	Message    string         `json:"message"`
+	Extensions map[string]any `json:"extensions,omitempty"`
+}
+
+type shopifyAnswer struct {
+	Data       any             `json:"data,omitempty"`
+	Errors     []shopifyError  `json:"errors,omitempty"`
+	Extensions *shopifyCostExt `json:"extensions,omitempty"`
+}
+
+type shopifyCostExt struct {
+	Cost shopifyCost `json:"cost"`
+}
+
+func shopifyErrors(code, format string, args ...any) shopifyAnswer {
+	return shopifyAnswer{Errors: []shopifyError{{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": code}}}}
+}
+
+// shopifyRequest is a parsed, valid request of one of the two operations.
+type shopifyRequest struct {
+	op       string
+	first    int
+	lines    int    // orders: the nested page size asked for
+	lo, hi   int64  // orders: the window in µs
+	after    string // the cursor, "" for the first page
+	orderSeq uint32 // lines: the order
+	cost     int    // requested
+}
+
+// handleShopifyGraphQL serves the Shopify surface. The checks run in
+// Shopify's order: route, authentication, the query itself, cost, then
+// (for valid orders queries only) injected faults.
+func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request) {
+	sh, ok := s.byName[r.PathValue("shop")]
+	if !ok || !shopifyVersionRE.MatchString(r.PathValue("version")) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"errors": "Not Found"})
+		return
+	}
+	token := []byte(r.Header.Get("X-Shopify-Access-Token"))
+	authed := len(sh.token) > 0 && subtle.ConstantTimeCompare(token, sh.token) == 1
+	var body struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+	}
+	bodyErr := json.NewDecoder(http.MaxBytesReader(w, r.Body, shopifyMaxBody)).Decode(&body)
+	now := s.now()
+
+	sh.mu.Lock()
+	sh.stats.Requests++
+	sh.peak.add(now)
+	if !authed {
+		sh.stats.Unauthorized++
+		sh.mu.Unlock()
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"errors": "[API] Invalid API key or access token (unrecognized login or wrong password)"})
+		return
+	}
+	if bodyErr != nil {
+		sh.stats.BadRequests++
+		sh.mu.Unlock()
+		writeJSON(w, http.StatusBadRequest, map[string]any{"errors": map[string]string{"query": "Required parameter missing or invalid"}})
+		return
+	}
+	req, qerr := parseShopifyRequest(body.OperationName, body.Query, body.Variables, sh.hash)
+	if qerr != nil {
+		sh.stats.BadRequests++
+		sh.mu.Unlock()
+		writeJSON(w, http.StatusOK, *qerr)
+		return
+	}
+	limited := sh.points.restore(now)
+	if limited && sh.points.available < float64(req.cost) {
+		sh.stats.Throttled++
+		ans := shopifyErrors("THROTTLED", "Throttled")
+		ans.Errors[0].Extensions["documentation"] = "https://shopify.dev/api/usage/rate-limits"
+		ans.Extensions = &shopifyCostExt{Cost: shopifyCost{RequestedQueryCost: req.cost, ThrottleStatus: sh.points.status()}}
+		sh.mu.Unlock()
+		writeJSON(w, http.StatusOK, ans)
+		return
+	}
+	if limited {
+		sh.points.available -= float64(req.cost)
+	}
+	plan := faultPlan{}
+	if req.op == shopifyOrdersOp {
+		plan = drawFault(sh.faults, &sh.faultRand)
+	}
+	hangFor := sh.faults.HangFor
+	var ans shopifyAnswer
+	actual := req.cost
+	switch plan.kind {
+	case fault5xx:
+		sh.stats.Faults.Err5xx++
+	case faultEmptyPage:
+		sh.stats.Faults.EmptyPage++
+		// The cursor resumes at the request's own position: following it loses nothing.
+		cur := shopifyCursorAt(sh.hash, req)
+		ans.Data = map[string]any{"orders": map[string]any{"nodes": []any{},
+			"pageInfo": map[string]any{"hasNextPage": true, "endCursor": cur.encode()}}}
+		actual = 2
+	default:
+		sh.world.advance(now)
+		var n int
+		ans.Data, actual, n, qerr = s.shopifyData(sh, req)
+		if qerr != nil {
+			ans = *qerr
+			actual = 1
+			break
+		}
+		switch plan.kind {
+		case faultHang:
+			sh.stats.Faults.Hang++
+		case faultMalformed:
+			sh.stats.Faults.Malformed++
+		default:
+			if req.op == shopifyOrdersOp {
+				sh.stats.Pages++
+				sh.stats.OrdersServed += int64(n)
+			}
+		}
+	}
+	if limited {
+		if plan.kind == fault5xx {
+			actual = 0 // nothing ran
+		}
+		sh.points.available = min(sh.points.limit.MaxAvailable, sh.points.available+float64(req.cost-actual))
+	}
+	if plan.kind != fault5xx {
+		ans.Extensions = &shopifyCostExt{Cost: shopifyCost{RequestedQueryCost: req.cost, ActualQueryCost: &actual, ThrottleStatus: sh.points.status()}}
+	}
+	sh.mu.Unlock()
+
+	if plan.kind == fault5xx {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"errors": "Service Unavailable (simulated fault), try again"})
+		return
+	}
+	b, err := json.Marshal(ans)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"errors": "encoding the answer failed"})
+		return
+	}
+	switch plan.kind {
+	case faultMalformed:
+		writeBody(w, http.StatusOK, malform(b, plan))
+	case faultHang:
+		if !hang(r.Context(), hangFor) {
+			return
+		}
+		if plan.abort {
+			abortConnection()
+		}
+		writeBody(w, http.StatusOK, b)
+	default:
+		writeBody(w, http.StatusOK, b)
+	}
+}
+
+func (b *pointBucket) status() shopifyThrottleStatus {
+	return shopifyThrottleStatus{MaximumAvailable: b.limit.MaxAvailable, CurrentlyAvailable: b.available, RestoreRate: b.limit.RestoreRate}
+}
+
+// parseShopifyRequest recognises the connector's two operations and checks
+// their variables as Shopify would; a problem is the GraphQL error answer.
+func parseShopifyRequest(op, query string, vars map[string]any, shop uint64) (shopifyRequest, *shopifyAnswer) {
+	fail := func(code, format string, args ...any) (shopifyRequest, *shopifyAnswer) {
+		a := shopifyErrors(code, format, args...)
+		return shopifyRequest{}, &a
+	}
+	if op == "" {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(query), "query "); ok {
+			op, _, _ = strings.Cut(name, "(")
+		}
+	}
+	if (op != shopifyOrdersOp && op != shopifyLinesOp) || !strings.HasPrefix(strings.TrimSpace(query), "query "+op+"(") {
+		return fail("UNSUPPORTED", "the simulator serves only the operations %s and %s of ordersync's shopify connector, got %q", shopifyOrdersOp, shopifyLinesOp, op)
+	}
+	req := shopifyRequest{op: op}
+	intVar := func(name string) (int, bool) {
+		f, ok := vars[name].(float64)
+		return int(f), ok && f == float64(int(f)) && f >= 1 && f <= shopifyMaxFirst
+	}
+	var ok bool
+	if req.first, ok = intVar("first"); !ok {
+		return fail("BAD_REQUEST", "Variable $first must be an integer between 1 and %d, got %v", shopifyMaxFirst, vars["first"])
+	}
+	switch after := vars["after"].(type) {
+	case nil:
+	case string:
+		req.after = after
+	default:
+		return fail("BAD_REQUEST", "Variable $after must be a string or null")
+	}
+	if op == shopifyLinesOp {
+		gid, _ := vars["id"].(string)
+		n, isGID := strings.CutPrefix(gid, shopifyOrderGID)
+		seq, err := strconv.ParseUint(n, 10, 64)
+		if !isGID || err != nil || seq < 1_000_000_000 || seq-1_000_000_000 > 1<<32-1 {
+			return fail("BAD_REQUEST", "Variable $id of type ID! was provided invalid value %q", gid)
+		}
+		req.orderSeq = uint32(seq - 1_000_000_000)
+		req.cost = 1 + 2 + 3*req.first
+		return req, nil
+	}
+	if req.lines, ok = intVar("lines"); !ok {
+		return fail("BAD_REQUEST", "Variable $lines must be an integer between 1 and %d, got %v", shopifyMaxFirst, vars["lines"])
+	}
+	search, _ := vars["query"].(string)
+	lo, hi, err := parseShopifySearch(search)
+	if err != nil {
+		return fail("BAD_REQUEST", "%v", err)
+	}
+	req.lo, req.hi = lo, hi
+	req.cost = 2 + req.first*(3+2+3*req.lines)
+	if req.cost > shopifyMaxCost {
+		a := shopifyErrors("MAX_COST_EXCEEDED", "Query cost is %d, which exceeds the single query max cost limit (%d).", req.cost, shopifyMaxCost)
+		a.Errors[0].Extensions["cost"], a.Errors[0].Extensions["maxCost"] = req.cost, shopifyMaxCost
+		return shopifyRequest{}, &a
+	}
+	if req.after != "" {
+		if _, err := decodeCursor(req.after, shop, lo*1000, hi*1000); err != nil {
+			return fail("BAD_REQUEST", "%s: %v", shopifyBadCursor, err)
+		}
+	}
+	return req, nil
+}
+
+var shopifyTerm = regexp.MustCompile(`^updated_at:(>=|>|<=|<)(?:'([^']*)'|"([^"]*)")$`)
+
+// parseShopifySearch reads updated_at ranges of Shopify search syntax into
+// a window [lo, hi) of µs, comparing at whole seconds as Shopify does: a
+// bound with a fraction of a second selects what whole-second updatedAt
+// values it admits.
+func parseShopifySearch(q string) (lo, hi int64, err error) {
+	lo, hi = minTime.UnixMicro(), maxTime.UnixMicro()
+	if strings.TrimSpace(q) == "" {
+		return lo, hi, nil
+	}
+	const sec = int64(time.Second / time.Microsecond)
+	floor := func(t time.Time) int64 { return t.Truncate(time.Second).UnixMicro() }
+	for _, term := range regexp.MustCompile(`\s+AND\s+`).Split(strings.TrimSpace(q), -1) {
+		m := shopifyTerm.FindStringSubmatch(term)
+		if m == nil {
+			return 0, 0, fmt.Errorf("the simulator understands only updated_at ranges with quoted dates joined by AND (updated_at:>='2026-01-01T00:00:00Z'), got %q", term)
+		}
+		v := m[2] + m[3]
+		t, perr := time.Parse(time.RFC3339Nano, v)
+		if perr != nil || t.Before(minTime) || !t.Before(maxTime) {
+			return 0, 0, fmt.Errorf("%q is not an ISO 8601 time between 1970 and 2200", v)
+		}
+		ceil := floor(t)
+		if !t.Equal(t.Truncate(time.Second)) {
+			ceil += sec
+		}
+		switch m[1] {
+		case ">=":
+			lo = max(lo, ceil)
+		case ">":
+			lo = max(lo, floor(t)+sec)
+		case "<":
+			hi = min(hi, ceil)
+		case "<=":
+			hi = min(hi, floor(t)+sec)
+		}
+	}
+	return lo, hi, nil
+}
+
+// shopifyCursorAt is the orders cursor a request starts at.
+func shopifyCursorAt(shop uint64, req shopifyRequest) cursor {
+	if req.after != "" {
+		if c, err := decodeCursor(req.after, shop, req.lo*1000, req.hi*1000); err == nil {
+			return c
+		}
+	}
+	return cursor{shop: shop, from: req.lo * 1000, to: req.hi * 1000, after: entry{upd: req.lo}}
+}
+
+// shopifyData runs a valid request on the shop's world (locked, advanced):
+// the answer's data, its actual cost and the number of orders listed.
+func (s *Simulator) shopifyData(sh *shop, req shopifyRequest) (any, int, int, *shopifyAnswer) {
+	linePage := s.cfg.ShopifyLinePage
+	if req.op == shopifyLinesOp {
+		w := sh.world
+		if req.orderSeq == 0 || int(req.orderSeq) > len(w.orders) || w.orders[req.orderSeq-1].shown < 0 {
+			return map[string]any{"order": nil}, 1, 0, nil
+		}
+		id := orderID(req.orderSeq)
+		from := 0
+		if req.after != "" {
+			var ok bool
+			if from, ok = decodeLineCursor(req.after, id); !ok {
+				a := shopifyErrors("BAD_REQUEST", "%s for the lines of order %s", shopifyBadCursor, id)
+				return nil, 0, 0, &a
+			}
+		}
+		conn, n := shopifyLines(req.orderSeq, &w.orders[req.orderSeq-1], sh.currency, from, min(req.first, linePage))
+		return map[string]any{"order": map[string]any{"lineItems": conn}}, 1 + 2 + 3*n, 0, nil
+	}
+	cur := shopifyCursorAt(sh.hash, req)
+	items, more := sh.world.page(req.lo, req.hi, cur.after, req.first)
+	nodes := make([]shopifyNode, len(items))
+	actual := 2
+	for i, it := range items {
+		var n int
+		nodes[i], n = renderShopify(it.seq, &it.o, it.v, sh.currency, min(req.lines, linePage))
+		actual += 3 + 2 + 3*n
+	}
+	pageInfo := shopifyPageInfo{HasNextPage: more}
+	if len(items) > 0 {
+		last := items[len(items)-1]
+		cur.after = entry{upd: last.v.updated, seq: last.seq}
+		c := cur.encode()
+		pageInfo.EndCursor = &c
+	}
+	return map[string]any{"orders": map[string]any{"nodes": nodes, "pageInfo": pageInfo}}, actual, len(items), nil
+}
+
+type shopifyPageInfo struct {
+	HasNextPage bool    `json:"hasNextPage"`
+	EndCursor   *string `json:"endCursor"`
+}
+
+type shopifyMoneyBag struct {
+	ShopMoney shopifyMoney `json:"shopMoney"`
+}
+
+type shopifyMoney struct {
+	Amount       string `json:"amount"`
+	CurrencyCode string `json:"currencyCode"`
+}
+
+type shopifyLineNode struct {
+	ID                   string          `json:"id"`
+	SKU                  string          `json:"sku"`
+	Name                 string          `json:"name"`
+	Title                string          `json:"title"`
+	Quantity             int64           `json:"quantity"`
+	OriginalUnitPriceSet shopifyMoneyBag `json:"originalUnitPriceSet"`
+}
+
+type shopifyLineConn struct {
+	Nodes    []shopifyLineNode `json:"nodes"`
+	PageInfo shopifyPageInfo   `json:"pageInfo"`
+}
+
+type shopifyNode struct {
+	ID                       string          `json:"id"`
+	Name                     string          `json:"name"`
+	CreatedAt                string          `json:"createdAt"`
+	UpdatedAt                string          `json:"updatedAt"`
+	CancelledAt              *string         `json:"cancelledAt"`
+	DisplayFinancialStatus   string          `json:"displayFinancialStatus"`
+	DisplayFulfillmentStatus string          `json:"displayFulfillmentStatus"`
+	CurrencyCode             string          `json:"currencyCode"`
+	TotalPriceSet            shopifyMoneyBag `json:"totalPriceSet"`
+	LineItems                shopifyLineConn `json:"lineItems"`
+}
+
+// shopifySeconds renders a µs time as Shopify does: whole seconds, UTC.
+func shopifySeconds(us int64) string {
+	return time.UnixMicro(us).UTC().Truncate(time.Second).Format(time.RFC3339)
+}
+
+// ShopifyFinancialStatus is the displayFinancialStatus the Shopify surface
+// shows for an order status of the list endpoint, and whether the order is
+// cancelled (cancelledAt set).
+func ShopifyFinancialStatus(status string) (financial string, cancelled bool) {
+	switch status {
+	case "pending":
+		return "PENDING", false
+	case "refunded":
+		return "REFUNDED", false
+	case "cancelled":
+		return "VOIDED", true
+	}
+	return "PAID", false // paid, shipped, delivered
+}
+
+// renderShopify builds the Order node of order seq at version v, with its
+// first lines; it returns how many lines it lists.
+func renderShopify(seq uint32, o *order, v version, currency string, lines int) (shopifyNode, int) {
+	financial, cancelled := ShopifyFinancialStatus(v.status.String())
+	fulfillment := "UNFULFILLED"
+	if v.status == statusShipped || v.status == statusDelivered {
+		fulfillment = "FULFILLED"
+	}
+	updated := shopifySeconds(v.updated)
+	n := shopifyNode{
+		ID: shopifyOrderGID + orderID(seq), Name: "#" + orderID(seq), CreatedAt: shopifySeconds(o.created), UpdatedAt: updated,
+		DisplayFinancialStatus: financial, DisplayFulfillmentStatus: fulfillment, CurrencyCode: currency,
+		TotalPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: formatCents(v.total), CurrencyCode: currency}},
+	}
+	if cancelled {
+		n.CancelledAt = &updated
+	}
+	var count int
+	n.LineItems, count = shopifyLines(seq, o, currency, 0, lines)
+	return n, count
+}
+
+// shopifyLines is the lineItems page of order seq from line from on.
+func shopifyLines(seq uint32, o *order, currency string, from, first int) (shopifyLineConn, int) {
+	all := orderLines(seq, o)
+	end := min(from+first, len(all))
+	conn := shopifyLineConn{Nodes: []shopifyLineNode{}, PageInfo: shopifyPageInfo{HasNextPage: end < len(all)}}
+	for _, l := range all[min(from, end):end] {
+		conn.Nodes = append(conn.Nodes, shopifyLineNode{ID: shopifyLineGID + l.ID, SKU: l.SKU, Name: l.Title, Title: l.Title, Quantity: l.Quantity,
+			OriginalUnitPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: l.Price, CurrencyCode: currency}}})
+	}
+	if end > from {
+		c := encodeLineCursor(orderID(seq), end)
+		conn.PageInfo.EndCursor = &c
+	}
+	return conn, len(conn.Nodes)
+}
+
+// LineItem is one line of an order, as both surfaces list it (the list
+// endpoint without the id).
+type LineItem struct {
+	// ID is the line's number: the order's id and the line's two-digit
+	// position (1000000001 -> 100000000101, ...).
+	ID       string `json:"id"`
+	SKU      string `json:"sku"`
+	Title    string `json:"title"`
+	Quantity int64  `json:"quantity"`
+	Price    string `json:"price"` // unit price, a decimal string
+}
+
+func orderLines(seq uint32, o *order) []LineItem {
+	d := newDetails(o.seed)
+	out := make([]LineItem, d.n)
+	for i := range out {
+		it := d.items[i]
+		out[i] = LineItem{ID: fmt.Sprintf("%s%02d", orderID(seq), i+1), SKU: "SKU-" + strconv.Itoa(int(it.sku)),
+			Title: products[it.product], Quantity: it.qty, Price: formatCents(it.price)}
+	}
+	return out
+}
+
+// LineItems returns an order's lines: part of the ground truth, and the
+// same in every version (only status and total change).
+func (s *Simulator) LineItems(shopName, id string) ([]LineItem, error) {
+	sh, ok := s.byName[shopName]
+	if !ok {
+		return nil, fmt.Errorf("unknown shop %q", shopName)
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n <= 1_000_000_000 {
+		return nil, fmt.Errorf("%q is not an order id of the simulator", id)
+	}
+	seq := n - 1_000_000_000
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if seq > uint64(len(sh.world.orders)) {
+		return nil, fmt.Errorf("shop %q has no order %s", shopName, id)
+	}
+	return orderLines(uint32(seq), &sh.world.orders[seq-1]), nil
+}
+
+// Line cursors name the order and the position after the last line listed.
+func encodeLineCursor(id string, next int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("lines:" + id + ":" + strconv.Itoa(next)))
+}
+
+func decodeLineCursor(c, id string) (int, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, false
+	}
+	n, ok := strings.CutPrefix(string(b), "lines:"+id+":")
+	next, err := strconv.Atoi(n)
+	return next, ok && err == nil && next >= 0
+}
