@@ -12,25 +12,37 @@ import (
 func newDLQCommand(app *App) *cobra.Command {
 	cmd := &cobra.Command{Use: "dlq", Short: "List, retry or discard dead-lettered slices"}
 	var platform string
-	cmd.PersistentFlags().StringVarP(&platform, "platform", "p", "", "platform name (required)")
+	cmd.PersistentFlags().StringVarP(&platform, "platform", "p", "", "platform name (required by retry and discard; list shows every platform without it)")
 
 	list := &cobra.Command{
-		Use:     "list",
-		Short:   "List a platform's dead-lettered slices",
-		Example: "  ordersync dlq list --platform sim-acme",
+		Use:   "list",
+		Short: "List dead-lettered slices: one platform's, or every platform's",
+		Long: `Lists the dead-lettered slices of --platform, or, without it, of every
+platform in the platforms file, or, with no platforms file, of every
+dead-letter workflow running on the server.`,
+		Example: "  ordersync dlq list --platform sim-acme\n  ordersync dlq list",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := app.requirePlatform(platform); err != nil {
-				return err
-			}
 			c, err := app.Dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			entries, err := deadLetters(cmd.Context(), c, platform)
+			var args []string
+			if platform != "" {
+				args = []string{platform}
+			}
+			names, err := app.platformNames(cmd.Context(), c, args, api.DeadLetterWorkflowType)
 			if err != nil {
 				return err
+			}
+			var entries []api.DeadLetterEntry
+			for _, n := range names {
+				es, err := deadLetters(cmd.Context(), c, n)
+				if err != nil {
+					return err
+				}
+				entries = append(entries, es...)
 			}
 			if app.Output == "json" {
 				if entries == nil {
@@ -46,8 +58,10 @@ func newDLQCommand(app *App) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if st, ok := deadLetterStatus(cmd.Context(), c, platform); ok && st.Rejected > 0 {
-				fmt.Fprintf(app.Out, "\n%d signal(s) refused; the last: %s\n", st.Rejected, st.LastError)
+			for _, n := range names {
+				if st, ok := deadLetterStatus(cmd.Context(), c, n); ok && st.Rejected > 0 {
+					fmt.Fprintf(app.Out, "\n%s: %d signal(s) refused; the last: %s\n", n, st.Rejected, st.LastError)
+				}
 			}
 			return nil
 		},
@@ -110,13 +124,14 @@ func newDLQActionCommand(app *App, platform *string, verb, signal, short string)
 	return cmd
 }
 
-// requirePlatform checks the platform is named and configured.
+// requirePlatform checks the platform is named and, when there is a
+// platforms file, configured in it.
 func (a *App) requirePlatform(name string) error {
 	if name == "" {
 		return Usage(fmt.Errorf("--platform is required"))
 	}
-	f, err := a.LoadPlatforms()
-	if err != nil {
+	f, err := a.loadPlatformsIfAny()
+	if err != nil || f == nil {
 		return err
 	}
 	_, err = SelectPlatforms(f, []string{name})

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,6 +46,9 @@ type App struct {
 	Output        string
 	Out, Err      io.Writer
 	Logger        *slog.Logger
+	// fileGiven is set when the user named the platforms file (-f or
+	// ORDERSYNC_PLATFORMS_FILE), not the default platforms.yaml.
+	fileGiven bool
 	// temporal holds the connection flags; set ones override the environment.
 	temporal temporalFlags
 	// dial replaces Dial in tests.
@@ -88,6 +93,8 @@ func (a *App) init(cmd *cobra.Command) error {
 		return Usage(err)
 	}
 	a.temporal.apply(cmd.Flags(), &proc)
+	_, fileEnv := os.LookupEnv(config.EnvPrefix + "_PLATFORMS_FILE")
+	a.fileGiven = cmd.Flags().Changed("platforms-file") || fileEnv
 	a.Process = proc
 	if a.PlatformsFile == "" {
 		a.PlatformsFile = proc.PlatformsFile
@@ -115,6 +122,9 @@ func NewLogger(w io.Writer, level, format string) *slog.Logger {
 // LoadPlatforms reads the platforms file; invalid files are usage errors.
 func (a *App) LoadPlatforms() (*config.File, error) {
 	f, err := config.LoadFile(a.PlatformsFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errNoPlatformsFile(a.PlatformsFile)
+	}
 	if err != nil {
 		return nil, Usage(err)
 	}

@@ -49,27 +49,20 @@ without a usable updated_at, or a version stamped further ahead of now than
 ORDERSYNC_MAX_FUTURE_SKEW (it would pin the order); -o json splits them
 into counts.orders_rejected and counts.orders_future_stamped, and the
 worker logs each with platform and order id.
---watch refreshes; with -o json it writes one JSON document per line (no
+Without a platforms file (none given, no platforms.yaml here) it shows every
+cursor running on the server. --watch refreshes; with -o json it writes one JSON document per line (no
 screen codes). In JSON, state is the STATE column and lag_seconds is
 computed when the status is read (as_of).`,
 		Example: "  ordersync platform status\n  ordersync platform status --watch\n  ordersync platform status sim-acme -o json",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := app.LoadPlatforms()
-			if err != nil {
-				return err
-			}
-			platforms, err := SelectPlatforms(f, args)
-			if err != nil {
-				return err
-			}
 			c, err := app.Dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			names := make([]string, len(platforms))
-			for i, p := range platforms {
-				names[i] = p.Name
+			names, err := app.platformNames(cmd.Context(), c, args, api.CursorWorkflowType)
+			if err != nil {
+				return err
 			}
 			if !watch {
 				rows, err := collectStatus(cmd.Context(), c, names)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,12 +53,14 @@ count as missing until the slices are reprocessed.`,
 		Example: "  ordersync verify --platform sim-acme\n  ordersync verify --platform sim-acme --until -10m -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := app.requirePlatform(platform); err != nil {
+			if platform == "" {
+				return Usage(fmt.Errorf("--platform is required"))
+			}
+			ctx := cmd.Context()
+			p, err := app.verifySettings(ctx, platform)
+			if err != nil {
 				return err
 			}
-			f, _ := app.LoadPlatforms()
-			p, _ := f.Get(platform)
-			ctx := cmd.Context()
 			cutoff, err := app.verifyCutoff(ctx, platform, until)
 			if err != nil {
 				return err
@@ -96,6 +99,35 @@ count as missing until the slices are reprocessed.`,
 	cmd.Flags().StringVar(&until, "until", "", "check orders updated before this time: RFC3339 or relative (-10m); default the watermark")
 	cmd.Flags().StringVar(&adminToken, "sim-admin-token", "", "simulator admin token (default $ORDERSYNC_SIM_ADMIN_TOKEN or the dev demo token)")
 	return cmd
+}
+
+// verifySettings are the platform's settings from the platforms file or,
+// without one, from its running cursor (the status query carries them).
+func (a *App) verifySettings(ctx context.Context, platform string) (config.Platform, error) {
+	f, err := a.loadPlatformsIfAny()
+	if err != nil {
+		return config.Platform{}, err
+	}
+	if f != nil {
+		p, ok := f.Get(platform)
+		if !ok {
+			return config.Platform{}, Usage(fmt.Errorf("unknown platform %q (configured: %s)", platform, strings.Join(f.Names(), ", ")))
+		}
+		return p, nil
+	}
+	c, err := a.Dial(ctx)
+	if err != nil {
+		return config.Platform{}, err
+	}
+	defer c.Close()
+	st, found, err := cursorStatus(ctx, c, platform)
+	if err != nil {
+		return config.Platform{}, err
+	}
+	if !found {
+		return config.Platform{}, errNoPlatformsFile(a.PlatformsFile)
+	}
+	return st.Settings, nil
 }
 
 func (a *App) verifyCutoff(ctx context.Context, platform, until string) (time.Time, error) {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,41 @@ func TestCLICommandsAgainstTheServer(t *testing.T) {
 	code, out, _ = s.runCLI("platform", "apply")
 	require.Zero(t, code)
 	require.Contains(t, out, "cli-a: unchanged")
+
+	// Read-only commands work from the server alone: in a directory with no
+	// platforms file and none named, status shows every running cursor,
+	// dlq list every dead-letter workflow, verify takes the settings from
+	// the cursor; a command that needs the file says how to give one.
+	t.Chdir(t.TempDir())
+	t.Setenv("ORDERSYNC_PLATFORMS_FILE", "")
+	os.Unsetenv("ORDERSYNC_PLATFORMS_FILE")
+	noFile := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		app := &cli.App{Out: &out, Err: &errOut}
+		code := cli.Execute(cli.NewRootCommand(app), append(args, "--address", s.srv.FrontendAddress()), &errOut)
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut = noFile("platform", "status", "-o", "json")
+	require.Zero(t, code, errOut)
+	var fleet []struct {
+		Platform string `json:"platform"`
+		Running  bool   `json:"running"`
+		State    string `json:"state"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &fleet), out)
+	require.Len(t, fleet, 2, out)
+	require.Equal(t, "cli-a", fleet[0].Platform)
+	require.True(t, fleet[0].Running)
+	require.NotEmpty(t, fleet[0].State)
+	code, out, errOut = noFile("dlq", "list", "-o", "json")
+	require.Zero(t, code, errOut)
+	require.JSONEq(t, "[]", out)
+	code, out, errOut = noFile("verify", "--platform", "cli-a", "--sim-admin-token", adminToken)
+	require.Zero(t, code, out+errOut)
+	require.Contains(t, out, "0 missing, 0 stale")
+	code, _, errOut = noFile("platform", "start", "cli-a")
+	require.Equal(t, cli.ExitUsage, code)
+	require.Contains(t, errOut, "platforms file platforms.yaml not found: give one with -f FILE or ORDERSYNC_PLATFORMS_FILE=FILE")
 
 	// An unreachable server is exit 1 and names the address tried.
 	t.Setenv("ORDERSYNC_TEMPORAL_ADDRESS", "127.0.0.1:1")
