@@ -73,12 +73,13 @@ func run(ctx context.Context, app *cli.App, o options) error {
 	if o.dbPath == "" {
 		o.dbPath = filepath.Join(app.Process.DataDir, "temporal.db")
 	}
+	logPath := filepath.Join(app.Process.DataDir, "temporal.log")
 	srv, err := devserver.Start(devserver.Options{
 		DatabasePath: o.dbPath,
 		FrontendPort: o.frontendPort,
 		UIPort:       o.uiPort,
 		Namespace:    app.Process.TemporalNamespace,
-		LogFile:      filepath.Join(app.Process.DataDir, "temporal.log"),
+		LogFile:      logPath,
 	})
 	if err != nil {
 		return fmt.Errorf("dev server: %w", err)
@@ -94,6 +95,7 @@ func run(ctx context.Context, app *cli.App, o options) error {
 		fmt.Fprintf(app.Out, "Temporal Web UI:   %s\n", ui)
 	}
 	fmt.Fprintf(app.Out, "Temporal data:     %s\n", o.dbPath)
+	fmt.Fprintf(app.Out, "Temporal log:      %s\n", logPath)
 	if o.serverOnly {
 		<-ctx.Done()
 		return nil
