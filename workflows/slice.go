@@ -47,6 +47,7 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 	canSplit := s.in.End.Sub(s.in.Start) >= 2*MinSliceSpan
 	token := ""
 	followed := tokenLog{}
+	stalls := 0
 	for page := 1; ; page++ {
 		if page > p.MaxPages && canSplit {
 			s.res.Outcome = api.SliceSplit
@@ -88,7 +89,17 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		if r.NextToken == "" {
 			break
 		}
-		if first, seen := followed.add(r.NextToken, page); seen &&
+		// An empty page that hands back the token it was asked with says
+		// "nothing here yet, ask again" (the simulator does, and real
+		// platforms do on a slow index): followed a few times in a row. Any
+		// other repeat, or too many stalls, is a cycle.
+		stall := r.Fetched == 0 && r.NextToken == token
+		if stall {
+			stalls++
+		} else {
+			stalls = 0
+		}
+		if first, seen := followed.add(r.NextToken, page); seen && (!stall || stalls > maxStalls) &&
 			workflow.GetVersion(ctx, versionRepeatedToken, workflow.DefaultVersion, 1) >= 1 {
 			return s.fail(ctx, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"page %d returned the next-page token that page %d returned before (%s): the platform pages in a cycle",
@@ -99,6 +110,10 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 	s.res.Outcome = api.SliceCompleted
 	return s.finish(ctx, searchattr.StateCompleted)
 }
+
+// maxStalls is how many empty pages in a row may hand back the token they
+// were asked with before the slice counts it as a cycle.
+const maxStalls = 5
 
 // tokenLog remembers every next-page token a slice followed (by digest, as
 // tokens can be long URLs) and the page that returned it, so a platform that
