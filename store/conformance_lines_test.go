@@ -197,6 +197,23 @@ func testLinesBigOrder(t *testing.T, dsn string) {
 	requireVersion(t, s, shrunk)
 	requireVersion(t, s, small)
 
+	// Many orders with lines in one batch: more than one round trip's worth.
+	many := func(v int) []connectors.Order {
+		out := make([]connectors.Order, 1200)
+		for i := range out {
+			out[i] = withLines(version("many", fmt.Sprintf("m%04d", i), v), 1+(i+v)%4)
+		}
+		return out
+	}
+	require.Equal(t, UpsertResult{Inserted: 1200}, upsert(t, s, many(1)...))
+	require.Equal(t, UpsertResult{Updated: 1200}, upsert(t, s, many(2)...))
+	require.Equal(t, UpsertResult{Unchanged: 1200}, upsert(t, s, many(1)...))
+	stored := orderLines(t, s, "many")
+	require.Len(t, stored, 1200)
+	for _, o := range many(2) {
+		require.Equal(t, StoredLines{UpdatedAt: o.UpdatedAt, HasLines: true, Lines: o.Lines}, stored[o.ID], o.ID)
+	}
+
 	tooBig := withLines(version("p", "too-big", 1), maxLinesPerOrder+1)
 	_, err := s.UpsertOrders(context.Background(), []connectors.Order{tooBig})
 	require.ErrorIs(t, err, ErrInvalidOrder)

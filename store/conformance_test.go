@@ -34,7 +34,7 @@ var conformanceCases = []struct {
 	{"lines follow the version", testLinesFollowTheVersion},
 	{"lines of a version stamped in the future are replaced", testLinesFutureStampedHeals},
 	{"lines of duplicates inside one batch", testLinesDuplicatesInBatch},
-	{"an order with 10000 lines", testLinesBigOrder},
+	{"big orders and big batches with lines", testLinesBigOrder},
 	{"invalid lines write nothing", testInvalidLines},
 	{"OrderLines", testOrderLines},
 	{"orders stored before lines existed", testLinesAfterUpgrade},
