@@ -45,7 +45,9 @@ outside its work window, settling, concurrency limit, circuit breaker open).
 LATE counts orders first seen by a re-sweep (resweep_delay): the platform
 showed them later than the overlap covers, so the overlap is too small.
 NOT STORED counts orders the platform sent that were set aside: an order
-without a usable updated_at, or a version stamped further ahead of now than
+without a usable updated_at or with lines the store refuses (more than
+10,000, a missing or repeated line id, an oversized field, a unit price
+that is not a decimal), or a version stamped further ahead of now than
 ORDERSYNC_MAX_FUTURE_SKEW (it would pin the order); -o json splits them
 into counts.orders_rejected and counts.orders_future_stamped, and the
 worker logs each with platform and order id.
