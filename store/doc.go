@@ -53,6 +53,42 @@
 // every order received, even an ignored one; first_seen_at is set once.
 // Times are stored in UTC at microsecond precision.
 //
+// # Change feed
+//
+// Every version UpsertOrders accepts appends one row to the changes table
+// in the same transaction (a transactional outbox): a new order is a
+// "created" change, a version that replaces the stored one an "updated"
+// change. That includes an equal updated_at with other content or other
+// lines, which the store applies and counts Updated: the order's content
+// changed, so a receiver must hear of it. A version that is older, or
+// equal and unchanged, appends nothing, and a refused batch appends
+// nothing. Nothing else writes the feed.
+//
+// Each change gets a Seq that only grows and is handed out in commit
+// order, so a reader that resumes after the last Seq it saw never misses
+// one committed later under a smaller number. SQLite gets this from its
+// single writer (AUTOINCREMENT). PostgreSQL does not get it from a
+// sequence (BIGSERIAL numbers are taken at INSERT and commit in any
+// order), so every appending transaction takes its numbers from one
+// counter row (UPDATE change_counter ... RETURNING) as its last step: the
+// row lock serialises appenders until commit, and each continues from the
+// committed value. The cost is that appends (not the rest of a batch)
+// are serialised across writers, for the few milliseconds between the
+// counter update and the commit.
+//
+// A change records the key, kind, the accepted version's updated_at and
+// when it was committed; Changes joins it with the order and its lines as
+// stored when read. When a newer version has been accepted since, an
+// older change therefore carries the newer content (and the newer change
+// follows): a reader never sees an order go back to an older version.
+//
+// Retention: consumers (destinations) record how far they have
+// acknowledged the feed (AckChanges, which only moves forward), and
+// CompactChanges removes only changes older than the retention that every
+// known consumer, and every configured one, has acknowledged; a
+// configured destination that has acknowledged nothing holds everything.
+// Seqs are never reused after compaction (Head.LastSeq keeps the newest).
+//
 // The SQLite store notices when its file is deleted, replaced or made
 // unwritable under a running process: the batch fails (a retryable store
 // error to the activity), the connection pool is closed and reopened on the

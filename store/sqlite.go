@@ -179,6 +179,7 @@ type sqliteOps struct {
 	tx                           *sql.Tx
 	insert, read, touch, rewrite *sql.Stmt
 	deleteLines, insertLine      *sql.Stmt
+	appendChange                 *sql.Stmt
 }
 
 func (o *sqliteOps) prepare(ctx context.Context, stmt **sql.Stmt, query string) error {
@@ -194,7 +195,7 @@ func (o *sqliteOps) prepare(ctx context.Context, stmt **sql.Stmt, query string) 
 }
 
 func (o *sqliteOps) close() {
-	for _, st := range []*sql.Stmt{o.insert, o.read, o.touch, o.rewrite, o.deleteLines, o.insertLine} {
+	for _, st := range []*sql.Stmt{o.insert, o.read, o.touch, o.rewrite, o.deleteLines, o.insertLine, o.appendChange} {
 		if st != nil {
 			st.Close()
 		}

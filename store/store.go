@@ -41,6 +41,8 @@ type Store interface {
 	// CountOrders counts the orders of one platform, or of all platforms
 	// when platform is empty.
 	CountOrders(ctx context.Context, platform string) (int, error)
+	// Feed is the change feed UpsertOrders appends to.
+	Feed
 	// Close releases the database handle.
 	Close() error
 }
@@ -235,6 +237,17 @@ type batchOps interface {
 	// replaceLines deletes all stored lines of each order (all of them have
 	// lines, and claim locked their rows) and inserts the order's lines.
 	replaceLines(ctx context.Context, orders []row) error
+	// appendChanges appends the batch's accepted versions to the change
+	// feed, numbered in slice order. It is the transaction's last step, so
+	// PostgreSQL's counter lock is held only until the commit that follows.
+	appendChanges(ctx context.Context, changes []pendingChange, now time.Time) error
+}
+
+// pendingChange is one accepted version, before the feed numbers it.
+type pendingChange struct {
+	platform, orderID string
+	updatedAt         time.Time
+	kind              ChangeKind
 }
 
 // applyBatch runs the no-regression upsert of a validated batch; horizon is
@@ -252,6 +265,10 @@ type batchOps interface {
 // win leaves them untouched, and one that wins without lines keeps them.
 func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, now, horizon time.Time) (UpsertResult, error) {
 	var res UpsertResult
+	var changes []pendingChange
+	accept := func(o row, kind ChangeKind) {
+		changes = append(changes, pendingChange{platform: o.Platform, orderID: o.ID, updatedAt: o.UpdatedAt, kind: kind})
+	}
 	for r, round := range splitRounds(orders) {
 		claims, err := ops.claim(ctx, round, now)
 		if err != nil {
@@ -261,6 +278,7 @@ func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, no
 		for i, c := range claims {
 			if c.inserted && r == 0 {
 				res.Inserted++
+				accept(round[i], ChangeCreated)
 				if round[i].HasLines {
 					linesToWrite = append(linesToWrite, round[i])
 				}
@@ -268,6 +286,7 @@ func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, no
 			}
 			overwrite, updated := decide(c, round[i], horizon)
 			if overwrite {
+				accept(round[i], ChangeUpdated)
 				toWrite = append(toWrite, round[i])
 				if round[i].HasLines {
 					linesToWrite = append(linesToWrite, round[i])
@@ -288,6 +307,11 @@ func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, no
 			if err := ops.replaceLines(ctx, linesToWrite); err != nil {
 				return UpsertResult{}, err
 			}
+		}
+	}
+	if len(changes) > 0 {
+		if err := ops.appendChanges(ctx, changes, now); err != nil {
+			return UpsertResult{}, err
 		}
 	}
 	return res, nil
