@@ -77,7 +77,7 @@ platforms come from a YAML file (--platforms-file, ORDERSYNC_PLATFORMS_FILE).`,
 	root.PersistentFlags().StringVarP(&app.Output, "output", "o", "table", "output format: table or json")
 	app.temporal.register(root.PersistentFlags())
 	root.AddCommand(newWorkerCommand(app), newSimCommand(app), newPlatformCommand(app), newConfigCommand(app),
-		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app))
+		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app), newChangesCommand(app))
 	return root
 }
 
@@ -99,7 +99,10 @@ func (a *App) init(cmd *cobra.Command) error {
 	if a.PlatformsFile == "" {
 		a.PlatformsFile = proc.PlatformsFile
 	}
-	if a.Output != "table" && a.Output != "json" {
+	switch {
+	case a.Output == "table" || a.Output == "json":
+	case a.Output == "jsonl" && cmd.Annotations[annotationJSONL] != "":
+	default:
 		return Usage(fmt.Errorf("--output %q: want table or json", a.Output))
 	}
 	if a.Logger == nil {

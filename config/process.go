@@ -43,6 +43,10 @@ type Process struct {
 	// and still be stored as its newest version; platform versions stamped
 	// further ahead are set aside and counted, stored ones stop blocking.
 	MaxFutureSkew time.Duration `envconfig:"MAX_FUTURE_SKEW" default:"5m"`
+	// ChangeRetention is how long the change feed keeps a change that every
+	// destination has acknowledged; an unacknowledged change is never
+	// removed, however old.
+	ChangeRetention time.Duration `envconfig:"CHANGE_RETENTION" default:"168h"`
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
@@ -70,6 +74,9 @@ func LoadProcess() (Process, error) {
 	}
 	if p.MaxFutureSkew <= 0 || p.MaxFutureSkew > 24*time.Hour {
 		problems = append(problems, fmt.Sprintf("%s_MAX_FUTURE_SKEW: %s is not above 0 and at most 24h", EnvPrefix, p.MaxFutureSkew))
+	}
+	if p.ChangeRetention < 0 {
+		problems = append(problems, fmt.Sprintf("%s_CHANGE_RETENTION: %s is negative", EnvPrefix, p.ChangeRetention))
 	}
 	if p.TemporalAddress == "" {
 		problems = append(problems, fmt.Sprintf("%s_TEMPORAL_ADDRESS: must not be empty", EnvPrefix))
