@@ -105,8 +105,12 @@ block, which hold every change until they acknowledge one.`,
 	return cmd
 }
 
-// destinationNames lists the platforms file's destinations; none without
-// a platforms file.
+// destinationNames lists the platforms file's destinations; none when the
+// default platforms.yaml is absent.
 func (a *App) destinationNames() ([]string, error) {
-	return nil, nil
+	f, err := a.loadPlatformsIfAny()
+	if err != nil || f == nil {
+		return nil, err
+	}
+	return f.DestinationNames(), nil
 }

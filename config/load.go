@@ -18,6 +18,8 @@ import (
 type File struct {
 	Path      string
 	Platforms []Platform // sorted by name
+	// Destinations receive the change feed (the destinations block), sorted by name.
+	Destinations []Destination
 }
 
 // Get returns the platform with the given name.
@@ -125,7 +127,7 @@ func Parse(b []byte) (*File, error) {
 		ve.add("", "", "the file must be a mapping with the keys default and platforms")
 		return nil, ve
 	}
-	var defaultNode, platformsNode *yaml.Node
+	var defaultNode, platformsNode, destinationsNode *yaml.Node
 	top := root.Content[0]
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		key, val := top.Content[i], top.Content[i+1]
@@ -134,8 +136,10 @@ func Parse(b []byte) (*File, error) {
 			defaultNode = val
 		case "platforms":
 			platformsNode = val
+		case "destinations":
+			destinationsNode = val
 		default:
-			ve.add("", key.Value, "unknown top-level key (line %d); want default or platforms", key.Line)
+			ve.add("", key.Value, "unknown top-level key (line %d); want default, platforms or destinations", key.Line)
 		}
 	}
 	defaults := BuiltinDefaults()
@@ -177,9 +181,13 @@ func Parse(b []byte) (*File, error) {
 		ve.merge(p.Validate())
 		f.Platforms = append(f.Platforms, p)
 	}
+	if destinationsNode != nil {
+		f.Destinations = parseDestinations(destinationsNode, f.Names(), ve)
+	}
 	if len(ve.Problems) > 0 {
 		return nil, ve
 	}
+	sort.Slice(f.Destinations, func(i, j int) bool { return f.Destinations[i].Name < f.Destinations[j].Name })
 	sort.Slice(f.Platforms, func(i, j int) bool { return f.Platforms[i].Name < f.Platforms[j].Name })
 	return f, nil
 }
@@ -262,4 +270,43 @@ func cleanYAMLError(err error) string {
 		msg = msg[i+2:]
 	}
 	return msg
+}
+
+// parseDestinations reads the destinations block: a mapping of name to
+// settings over DestinationDefaults, each validated, every problem on its
+// own line naming the destination and field.
+func parseDestinations(node *yaml.Node, platforms []string, ve *ValidationError) []Destination {
+	if node.Kind != yaml.MappingNode {
+		ve.add("", "destinations", "must be a mapping of destination name to settings (line %d)", node.Line)
+		return nil
+	}
+	var out []Destination
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		name, val := node.Content[i].Value, node.Content[i+1]
+		if seen[name] {
+			ve.Problems = append(ve.Problems, Problem{Destination: name, Reason: fmt.Sprintf("defined twice (line %d)", node.Content[i].Line)})
+			continue
+		}
+		seen[name] = true
+		d := DestinationDefaults()
+		d.Name = name
+		// decodeInto names platforms; restate its problems as the destination's.
+		dve := &ValidationError{}
+		decodeInto(val, &d, name, "", dve, map[string]bool{})
+		for _, p := range dve.Problems {
+			p.Destination, p.Platform = p.Platform, ""
+			ve.Problems = append(ve.Problems, p)
+		}
+		reported := dve.fields()
+		if vve := d.Validate(platforms); vve != nil {
+			for _, p := range vve.Problems {
+				if !reported[p.Field] { // a field that did not decode is one mistake, not two
+					ve.Problems = append(ve.Problems, p)
+				}
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -12,6 +12,8 @@ import (
 // Problem is one invalid setting: which platform, which field, and why.
 type Problem struct {
 	Platform string // "" for file-level problems, "default" for the default block
+	// Destination names the destination a problem is about ("" otherwise).
+	Destination string
 	Field    string
 	Reason   string
 }
@@ -20,6 +22,9 @@ func (p Problem) String() string {
 	var b strings.Builder
 	if p.Platform != "" {
 		fmt.Fprintf(&b, "platform %q: ", p.Platform)
+	}
+	if p.Destination != "" {
+		fmt.Fprintf(&b, "destination %q: ", p.Destination)
 	}
 	if p.Field != "" {
 		fmt.Fprintf(&b, "field %q: ", p.Field)

@@ -1,0 +1,207 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// DestinationKinds lists the back-ends a destination may name. Adding one
+// means a row here, a case in Destination.checkKind and a sender in
+// activities/deliver.go (its registry test fails until all three agree).
+var DestinationKinds = []string{"webhook", "nats"}
+
+// DefaultDeliveryTaskQueue runs every Delivery workflow and its activities
+// unless a destination names another.
+const DefaultDeliveryTaskQueue = "deliveries"
+
+// Destination is one back-end that receives the change feed, from the
+// platforms file's destinations block. Like Platform it travels in
+// workflow input as JSON, so it holds a credential reference, never the
+// secret.
+type Destination struct {
+	Name string `json:"name" yaml:"-"`
+	Kind string `json:"kind" yaml:"kind"`
+	// URL is where batches go: the webhook's https URL (http only for
+	// loopback), or the NATS server (nats:// or tls://).
+	URL string `json:"url" yaml:"url"`
+	// Secret is the webhook signing secret (Standard Webhooks, "whsec_"
+	// and base64), or the NATS token; required for webhooks.
+	Secret CredentialRef `json:"secret,omitzero" yaml:"secret"`
+	// Subject prefixes NATS subjects: a change of platform P goes to
+	// "<subject>.<P>". A JetStream stream must capture them.
+	Subject string `json:"subject,omitempty" yaml:"subject"`
+	// Platforms limits the destination to these platforms' changes; empty
+	// sends every platform's.
+	Platforms []string `json:"platforms,omitempty" yaml:"platforms"`
+	// BatchSize is the most changes one delivery carries.
+	BatchSize int `json:"batch_size" yaml:"batch_size"`
+	// Timeout bounds one delivery attempt.
+	Timeout Duration `json:"timeout" yaml:"timeout"`
+	// Retries is how many times a failed batch is retried before it counts
+	// as a failure for the breaker.
+	Retries       int      `json:"retries" yaml:"retries"`
+	RetryInterval Duration `json:"retry_interval" yaml:"retry_interval"`
+	// RateLimit bounds deliveries (batches) per second.
+	RateLimit RateLimit `json:"rate_limit" yaml:"rate_limit"`
+	// MaxInFlight is how many batches may be delivered at once. Only 1 is
+	// accepted for now: it is what keeps changes of one order in order.
+	MaxInFlight int `json:"max_in_flight" yaml:"max_in_flight"`
+	// BreakerFailures pauses delivery after this many consecutive failed
+	// batches and raises an alert; 0 disables the breaker.
+	BreakerFailures int `json:"breaker_failures" yaml:"breaker_failures"`
+	// Windows restrict when the destination may receive.
+	Windows   []string `json:"windows,omitempty" yaml:"windows"`
+	TaskQueue string   `json:"task_queue" yaml:"task_queue"`
+}
+
+// DestinationDefaults are the settings of a destination that sets nothing.
+func DestinationDefaults() Destination {
+	return Destination{
+		BatchSize:       100,
+		Timeout:         Duration(10e9),
+		Retries:         5,
+		RetryInterval:   Duration(1e9),
+		RateLimit:       RateLimit{RPS: 10, Burst: 10},
+		MaxInFlight:     1,
+		BreakerFailures: 5,
+		TaskQueue:       DefaultDeliveryTaskQueue,
+	}
+}
+
+var natsSubjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// Validate checks one destination; platforms are the file's platform
+// names, which Platforms must be among (nil skips that check).
+func (d Destination) Validate(platforms []string) *ValidationError {
+	ve := &ValidationError{}
+	bad := func(field, format string, args ...any) {
+		ve.Problems = append(ve.Problems, Problem{Destination: d.Name, Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if !platformName.MatchString(d.Name) {
+		bad("", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
+	}
+	switch {
+	case d.Kind == "":
+		bad("kind", "is required (one of %s)", strings.Join(DestinationKinds, ", "))
+	case !slices.Contains(DestinationKinds, d.Kind):
+		bad("kind", "unknown kind %q (one of %s)", d.Kind, strings.Join(DestinationKinds, ", "))
+	}
+	switch {
+	case d.Secret.Env != "" && d.Secret.File != "":
+		bad("secret", "set env or file, not both")
+	case d.Secret.Env != "" && !envName.MatchString(d.Secret.Env):
+		bad("secret.env", "%q is not an environment variable name (put the secret in the environment, not here)", d.Secret.Env)
+	}
+	d.checkKind(bad)
+	for _, p := range d.Platforms {
+		if platforms != nil && !slices.Contains(platforms, p) {
+			bad("platforms", "%q is not a platform of this file", p)
+		}
+	}
+	if d.BatchSize < 1 || d.BatchSize > 1000 {
+		bad("batch_size", "must be 1 to 1000, got %d", d.BatchSize)
+	}
+	if d.Timeout <= 0 {
+		bad("timeout", "must be positive, got %s", d.Timeout)
+	}
+	if d.Retries < 0 {
+		bad("retries", "must not be negative, got %d", d.Retries)
+	}
+	if d.RetryInterval <= 0 {
+		bad("retry_interval", "must be positive, got %s", d.RetryInterval)
+	}
+	if d.RateLimit.RPS <= 0 {
+		bad("rate_limit.rps", "must be positive, got %g", d.RateLimit.RPS)
+	}
+	if d.RateLimit.Burst < 1 {
+		bad("rate_limit.burst", "must be at least 1, got %d", d.RateLimit.Burst)
+	}
+	if d.MaxInFlight != 1 {
+		bad("max_in_flight", "must be 1 for now (one batch at a time keeps each order's changes in order), got %d", d.MaxInFlight)
+	}
+	if d.BreakerFailures < 0 {
+		bad("breaker_failures", "must not be negative (0 disables the breaker), got %d", d.BreakerFailures)
+	}
+	for _, w := range d.Windows {
+		if _, err := ParseWindow(w); err != nil {
+			bad("windows", "%v", err)
+		}
+	}
+	if strings.TrimSpace(d.TaskQueue) == "" {
+		bad("task_queue", "must not be empty")
+	}
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
+}
+
+// checkKind checks what only the destination's kind knows.
+func (d Destination) checkKind(bad func(field, format string, args ...any)) {
+	switch d.Kind {
+	case "webhook":
+		u, err := url.Parse(d.URL)
+		switch {
+		case d.URL == "":
+			bad("url", "is required")
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+			bad("url", "%q is not an https URL", d.URL)
+		case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+			bad("url", "%q: plain http only to loopback (127.0.0.1, ::1, localhost); use https", d.URL)
+		case u.User != nil:
+			bad("url", "must not carry credentials; use secret")
+		}
+		if d.Secret.Env == "" && d.Secret.File == "" {
+			bad("secret", "is required: {env: VAR_NAME} or {file: /path} holding the whsec_ signing secret; secrets never go in this file")
+		}
+		if d.Subject != "" {
+			bad("subject", "is for nats destinations")
+		}
+	case "nats":
+		u, err := url.Parse(d.URL)
+		switch {
+		case d.URL == "":
+			bad("url", "is required (nats://host:4222)")
+		case err != nil || u.Host == "" || (u.Scheme != "nats" && u.Scheme != "tls"):
+			bad("url", "%q is not a nats:// or tls:// URL", d.URL)
+		case u.User != nil:
+			bad("url", "must not carry credentials; use secret")
+		}
+		if d.Subject == "" {
+			bad("subject", "is required: changes of platform P go to <subject>.<P>")
+		} else if !natsSubjectToken.MatchString(d.Subject) {
+			bad("subject", "%q is not a NATS subject of plain tokens (letters, digits, _ and -, separated by dots)", d.Subject)
+		}
+	}
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Destination returns the destination with the given name.
+func (f *File) Destination(name string) (Destination, bool) {
+	for _, d := range f.Destinations {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Destination{}, false
+}
+
+// DestinationNames lists the destination names in order.
+func (f *File) DestinationNames() []string {
+	names := make([]string, len(f.Destinations))
+	for i, d := range f.Destinations {
+		names[i] = d.Name
+	}
+	return names
+}
