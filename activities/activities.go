@@ -43,6 +43,11 @@ type Activities struct {
 	Logger  *slog.Logger
 	// Metrics counts pages, upserts and API errors; nil records nothing.
 	Metrics *metrics.Recorder
+	// Feed is the store's change feed, read by delivery activities; nil in
+	// workers that deliver nothing.
+	Feed ChangeFeed
+	// Deliveries holds the worker's destinations and their senders.
+	Deliveries *Deliveries
 	// FutureSkew is how far ahead of now an order's updated_at may lie and
 	// still be stored; zero means DefaultFutureSkew.
 	FutureSkew time.Duration

@@ -14,8 +14,8 @@ type Problem struct {
 	Platform string // "" for file-level problems, "default" for the default block
 	// Destination names the destination a problem is about ("" otherwise).
 	Destination string
-	Field    string
-	Reason   string
+	Field       string
+	Reason      string
 }
 
 func (p Problem) String() string {

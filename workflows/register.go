@@ -12,9 +12,10 @@ type Registry interface {
 	RegisterWorkflowWithOptions(w interface{}, options workflow.RegisterOptions)
 }
 
-// Register registers the three workflows under their stable type names.
+// Register registers the workflows under their stable type names.
 func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(PlatformCursor, workflow.RegisterOptions{Name: api.CursorWorkflowType})
 	r.RegisterWorkflowWithOptions(FetchSlice, workflow.RegisterOptions{Name: api.SliceWorkflowType})
 	r.RegisterWorkflowWithOptions(DeadLetter, workflow.RegisterOptions{Name: api.DeadLetterWorkflowType})
+	r.RegisterWorkflowWithOptions(Delivery, workflow.RegisterOptions{Name: api.DeliveryWorkflowType})
 }

@@ -1,0 +1,146 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/store"
+)
+
+// webhookSender POSTs each batch as one JSON document, signed as the
+// Standard Webhooks specification says: webhook-id (the batch id, the same
+// on every redelivery), webhook-timestamp (Unix seconds) and
+// webhook-signature "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed
+// with the base64 part of the whsec_ secret.
+type webhookSender struct {
+	url    string
+	secret config.CredentialRef
+	client *http.Client
+	now    func() time.Time
+}
+
+// WebhookBatch is the body of a webhook delivery.
+type WebhookBatch struct {
+	// ID is also the webhook-id header: a receiver drops a batch whose id
+	// it has processed.
+	ID          string `json:"id"`
+	Type        string `json:"type"` // "orders.changes"
+	Destination string `json:"destination"`
+	// FromSeq and ToSeq bound the batch's seqs (inclusive).
+	FromSeq int64          `json:"from_seq"`
+	ToSeq   int64          `json:"to_seq"`
+	Changes []store.Change `json:"changes"`
+}
+
+func newWebhookSender(d config.Destination) (sender, error) {
+	return &webhookSender{
+		url:    d.URL,
+		secret: d.Secret,
+		now:    time.Now,
+		client: &http.Client{
+			// A redirect would send order data to another address; the
+			// configured URL is the only place it goes.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}, nil
+}
+
+// webhookKey reads the signing key behind the reference: "whsec_" (which
+// the specification puts in front) and base64.
+func webhookKey(ref config.CredentialRef) ([]byte, error) {
+	secret, err := ref.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || len(key) == 0 {
+		return nil, fmt.Errorf("webhook secret %s is not whsec_ followed by base64", ref)
+	}
+	return key, nil
+}
+
+// signWebhook returns the webhook-signature value for one delivery.
+func signWebhook(key []byte, id string, ts int64, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.", id, ts)
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func (w *webhookSender) send(ctx context.Context, b batch) error {
+	key, err := webhookKey(w.secret)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
+	}
+	body, err := json.Marshal(WebhookBatch{ID: b.ID, Type: "orders.changes", Destination: b.Destination,
+		FromSeq: b.Changes[0].Seq, ToSeq: b.Changes[len(b.Changes)-1].Seq, Changes: b.Changes})
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("encode batch "+b.ID+": "+err.Error(), ErrPermanent, nil)
+	}
+	ts := w.now().Unix()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("webhook request: "+err.Error(), ErrPermanent, nil)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", b.ID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", signWebhook(key, b.ID, ts, body))
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("post batch %s: %w", b.ID, redactURL(err))
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return classifyWebhookStatus(b.ID, resp)
+}
+
+// classifyWebhookStatus maps the receiver's answer: 2xx confirmed; 408,
+// 429 and 5xx worth retrying (Retry-After honoured); a redirect is retried
+// too (it is a receiver's misconfiguration an operator can fix); any other
+// 4xx is a refusal retrying cannot fix. The body is never quoted: a
+// receiver may echo order data.
+func classifyWebhookStatus(id string, resp *http.Response) error {
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		return nil
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500 || (code >= 300 && code < 400):
+		msg := fmt.Sprintf("batch %s: receiver answered HTTP %d", id, code)
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			return temporal.NewApplicationErrorWithOptions(msg, ErrTransient,
+				temporal.ApplicationErrorOptions{NextRetryDelay: min(time.Duration(secs)*time.Second, 10*time.Minute)})
+		}
+		return temporal.NewApplicationError(msg, ErrTransient)
+	default:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("HTTP %d", code), ErrDeliveryRefused, nil)
+	}
+}
+
+// redactURL drops the URL from a transport error (its query may carry a
+// token a receiver put there).
+func redactURL(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+func (w *webhookSender) close() {}

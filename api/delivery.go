@@ -1,0 +1,153 @@
+package api
+
+import (
+	"time"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// DeliveryWorkflowType is the registered name of the Delivery workflow.
+const DeliveryWorkflowType = "Delivery"
+
+// DeliveryWorkflowID is the ID of a destination's long-running Delivery
+// workflow: one per destination, so two starts cannot both deliver.
+func DeliveryWorkflowID(destination string) string { return "delivery/" + destination }
+
+// Delivery signals, updates and queries. Each message name is both a signal
+// (fire and forget, works from `temporal workflow signal`) and an update
+// (the caller gets the new status, and invalid input is rejected before it
+// reaches history). Payloads are strict JSON: an unknown field is refused.
+const (
+	// SignalDeliveryPause stops delivery after the batch in flight.
+	// Payload: PauseRequest (optional).
+	SignalDeliveryPause = "pause"
+	// SignalDeliveryResume continues a paused delivery and closes a tripped
+	// breaker.
+	SignalDeliveryResume = "resume"
+	// SignalDeliveryRetry delivers set-aside (poison) changes again: one by
+	// seq, or all. Payload: DeliverySelector.
+	SignalDeliveryRetry = "retry"
+	// SignalDeliverySkip drops set-aside changes without delivering them.
+	// Payload: DeliverySelector.
+	SignalDeliverySkip = "skip"
+	// QueryDeliveryStatus returns DeliveryStatus.
+	QueryDeliveryStatus = "status"
+	// QueryDeliveryPoison returns []PoisonChange, lowest seq first.
+	QueryDeliveryPoison = "poison"
+)
+
+// AlertDeliveryBreaker and AlertDeliveryPoison are the alert kinds of
+// deliveries.
+const (
+	AlertDeliveryBreaker = "delivery_breaker_open"
+	AlertDeliveryPoison  = "delivery_poison"
+)
+
+// DeliveryInput starts a Delivery workflow, or continues one with its state.
+type DeliveryInput struct {
+	Destination config.Destination `json:"destination"`
+	State       *DeliveryState     `json:"state,omitempty"`
+	// MaxBatchesPerRun caps one run's history (0: the default); it travels
+	// in the input so changing the default never changes a replay.
+	MaxBatchesPerRun int `json:"max_batches_per_run,omitempty"`
+}
+
+// DeliveryState is what a Delivery workflow carries over continue-as-new:
+// sequence numbers and counts only, never order data.
+type DeliveryState struct {
+	// Acked is the highest seq the destination confirmed (or that was set
+	// aside as poison): delivery resumes after it.
+	Acked       int64  `json:"acked"`
+	Paused      bool   `json:"paused,omitempty"`
+	PauseReason string `json:"pause_reason,omitempty"`
+	BreakerOpen bool   `json:"breaker_open,omitempty"`
+	// ConsecutiveFailures counts batches that failed after all retries.
+	ConsecutiveFailures int            `json:"consecutive_failures,omitempty"`
+	Poison              []PoisonChange `json:"poison,omitempty"`
+	// Retrying lists poison seqs an operator asked to deliver again.
+	Retrying  []int64        `json:"retrying,omitempty"`
+	Counts    DeliveryCounts `json:"counts"`
+	LastError string         `json:"last_error,omitempty"`
+	Runs      int            `json:"runs"`
+	// Rejected counts refused signals.
+	Rejected int `json:"rejected,omitempty"`
+}
+
+// DeliveryCounts are running totals over the workflow's life.
+type DeliveryCounts struct {
+	Batches   int64 `json:"batches"`
+	Changes   int64 `json:"changes"`
+	Failures  int64 `json:"failures"`
+	Poisoned  int64 `json:"poisoned"`
+	Retried   int64 `json:"retried"`
+	Skipped   int64 `json:"skipped"`
+	Refusals  int64 `json:"refusals"`
+	Bisecting int64 `json:"bisecting,omitempty"`
+}
+
+// PoisonChange is a change the destination refused in a way retrying
+// cannot fix (a 4xx other than 408 and 429): set aside, so the changes
+// behind it flow on, until an operator retries or skips it.
+type PoisonChange struct {
+	Seq int64 `json:"seq"`
+	// Reason is the destination's status (e.g. "HTTP 422"), never its
+	// body, which may echo order data.
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// DeliverySelector picks one set-aside change by seq, or all of them.
+type DeliverySelector struct {
+	Seq int64 `json:"seq,omitempty"`
+	All bool  `json:"all,omitempty"`
+}
+
+// DeliveryStatus answers the status query.
+type DeliveryStatus struct {
+	Destination string        `json:"destination"`
+	Kind        string        `json:"kind"`
+	State       DeliveryState `json:"state"`
+	// Waiting says why nothing is being delivered right now: "", "paused",
+	// "breaker open", "outside work windows", "rate limit", "retry backoff"
+	// or "feed empty".
+	Waiting   string    `json:"waiting,omitempty"`
+	WaitUntil time.Time `json:"wait_until,omitzero"`
+	AsOf      time.Time `json:"as_of"`
+	// InFlight is the seq range being delivered, if any.
+	InFlight *SeqRange `json:"in_flight,omitempty"`
+}
+
+// SeqRange is the half-open range (After, To] of the change feed.
+type SeqRange struct {
+	After int64 `json:"after"`
+	To    int64 `json:"to"`
+}
+
+// NextBatchRequest asks for the next batch after a seq.
+type NextBatchRequest struct {
+	Destination string `json:"destination"`
+	After       int64  `json:"after"`
+	Limit       int    `json:"limit"`
+	// Wait is how long the activity may wait for a change when there is
+	// none yet (long poll), so an idle destination writes little history.
+	Wait time.Duration `json:"wait"`
+}
+
+// NextBatchResult lists the seqs of the next batch (empty: none yet).
+type NextBatchResult struct {
+	Seqs []int64 `json:"seqs,omitempty"`
+}
+
+// DeliverRequest delivers the destination's changes in (After, To].
+type DeliverRequest struct {
+	Destination string `json:"destination"`
+	SeqRange
+	// Expect is how many changes the range held when it was listed; the
+	// activity fails if it reads fewer (compacted meanwhile).
+	Expect int `json:"expect"`
+}
+
+// DeliverResult counts what was delivered.
+type DeliverResult struct {
+	Delivered int `json:"delivered"`
+}

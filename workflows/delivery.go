@@ -1,0 +1,355 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+)
+
+// DefaultMaxBatchesPerRun caps one Delivery run's history when the input
+// does not say otherwise; the workflow then continues as new.
+const DefaultMaxBatchesPerRun = 500
+
+// deliveryLongPoll is how long one NextBatch activity waits for a change on
+// an idle feed: an idle destination writes a handful of events a minute.
+const deliveryLongPoll = 20 * time.Second
+
+// Delivery moves one destination along the change feed: it lists the next
+// batch after its acknowledged seq (seqs only), has an activity read and
+// deliver it, and moves the acknowledged seq only once the destination
+// confirmed. Order data never enters its history.
+func Delivery(ctx workflow.Context, in api.DeliveryInput) error {
+	if ve := in.Destination.Validate(nil); ve != nil {
+		return temporal.NewNonRetryableApplicationError("invalid destination settings: "+ve.Error(), "InvalidInput", nil)
+	}
+	d, err := newDelivery(in)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
+	}
+	return d.run(ctx)
+}
+
+type delivery struct {
+	dest       config.Destination
+	windows    config.Windows
+	st         api.DeliveryState
+	maxBatches int
+
+	batchesThisRun int
+	now            time.Time
+	waiting        string
+	waitUntil      time.Time
+	inFlight       *api.SeqRange
+	woken          bool // set by message handlers, so waits end early
+	alerts         int  // alert activities in flight
+
+	// rate limit: a token bucket of batches, refilled from workflow time.
+	tokens   float64
+	tokensAt time.Time
+}
+
+func newDelivery(in api.DeliveryInput) (*delivery, error) {
+	ws, err := config.ParseWindows(in.Destination.Windows)
+	if err != nil {
+		return nil, err
+	}
+	d := &delivery{dest: in.Destination, windows: ws, maxBatches: in.MaxBatchesPerRun, tokens: float64(in.Destination.RateLimit.Burst)}
+	if d.maxBatches <= 0 {
+		d.maxBatches = DefaultMaxBatchesPerRun
+	}
+	if in.State != nil {
+		d.st = *in.State
+	}
+	d.st.Runs++
+	return d, nil
+}
+
+func (d *delivery) run(ctx workflow.Context) error {
+	if err := d.registerHandlers(ctx); err != nil {
+		return err
+	}
+	for {
+		d.now = workflow.Now(ctx)
+		if d.continueDue(ctx) {
+			return d.continueAsNew(ctx)
+		}
+		if wait, until, ok := d.blocked(); ok {
+			if err := d.sleep(ctx, wait, until); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(d.st.Retrying) > 0 {
+			d.takeToken()
+			seq := d.st.Retrying[0]
+			d.st.Retrying = d.st.Retrying[1:]
+			if err := d.retryPoison(ctx, seq); err != nil {
+				return err
+			}
+			continue
+		}
+		var next api.NextBatchResult
+		err := workflow.ExecuteActivity(d.feedActivityContext(ctx), acts.NextBatch, api.NextBatchRequest{
+			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll}).Get(ctx, &next)
+		if err != nil {
+			return fmt.Errorf("list the next batch after %d: %w", d.st.Acked, err)
+		}
+		d.now = workflow.Now(ctx)
+		if _, _, ok := d.blocked(); ok || len(next.Seqs) == 0 {
+			continue // paused (or a window closed) during the long poll: list again later
+		}
+		d.takeToken()
+		if err := d.deliverBatch(ctx, next.Seqs); err != nil {
+			return err
+		}
+	}
+}
+
+// blocked says whether delivery must wait now, why, and until when (zero:
+// until a message arrives).
+func (d *delivery) blocked() (string, time.Time, bool) {
+	switch {
+	case d.st.BreakerOpen:
+		return "breaker open", time.Time{}, true
+	case d.st.Paused:
+		return "paused", time.Time{}, true
+	case len(d.windows) > 0 && !d.windows.OpenAt(d.now):
+		return "outside work windows", d.windows.NextOpen(d.now), true
+	}
+	d.refill()
+	if d.tokens < 1 {
+		need := time.Duration((1 - d.tokens) / d.dest.RateLimit.RPS * float64(time.Second))
+		return "rate limit", d.now.Add(max(need, time.Millisecond)), true
+	}
+	return "", time.Time{}, false
+}
+
+func (d *delivery) refill() {
+	if !d.tokensAt.IsZero() {
+		d.tokens += d.now.Sub(d.tokensAt).Seconds() * d.dest.RateLimit.RPS
+	}
+	d.tokens = min(d.tokens, float64(d.dest.RateLimit.Burst))
+	d.tokensAt = d.now
+}
+
+func (d *delivery) takeToken() { d.tokens-- }
+
+// sleep waits until until (zero: no timer) or a message, whichever first.
+func (d *delivery) sleep(ctx workflow.Context, why string, until time.Time) error {
+	d.waiting, d.waitUntil, d.woken = why, until, false
+	defer func() { d.waiting, d.waitUntil = "", time.Time{} }()
+	wake := func() bool { return d.woken || d.continueDue(ctx) }
+	if until.IsZero() {
+		return workflow.Await(ctx, wake)
+	}
+	_, err := workflow.AwaitWithTimeout(ctx, until.Sub(d.now), wake)
+	return err
+}
+
+// deliverBatch delivers (Acked, last seq]. A batch the destination refuses
+// as a whole is delivered again one change at a time, so only the changes
+// it refuses alone are set aside.
+func (d *delivery) deliverBatch(ctx workflow.Context, seqs []int64) error {
+	after, to := d.st.Acked, seqs[len(seqs)-1]
+	err := d.deliver(ctx, after, to, len(seqs))
+	switch {
+	case err == nil:
+		d.delivered(to, len(seqs))
+		return nil
+	case isRefused(err) && len(seqs) == 1:
+		d.setAside(ctx, to, err)
+		return nil
+	case isRefused(err):
+		d.st.Counts.Bisecting++
+		prev := after
+		for _, seq := range seqs {
+			err := d.deliver(ctx, prev, seq, 1)
+			switch {
+			case err == nil:
+				d.delivered(seq, 1)
+			case isRefused(err):
+				d.setAside(ctx, seq, err)
+			default:
+				return d.failed(ctx, err)
+			}
+			prev = seq
+		}
+		return nil
+	default:
+		return d.failed(ctx, err)
+	}
+}
+
+func (d *delivery) deliver(ctx workflow.Context, after, to int64, n int) error {
+	d.inFlight = &api.SeqRange{After: after, To: to}
+	defer func() { d.inFlight = nil }()
+	var res api.DeliverResult
+	return workflow.ExecuteActivity(d.deliverActivityContext(ctx), acts.DeliverChanges, api.DeliverRequest{
+		Destination: d.dest.Name, SeqRange: api.SeqRange{After: after, To: to}, Expect: n}).Get(ctx, &res)
+}
+
+func (d *delivery) delivered(to int64, n int) {
+	d.st.Acked = to
+	d.st.Counts.Batches++
+	d.st.Counts.Changes += int64(n)
+	d.st.ConsecutiveFailures = 0
+	d.batchesThisRun++
+}
+
+// failed records a batch that failed after all its retries; the breaker
+// pauses delivery after breaker_failures of them in a row, otherwise the
+// batch is tried again after a pause that grows with the failures.
+func (d *delivery) failed(ctx workflow.Context, err error) error {
+	d.st.ConsecutiveFailures++
+	d.st.Counts.Failures++
+	d.st.LastError = clipError(err)
+	d.batchesThisRun++
+	if d.dest.BreakerFailures > 0 && d.st.ConsecutiveFailures >= d.dest.BreakerFailures {
+		d.st.BreakerOpen = true
+		d.alert(ctx, api.AlertDeliveryBreaker, fmt.Sprintf("delivery to %s paused after %d failed batches in a row: %s",
+			d.dest.Name, d.st.ConsecutiveFailures, d.st.LastError), fmt.Sprintf("%d", d.st.Counts.Failures))
+		return nil
+	}
+	backoff := min(time.Duration(d.st.ConsecutiveFailures)*d.dest.RetryInterval.D(), time.Minute)
+	return d.sleep(ctx, "retry backoff", d.now.Add(backoff))
+}
+
+// setAside puts a refused change on the poison list and moves past it.
+func (d *delivery) setAside(ctx workflow.Context, seq int64, err error) {
+	reason := refusalReason(err)
+	d.st.Poison = append(d.st.Poison, api.PoisonChange{Seq: seq, Reason: reason, At: workflow.Now(ctx)})
+	d.st.Acked = max(d.st.Acked, seq)
+	d.st.Counts.Poisoned++
+	d.st.ConsecutiveFailures = 0
+	d.alert(ctx, api.AlertDeliveryPoison, fmt.Sprintf("%s refused change %d (%s); set aside, retry or skip it", d.dest.Name, seq, reason),
+		fmt.Sprintf("%d", seq))
+}
+
+// retryPoison delivers one set-aside change again. It is older than what
+// was delivered since, but it carries its order as stored now, so the
+// receiver never goes back to an older version.
+func (d *delivery) retryPoison(ctx workflow.Context, seq int64) error {
+	i := d.poisonIndex(seq)
+	if i < 0 {
+		return nil // skipped meanwhile
+	}
+	err := d.deliver(ctx, seq-1, seq, 1)
+	switch {
+	case err == nil:
+		d.st.Poison = append(d.st.Poison[:i], d.st.Poison[i+1:]...)
+		d.st.Counts.Retried++
+		d.st.Counts.Changes++
+	case isRefused(err):
+		d.st.Poison[i].Reason, d.st.Poison[i].At = refusalReason(err), workflow.Now(ctx)
+	case isGone(err):
+		d.st.Poison = append(d.st.Poison[:i], d.st.Poison[i+1:]...)
+		d.st.LastError = fmt.Sprintf("change %d was compacted before its retry; dropped", seq)
+		d.st.Counts.Skipped++
+	default:
+		d.st.LastError = clipError(err)
+	}
+	return nil
+}
+
+func (d *delivery) poisonIndex(seq int64) int {
+	for i, p := range d.st.Poison {
+		if p.Seq == seq {
+			return i
+		}
+	}
+	return -1
+}
+
+func (d *delivery) alert(ctx workflow.Context, kind, msg, key string) {
+	a := api.Alert{Kind: kind, Message: msg, At: workflow.Now(ctx), Key: fmt.Sprintf("%s/%s/%s", kind, d.dest.Name, key)}
+	d.alerts++
+	f := workflow.ExecuteActivity(d.bookkeepingContext(ctx), acts.SendAlert, a)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Error("alert not delivered", "key", a.Key, "error", err)
+		}
+		d.alerts--
+	})
+}
+
+// continueDue is true once this run's history should end; the loop then
+// drains messages and continues as new with the state.
+func (d *delivery) continueDue(ctx workflow.Context) bool {
+	return d.batchesThisRun >= d.maxBatches || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+func (d *delivery) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return d.alerts == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	d.drainSignals(ctx)
+	st := d.st
+	return workflow.NewContinueAsNewError(ctx, api.DeliveryWorkflowType,
+		api.DeliveryInput{Destination: d.dest, State: &st, MaxBatchesPerRun: d.maxBatches})
+}
+
+func isRefused(err error) bool { return hasErrorType(err, activities.ErrDeliveryRefused) }
+
+func isGone(err error) bool { return hasErrorType(err, activities.ErrChangesGone) }
+
+func hasErrorType(err error, typ string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == typ
+}
+
+// refusalReason is the destination's status from a refusal ("HTTP 422").
+func refusalReason(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return clip(appErr.Message(), 200)
+	}
+	return clipError(err)
+}
+
+func clipError(err error) string { return clip(err.Error(), 500) }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func (d *delivery) feedActivityContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           d.dest.TaskQueue,
+		StartToCloseTimeout: deliveryLongPoll + 30*time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+}
+
+// deliverActivityContext mirrors the destination's retries; a refusal is
+// not retried (the workflow sets the change aside instead).
+func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           d.dest.TaskQueue,
+		StartToCloseTimeout: d.dest.Timeout.D() + 5*time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        d.dest.RetryInterval.D(),
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        int32(d.dest.Retries + 1),
+			NonRetryableErrorTypes: []string{activities.ErrDeliveryRefused, activities.ErrChangesGone, activities.ErrPermanent},
+		},
+	})
+}
+
+func (d *delivery) bookkeepingContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           d.dest.TaskQueue,
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+}

@@ -1,0 +1,175 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersync/ordersync/api"
+)
+
+// deliveryMessage is one row of the Delivery workflow's message table: the
+// same name is registered as a signal and as an update, with one strict
+// decoder, one check and one effect, so the two paths cannot drift.
+type deliveryMessage struct {
+	name string
+	// check decodes raw strictly and says whether it can be applied now.
+	check func(d *delivery, raw json.RawMessage) error
+	// apply changes the state; raw has passed check.
+	apply func(d *delivery, raw json.RawMessage)
+}
+
+var deliveryMessages = []deliveryMessage{
+	{api.SignalDeliveryPause,
+		func(_ *delivery, raw json.RawMessage) error { return decodeStrict(raw, &api.PauseRequest{}) },
+		func(d *delivery, raw json.RawMessage) {
+			var req api.PauseRequest
+			_ = decodeStrict(raw, &req)
+			d.st.Paused, d.st.PauseReason = true, req.Reason
+			if d.st.PauseReason == "" {
+				d.st.PauseReason = "paused by operator"
+			}
+		}},
+	{api.SignalDeliveryResume,
+		func(_ *delivery, raw json.RawMessage) error { return decodeStrict(raw, &struct{}{}) },
+		func(d *delivery, _ json.RawMessage) {
+			d.st.Paused, d.st.PauseReason = false, ""
+			d.st.BreakerOpen, d.st.ConsecutiveFailures = false, 0
+		}},
+	{api.SignalDeliveryRetry, checkSelector, func(d *delivery, raw json.RawMessage) {
+		for _, seq := range d.selected(raw) {
+			if !containsSeq(d.st.Retrying, seq) {
+				d.st.Retrying = append(d.st.Retrying, seq)
+			}
+		}
+	}},
+	{api.SignalDeliverySkip, checkSelector, func(d *delivery, raw json.RawMessage) {
+		drop := d.selected(raw)
+		kept := d.st.Poison[:0]
+		for _, p := range d.st.Poison {
+			if containsSeq(drop, p.Seq) {
+				d.st.Counts.Skipped++
+				continue
+			}
+			kept = append(kept, p)
+		}
+		d.st.Poison = kept
+	}},
+}
+
+// checkSelector refuses a selector that picks nothing: a seq that is not
+// set aside, or neither seq nor all.
+func checkSelector(d *delivery, raw json.RawMessage) error {
+	var sel api.DeliverySelector
+	if err := decodeStrict(raw, &sel); err != nil {
+		return err
+	}
+	switch {
+	case sel.All && sel.Seq != 0:
+		return fmt.Errorf("give seq or all, not both")
+	case sel.All:
+		return nil
+	case sel.Seq == 0:
+		return fmt.Errorf(`give {"seq": N} or {"all": true}`)
+	case d.poisonIndex(sel.Seq) < 0:
+		return fmt.Errorf("change %d is not set aside (see the poison query)", sel.Seq)
+	}
+	return nil
+}
+
+func (d *delivery) selected(raw json.RawMessage) []int64 {
+	var sel api.DeliverySelector
+	_ = decodeStrict(raw, &sel)
+	var out []int64
+	for _, p := range d.st.Poison {
+		if sel.All || p.Seq == sel.Seq {
+			out = append(out, p.Seq)
+		}
+	}
+	return out
+}
+
+func containsSeq(seqs []int64, seq int64) bool {
+	for _, s := range seqs {
+		if s == seq {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *delivery) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, api.QueryDeliveryStatus, func() (api.DeliveryStatus, error) {
+		return d.status(), nil
+	}); err != nil {
+		return fmt.Errorf("register status query: %w", err)
+	}
+	if err := workflow.SetQueryHandler(ctx, api.QueryDeliveryPoison, func() ([]api.PoisonChange, error) {
+		if d.st.Poison == nil {
+			return []api.PoisonChange{}, nil
+		}
+		return d.st.Poison, nil
+	}); err != nil {
+		return fmt.Errorf("register poison query: %w", err)
+	}
+	for _, m := range deliveryMessages {
+		err := workflow.SetUpdateHandlerWithOptions(ctx, m.name,
+			func(ctx workflow.Context, raw json.RawMessage) (api.DeliveryStatus, error) {
+				m.apply(d, raw)
+				d.woken = true
+				return d.status(), nil
+			},
+			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error { return m.check(d, raw) }})
+		if err != nil {
+			return fmt.Errorf("register update %s: %w", m.name, err)
+		}
+		ch := workflow.GetSignalChannel(ctx, m.name)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			for {
+				var raw json.RawMessage
+				ch.Receive(ctx, &raw)
+				d.handleSignal(ctx, m, raw)
+			}
+		})
+	}
+	return nil
+}
+
+// handleSignal applies a signal that passes its check; a refused one
+// changes nothing but the rejection count and last error.
+func (d *delivery) handleSignal(ctx workflow.Context, m deliveryMessage, raw json.RawMessage) {
+	if err := m.check(d, raw); err != nil {
+		d.st.Rejected++
+		d.st.LastError = m.name + " signal: " + err.Error()
+		workflow.GetLogger(ctx).Error("delivery signal refused", "destination", d.dest.Name, "error", d.st.LastError)
+		return
+	}
+	m.apply(d, raw)
+	d.woken = true
+}
+
+// drainSignals applies signals that arrived but were not yet handled, so
+// continue-as-new drops none.
+func (d *delivery) drainSignals(ctx workflow.Context) {
+	for _, m := range deliveryMessages {
+		ch := workflow.GetSignalChannel(ctx, m.name)
+		var raw json.RawMessage
+		for ch.ReceiveAsync(&raw) {
+			d.handleSignal(ctx, m, raw)
+			raw = nil
+		}
+	}
+}
+
+func (d *delivery) status() api.DeliveryStatus {
+	s := api.DeliveryStatus{Destination: d.dest.Name, Kind: d.dest.Kind, State: d.st, AsOf: d.now,
+		Waiting: d.waiting, WaitUntil: d.waitUntil, InFlight: d.inFlight}
+	switch {
+	case d.st.BreakerOpen:
+		s.Waiting, s.WaitUntil = "breaker open", d.waitUntil
+	case d.st.Paused:
+		s.Waiting = "paused: " + d.st.PauseReason
+	}
+	return s
+}

@@ -1,0 +1,241 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+)
+
+func testDestination() config.Destination {
+	d := config.DestinationDefaults()
+	d.Name, d.Kind, d.URL = "oms", "webhook", "https://oms.example.com/hook"
+	d.Secret = config.CredentialRef{Env: "OMS_SECRET"}
+	d.BatchSize, d.Retries, d.BreakerFailures = 3, 0, 2
+	d.RateLimit = config.RateLimit{RPS: 100, Burst: 100}
+	return d
+}
+
+// fakeDestination is the feed (seqs 1..n, more appended by tests) and a
+// receiver whose answer a test decides per delivered range.
+type fakeDestination struct {
+	mu        sync.Mutex
+	seqs      []int64
+	delivered []api.SeqRange // every DeliverChanges call, in order
+	answer    func(r api.SeqRange) error
+}
+
+func (f *fakeDestination) mock(env *testsuite.TestWorkflowEnvironment) {
+	// An empty feed answers after the long poll, as the real activity does.
+	env.OnActivity(acts.NextBatch, mock.Anything, mock.Anything).After(time.Second).Return(
+		func(_ context.Context, req api.NextBatchRequest) (api.NextBatchResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			var out api.NextBatchResult
+			for _, s := range f.seqs {
+				if s > req.After && len(out.Seqs) < req.Limit {
+					out.Seqs = append(out.Seqs, s)
+				}
+			}
+			return out, nil
+		}).Maybe()
+	env.OnActivity(acts.DeliverChanges, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req api.DeliverRequest) (api.DeliverResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.delivered = append(f.delivered, req.SeqRange)
+			if f.answer != nil {
+				if err := f.answer(req.SeqRange); err != nil {
+					return api.DeliverResult{}, err
+				}
+			}
+			return api.DeliverResult{Delivered: req.Expect}, nil
+		}).Maybe()
+}
+
+func (f *fakeDestination) ranges() []api.SeqRange {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]api.SeqRange(nil), f.delivered...)
+}
+
+func refused(code string) error {
+	return temporal.NewNonRetryableApplicationError(code, activities.ErrDeliveryRefused, nil)
+}
+
+func deliveryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) api.DeliveryStatus {
+	t.Helper()
+	v, err := env.QueryWorkflow(api.QueryDeliveryStatus)
+	require.NoError(t, err)
+	var s api.DeliveryStatus
+	require.NoError(t, v.Get(&s))
+	return s
+}
+
+func r(after, to int64) api.SeqRange { return api.SeqRange{After: after, To: to} }
+
+func TestDeliveryMovesAckOnlyAfterConfirmation(t *testing.T) {
+	tests := []struct {
+		name        string
+		seqs        []int64
+		answer      func(api.SeqRange) error
+		wantRanges  []api.SeqRange
+		wantAcked   int64
+		wantPoison  []int64
+		wantAlerts  []string
+		wantBreaker bool
+	}{
+		{name: "batches of three", seqs: []int64{1, 2, 3, 4, 5, 6, 7},
+			wantRanges: []api.SeqRange{r(0, 3), r(3, 6), r(6, 7)}, wantAcked: 7},
+		{name: "gaps in seqs (a destination limited to some platforms)", seqs: []int64{2, 5, 9},
+			wantRanges: []api.SeqRange{r(0, 9)}, wantAcked: 9},
+		{name: "a refused batch is delivered one by one; only the refused change is set aside", seqs: []int64{1, 2, 3},
+			answer: func(x api.SeqRange) error {
+				if x.To-x.After > 1 || x.To == 2 {
+					return refused("HTTP 422")
+				}
+				return nil
+			},
+			wantRanges: []api.SeqRange{r(0, 3), r(0, 1), r(1, 2), r(2, 3)}, wantAcked: 3, wantPoison: []int64{2},
+			wantAlerts: []string{api.AlertDeliveryPoison}},
+		{name: "failures trip the breaker and nothing is acknowledged", seqs: []int64{1, 2},
+			answer:     func(api.SeqRange) error { return temporal.NewApplicationError("HTTP 503", activities.ErrTransient) },
+			wantRanges: []api.SeqRange{r(0, 2), r(0, 2)}, wantAcked: 0, wantBreaker: true,
+			wantAlerts: []string{api.AlertDeliveryBreaker}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			f := &fakeDestination{seqs: tc.seqs, answer: tc.answer}
+			f.mock(env)
+			al := mockAlerts(env, 0)
+			var st api.DeliveryStatus
+			stopAt(env, time.Minute, func() { st = deliveryStatus(t, env) })
+			env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+			requireStopped(t, env)
+			require.Equal(t, tc.wantRanges, f.ranges())
+			require.Equal(t, tc.wantAcked, st.State.Acked)
+			var poison []int64
+			for _, p := range st.State.Poison {
+				poison = append(poison, p.Seq)
+				require.Equal(t, "HTTP 422", p.Reason, "the status, never the body")
+			}
+			require.Equal(t, tc.wantPoison, poison)
+			require.Equal(t, tc.wantBreaker, st.State.BreakerOpen)
+			var kinds []string
+			for _, a := range al.all() {
+				kinds = append(kinds, a.Kind)
+			}
+			require.Equal(t, tc.wantAlerts, kinds)
+		})
+	}
+}
+
+func TestDeliveryMessages(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeDestination{seqs: []int64{1, 2, 3}}
+	refuse2 := true
+	f.answer = func(x api.SeqRange) error {
+		if refuse2 && (x.To-x.After > 1 || x.To == 2) {
+			return refused("HTTP 409")
+		}
+		return nil
+	}
+	f.mock(env)
+	mockAlerts(env, 0)
+	var paused, resumed, retried, afterBadSignal api.DeliveryStatus
+	var badRetry, unknownField *updateOutcome
+	env.RegisterDelayedCallback(func() {
+		require.Equal(t, []int64{2}, poisonSeqs(deliveryStatus(t, env)))
+		env.SignalWorkflow(api.SignalDeliveryPause, json.RawMessage(`{"reason":"receiver maintenance"}`))
+		f.mu.Lock()
+		f.seqs = append(f.seqs, 4, 5)
+		f.mu.Unlock()
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		paused = deliveryStatus(t, env)
+		badRetry = sendUpdate(env, api.SignalDeliveryRetry, json.RawMessage(`{"seq":3}`))
+		unknownField = sendUpdate(env, api.SignalDeliveryPause, json.RawMessage(`{"reasn":"x"}`))
+		env.SignalWorkflow(api.SignalDeliverySkip, json.RawMessage(`{"sequence":2}`))
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		afterBadSignal = deliveryStatus(t, env)
+		sendUpdate(env, api.SignalDeliveryResume)
+	}, 25*time.Second)
+	env.RegisterDelayedCallback(func() {
+		resumed = deliveryStatus(t, env)
+		refuse2 = false
+		env.SignalWorkflow(api.SignalDeliveryRetry, json.RawMessage(`{"seq":2}`))
+	}, 40*time.Second)
+	stopAt(env, time.Minute, func() { retried = deliveryStatus(t, env) })
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+	requireStopped(t, env)
+
+	require.Equal(t, int64(3), paused.State.Acked, "paused: 4 and 5 wait")
+	require.Equal(t, "paused: receiver maintenance", paused.Waiting)
+	require.ErrorContains(t, badRetry.rejected, "change 3 is not set aside")
+	require.ErrorContains(t, unknownField.rejected, "unknown field")
+	require.Equal(t, 1, afterBadSignal.State.Rejected, "a skip with an unknown field changes nothing but the count")
+	require.Equal(t, []int64{2}, poisonSeqs(afterBadSignal))
+	require.Equal(t, int64(5), resumed.State.Acked)
+	require.Empty(t, poisonSeqs(retried), "the retried change was delivered")
+	require.Equal(t, int64(1), retried.State.Counts.Retried)
+	require.Contains(t, f.ranges(), r(1, 2))
+}
+
+func poisonSeqs(s api.DeliveryStatus) []int64 {
+	var out []int64
+	for _, p := range s.State.Poison {
+		out = append(out, p.Seq)
+	}
+	return out
+}
+
+func TestDeliveryContinuesAsNewWithItsState(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeDestination{seqs: []int64{1, 2, 3, 4, 5, 6, 7}}
+	f.mock(env)
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination(), MaxBatchesPerRun: 2,
+		State: &api.DeliveryState{Runs: 3, Poison: []api.PoisonChange{{Seq: 0, Reason: "HTTP 400"}}}})
+	var next api.DeliveryInput
+	continuedAs(t, env, api.DeliveryWorkflowType, &next)
+	require.Equal(t, int64(6), next.State.Acked)
+	require.Equal(t, 4, next.State.Runs)
+	require.Equal(t, int64(6), next.State.Counts.Changes)
+	require.Len(t, next.State.Poison, 1, "the poison list travels")
+	require.Equal(t, 2, next.MaxBatchesPerRun)
+}
+
+func TestDeliveryWaitsForItsWorkWindow(t *testing.T) {
+	env := newEnv(t)
+	d := testDestination()
+	d.Windows = []string{"* 13:00-14:00"} // t0 is 12:00 UTC
+	f := &fakeDestination{seqs: []int64{1}}
+	f.mock(env)
+	var before api.DeliveryStatus
+	env.RegisterDelayedCallback(func() { before = deliveryStatus(t, env) }, 30*time.Minute)
+	stopAt(env, 61*time.Minute, nil)
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: d})
+	requireStopped(t, env)
+	require.Equal(t, "outside work windows", before.Waiting)
+	require.Equal(t, int64(0), before.State.Acked)
+	require.Equal(t, []api.SeqRange{r(0, 1)}, f.ranges())
+}
+
+func TestDeliveryRefusesInvalidSettings(t *testing.T) {
+	env := newEnv(t)
+	d := testDestination()
+	d.BatchSize = 0
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: d})
+	require.ErrorContains(t, env.GetWorkflowError(), "batch_size")
+}
