@@ -31,6 +31,7 @@ const (
 type ChangeFeed interface {
 	Changes(ctx context.Context, q store.ChangeQuery) ([]store.Change, error)
 	AckChanges(ctx context.Context, consumer string, seq int64) error
+	Acks(ctx context.Context) (map[string]int64, error)
 }
 
 // Deliveries holds what delivery activities need besides the feed: the
@@ -89,6 +90,13 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 	if err != nil {
 		return api.NextBatchResult{}, err
 	}
+	if req.Resume {
+		acks, err := a.Feed.Acks(ctx)
+		if err != nil {
+			return api.NextBatchResult{}, temporal.NewApplicationError(err.Error(), ErrStore)
+		}
+		req.After = max(req.After, acks[d.Name])
+	}
 	if err := a.Feed.AckChanges(ctx, d.Name, req.After); err != nil {
 		return api.NextBatchResult{}, temporal.NewApplicationError(err.Error(), ErrStore)
 	}
@@ -99,7 +107,7 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 			return api.NextBatchResult{}, err
 		}
 		if len(changes) > 0 || !time.Now().Before(deadline) {
-			out := api.NextBatchResult{}
+			out := api.NextBatchResult{After: req.After}
 			for _, c := range changes {
 				out.Seqs = append(out.Seqs, c.Seq)
 			}

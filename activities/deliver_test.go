@@ -190,6 +190,11 @@ func TestDeliveryActivityGuards(t *testing.T) {
 	acks, err = st.Acks(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"oms": 3}, acks, "listing after 3 acknowledges 3 in the store, for compaction")
+
+	// A Delivery workflow started anew continues after the store's record.
+	next, err := a.NextBatch(ctx, api.NextBatchRequest{Destination: "oms", After: 0, Limit: 10, Resume: true})
+	require.NoError(t, err)
+	require.Equal(t, api.NextBatchResult{After: 3}, next, "shop's changes are 1 and 3")
 }
 
 func TestNextBatchLongPolls(t *testing.T) {

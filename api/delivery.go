@@ -30,6 +30,9 @@ const (
 	// SignalDeliverySkip drops set-aside changes without delivering them.
 	// Payload: DeliverySelector.
 	SignalDeliverySkip = "skip"
+	// SignalDeliveryConfig replaces the destination's settings from the next
+	// batch on. Payload: config.Destination as JSON (name must match).
+	SignalDeliveryConfig = "config"
 	// QueryDeliveryStatus returns DeliveryStatus.
 	QueryDeliveryStatus = "status"
 	// QueryDeliveryPoison returns []PoisonChange, lowest seq first.
@@ -131,11 +134,18 @@ type NextBatchRequest struct {
 	// Wait is how long the activity may wait for a change when there is
 	// none yet (long poll), so an idle destination writes little history.
 	Wait time.Duration `json:"wait"`
+	// Resume asks to continue after the seq the store recorded for the
+	// destination when that is further: a Delivery workflow started anew
+	// (after a terminate) then does not deliver everything again.
+	Resume bool `json:"resume,omitempty"`
 }
 
 // NextBatchResult lists the seqs of the next batch (empty: none yet).
 type NextBatchResult struct {
-	Seqs []int64 `json:"seqs,omitempty"`
+	// After is the seq the batch follows: the request's, or with Resume
+	// the store's record when further.
+	After int64   `json:"after"`
+	Seqs  []int64 `json:"seqs,omitempty"`
 }
 
 // DeliverRequest delivers the destination's changes in (After, To].

@@ -66,6 +66,9 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 	if err := config.CheckCredentials(file.Path, platforms); err != nil {
 		return Usage(err)
 	}
+	if err := config.CheckDestinationSecrets(file.Path, file.Destinations); err != nil {
+		return Usage(err)
+	}
 	st, err := store.Open(ctx, a.Process.StoreDSN, store.WithFutureSkew(a.Process.MaxFutureSkew))
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -89,6 +92,7 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew,
 		Client: c, Store: st, Platforms: platforms, PlatformsFile: file.Path, Alerter: a.Alerter(),
 		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, RequestSlots: slots,
+		Feed: st, Destinations: file.Destinations,
 	})
 	if err != nil {
 		return err

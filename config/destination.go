@@ -205,3 +205,22 @@ func (f *File) DestinationNames() []string {
 	}
 	return names
 }
+
+// CheckDestinationSecrets resolves each destination's secret reference (when
+// it has one) and reports one problem per destination whose secret cannot
+// be read; the secrets are dropped at once.
+func CheckDestinationSecrets(source string, dests []Destination) error {
+	ve := &ValidationError{Source: source}
+	for _, d := range dests {
+		if d.Secret.Env == "" && d.Secret.File == "" {
+			continue
+		}
+		if _, err := d.Secret.Resolve(); err != nil {
+			ve.Problems = append(ve.Problems, Problem{Destination: d.Name, Field: "secret", Reason: err.Error()})
+		}
+	}
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
+}

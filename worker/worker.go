@@ -58,6 +58,11 @@ type Options struct {
 	// FutureSkew is how far ahead of now an order's updated_at may be and
 	// still count as its newest version (0: activities.DefaultFutureSkew).
 	FutureSkew time.Duration
+	// Feed and Destinations make this process deliver the change feed:
+	// it serves the destinations' task queues, and its delivery activities
+	// send only to these destinations, with these URLs and secrets.
+	Feed         activities.ChangeFeed
+	Destinations []config.Destination
 	// MetricsPollInterval is how often the status gauges are refreshed
 	// (default metrics.DefaultPollInterval).
 	MetricsPollInterval time.Duration
@@ -69,6 +74,7 @@ type Workers struct {
 	workers []sdkworker.Worker
 	// stopPoller ends the status poller and unregisters it (nil without metrics).
 	stopPoller func()
+	deliveries *activities.Deliveries
 }
 
 // QueuePlan groups platforms by task queue and sums their request rates:
@@ -82,9 +88,20 @@ func QueuePlan(platforms []config.Platform) map[string]float64 {
 	return plan
 }
 
+// addDestinationQueues adds the destinations' task queues to plan. A queue
+// of destinations only gets no server-side activity rate (0): each Delivery
+// workflow paces its own batches.
+func addDestinationQueues(plan map[string]float64, dests []config.Destination) {
+	for _, d := range dests {
+		if _, ok := plan[d.TaskQueue]; !ok {
+			plan[d.TaskQueue] = 0
+		}
+	}
+}
+
 // Start starts one worker per task queue of the given platforms.
 func Start(opts Options) (*Workers, error) {
-	if len(opts.Platforms) == 0 {
+	if len(opts.Platforms) == 0 && len(opts.Destinations) == 0 {
 		return nil, fmt.Errorf("no platforms to serve")
 	}
 	if opts.StopTimeout == 0 {
@@ -111,6 +128,14 @@ func Start(opts Options) (*Workers, error) {
 	acts.Limiters.Shared = opts.RequestSlots
 	plan := QueuePlan(opts.Platforms)
 	ws := &Workers{}
+	if opts.Feed != nil && len(opts.Destinations) > 0 {
+		ds := &activities.Deliveries{Destinations: map[string]config.Destination{}}
+		for _, d := range opts.Destinations {
+			ds.Destinations[d.Name] = d
+		}
+		acts.Feed, acts.Deliveries, ws.deliveries = opts.Feed, ds, ds
+		addDestinationQueues(plan, opts.Destinations)
+	}
 	for q := range plan {
 		ws.queues = append(ws.queues, q)
 	}
@@ -186,5 +211,8 @@ func (ws *Workers) Stop() {
 	}
 	for _, w := range ws.workers {
 		w.Stop()
+	}
+	if ws.deliveries != nil {
+		ws.deliveries.Close()
 	}
 }

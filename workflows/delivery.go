@@ -50,6 +50,9 @@ type delivery struct {
 	woken          bool // set by message handlers, so waits end early
 	alerts         int  // alert activities in flight
 
+	// resume is set until the first listing of a workflow started without
+	// state: it continues after the store's record of the destination.
+	resume bool
 	// rate limit: a token bucket of batches, refilled from workflow time.
 	tokens   float64
 	tokensAt time.Time
@@ -66,6 +69,8 @@ func newDelivery(in api.DeliveryInput) (*delivery, error) {
 	}
 	if in.State != nil {
 		d.st = *in.State
+	} else {
+		d.resume = true
 	}
 	d.st.Runs++
 	return d, nil
@@ -97,9 +102,12 @@ func (d *delivery) run(ctx workflow.Context) error {
 		}
 		var next api.NextBatchResult
 		err := workflow.ExecuteActivity(d.feedActivityContext(ctx), acts.NextBatch, api.NextBatchRequest{
-			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll}).Get(ctx, &next)
+			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll, Resume: d.resume}).Get(ctx, &next)
 		if err != nil {
 			return fmt.Errorf("list the next batch after %d: %w", d.st.Acked, err)
+		}
+		if d.resume {
+			d.resume, d.st.Acked = false, max(d.st.Acked, next.After)
 		}
 		d.now = workflow.Now(ctx)
 		if _, _, ok := d.blocked(); ok || len(next.Seqs) == 0 {

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
 )
 
 // deliveryMessage is one row of the Delivery workflow's message table: the
@@ -44,6 +45,13 @@ var deliveryMessages = []deliveryMessage{
 			}
 		}
 	}},
+	{api.SignalDeliveryConfig, checkDestination, func(d *delivery, raw json.RawMessage) {
+		var dest config.Destination
+		_ = decodeStrict(raw, &dest)
+		ws, _ := config.ParseWindows(dest.Windows) // checkDestination parsed them
+		d.dest, d.windows = dest, ws
+		d.tokens = min(d.tokens, float64(dest.RateLimit.Burst))
+	}},
 	{api.SignalDeliverySkip, checkSelector, func(d *delivery, raw json.RawMessage) {
 		drop := d.selected(raw)
 		kept := d.st.Poison[:0]
@@ -56,6 +64,24 @@ var deliveryMessages = []deliveryMessage{
 		}
 		d.st.Poison = kept
 	}},
+}
+
+// checkDestination accepts settings for this destination that validate.
+// The verdict depends only on the payload and the destination's name, and
+// the rules are new with this workflow; a release that makes them stricter
+// must record the verdict as judgeSettings does.
+func checkDestination(d *delivery, raw json.RawMessage) error {
+	var dest config.Destination
+	if err := decodeStrict(raw, &dest); err != nil {
+		return err
+	}
+	if dest.Name != d.dest.Name {
+		return fmt.Errorf("settings are for destination %q, this delivery is %q", dest.Name, d.dest.Name)
+	}
+	if ve := dest.Validate(nil); ve != nil {
+		return ve
+	}
+	return nil
 }
 
 // checkSelector refuses a selector that picks nothing: a seq that is not

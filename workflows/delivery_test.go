@@ -41,7 +41,7 @@ func (f *fakeDestination) mock(env *testsuite.TestWorkflowEnvironment) {
 		func(_ context.Context, req api.NextBatchRequest) (api.NextBatchResult, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			var out api.NextBatchResult
+			out := api.NextBatchResult{After: req.After}
 			for _, s := range f.seqs {
 				if s > req.After && len(out.Seqs) < req.Limit {
 					out.Seqs = append(out.Seqs, s)
@@ -238,4 +238,34 @@ func TestDeliveryRefusesInvalidSettings(t *testing.T) {
 	d.BatchSize = 0
 	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: d})
 	require.ErrorContains(t, env.GetWorkflowError(), "batch_size")
+}
+
+func TestDeliveryConfigMessage(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeDestination{}
+	f.mock(env)
+	other := testDestination()
+	other.Name = "elsewhere"
+	bigger := testDestination()
+	bigger.BatchSize = 10
+	invalid := testDestination()
+	invalid.MaxInFlight = 4
+	var wrongName, bad, good *updateOutcome
+	env.RegisterDelayedCallback(func() {
+		wrongName = sendUpdate(env, api.SignalDeliveryConfig, other)
+		bad = sendUpdate(env, api.SignalDeliveryConfig, invalid)
+		good = sendUpdate(env, api.SignalDeliveryConfig, bigger)
+	}, 5*time.Second)
+	env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
+		f.seqs = []int64{1, 2, 3, 4, 5}
+		f.mu.Unlock()
+	}, 10*time.Second)
+	stopAt(env, time.Minute, nil)
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+	requireStopped(t, env)
+	require.ErrorContains(t, wrongName.rejected, `settings are for destination "elsewhere"`)
+	require.ErrorContains(t, bad.rejected, "max_in_flight")
+	require.NoError(t, good.rejected)
+	require.Equal(t, []api.SeqRange{r(0, 5)}, f.ranges(), "the new batch size applies to the next batch")
 }
