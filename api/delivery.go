@@ -116,6 +116,8 @@ type DeliveryStatus struct {
 	Waiting   string    `json:"waiting,omitempty"`
 	WaitUntil time.Time `json:"wait_until,omitzero"`
 	AsOf      time.Time `json:"as_of"`
+	// Settings are the destination's settings in force.
+	Settings config.Destination `json:"settings"`
 	// InFlight is the seq range being delivered, if any.
 	InFlight *SeqRange `json:"in_flight,omitempty"`
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
@@ -188,6 +190,38 @@ resolve on the machine that runs apply.
 					action = "would be " + action
 				}
 				changes = append(changes, change{p.Name, action})
+			}
+			for _, d := range f.Destinations {
+				dst, running, err := deliveryStatus(cmd.Context(), c, d.Name)
+				if err != nil {
+					return err
+				}
+				action := "delivery unchanged"
+				switch {
+				case !running && dryRun:
+					action = "delivery would be started"
+				case !running:
+					action = "delivery started"
+					if _, err := starter.EnsureDelivery(cmd.Context(), c, d); err != nil {
+						return err
+					}
+				case reflect.DeepEqual(dst.Settings, d):
+				case dryRun:
+					action = "delivery settings would be updated"
+				default:
+					uctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+					h, err := c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{WorkflowID: api.DeliveryWorkflowID(d.Name),
+						UpdateName: api.SignalDeliveryConfig, Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted})
+					if err == nil {
+						err = h.Get(uctx, nil)
+					}
+					cancel()
+					if err != nil {
+						return fmt.Errorf("config %s: %w", api.DeliveryWorkflowID(d.Name), err)
+					}
+					action = "delivery settings updated"
+				}
+				changes = append(changes, change{"destination " + d.Name, action})
 			}
 			if app.Output == "json" {
 				return writeJSON(app, changes)

@@ -90,10 +90,20 @@ func startSystem(t *testing.T, simCfg sim.Config, platformsYAML string) *system 
 	s.store, err = store.Open(context.Background(), s.storeDSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.store.Close() })
-	s.workers, err = worker.Start(worker.Options{Client: s.client, Store: s.store, Platforms: s.file.Platforms, StopTimeout: 5 * time.Second})
-	require.NoError(t, err)
-	t.Cleanup(s.workers.Stop)
+	s.startWorkers()
 	return s
+}
+
+// startWorkers starts the system's worker: its platforms and, when the
+// file has any, its destinations, fed by the store's change feed.
+func (s *system) startWorkers() {
+	s.t.Helper()
+	var err error
+	s.workers, err = worker.Start(worker.Options{Client: s.client, Store: s.store, Platforms: s.file.Platforms, StopTimeout: 5 * time.Second,
+		Feed: s.store, Destinations: s.file.Destinations})
+	require.NoError(s.t, err)
+	ws := s.workers
+	s.t.Cleanup(ws.Stop)
 }
 
 func (s *system) startCursors() {

@@ -189,7 +189,7 @@ func (d *delivery) drainSignals(ctx workflow.Context) {
 }
 
 func (d *delivery) status() api.DeliveryStatus {
-	s := api.DeliveryStatus{Destination: d.dest.Name, Kind: d.dest.Kind, State: d.st, AsOf: d.now,
+	s := api.DeliveryStatus{Destination: d.dest.Name, Kind: d.dest.Kind, State: d.st, AsOf: d.now, Settings: d.dest,
 		Waiting: d.waiting, WaitUntil: d.waitUntil, InFlight: d.inFlight}
 	switch {
 	case d.st.BreakerOpen:
