@@ -78,14 +78,15 @@ type DeliveryState struct {
 
 // DeliveryCounts are running totals over the workflow's life.
 type DeliveryCounts struct {
-	Batches   int64 `json:"batches"`
-	Changes   int64 `json:"changes"`
-	Failures  int64 `json:"failures"`
-	Poisoned  int64 `json:"poisoned"`
-	Retried   int64 `json:"retried"`
-	Skipped   int64 `json:"skipped"`
-	Refusals  int64 `json:"refusals"`
-	Bisecting int64 `json:"bisecting,omitempty"`
+	Batches  int64 `json:"batches"`
+	Changes  int64 `json:"changes"`
+	Failures int64 `json:"failures"`
+	Poisoned int64 `json:"poisoned"`
+	Retried  int64 `json:"retried"`
+	Skipped  int64 `json:"skipped"`
+	// Bisected counts batches refused whole and delivered again one change
+	// at a time.
+	Bisected int64 `json:"bisected,omitempty"`
 }
 
 // PoisonChange is a change the destination refused in a way retrying

@@ -175,7 +175,7 @@ func (d *delivery) deliverBatch(ctx workflow.Context, seqs []int64) error {
 		d.setAside(ctx, to, err)
 		return nil
 	case isRefused(err):
-		d.st.Counts.Bisecting++
+		d.st.Counts.Bisected++
 		prev := after
 		for _, seq := range seqs {
 			err := d.deliver(ctx, prev, seq, 1)
