@@ -98,10 +98,34 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 		return err
 	}
 	a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress)
+	go a.compactFeed(ctx, st, file.DestinationNames())
 	<-ctx.Done()
 	a.Logger.Info("worker draining", "stop_timeout", stopTimeout)
 	ws.Stop()
 	return nil
+}
+
+// feedCompactInterval is how often a worker compacts the change feed.
+const feedCompactInterval = time.Hour
+
+// compactFeed removes, at start and then every feedCompactInterval, the
+// changes older than ORDERSYNC_CHANGE_RETENTION that every destination has
+// acknowledged. Several workers doing it at once is harmless.
+func (a *App) compactFeed(ctx context.Context, st store.Store, destinations []string) {
+	for {
+		n, err := st.CompactChanges(ctx, store.Compaction{Before: time.Now().Add(-a.Process.ChangeRetention), Consumers: destinations})
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.Logger.Warn("change feed compaction failed", "error", err)
+		case n > 0:
+			a.Logger.Info("change feed compacted", "removed", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(feedCompactInterval):
+		}
+	}
 }
 
 // Alerter is the webhook alerter when ORDERSYNC_ALERT_WEBHOOK is set, else the log.

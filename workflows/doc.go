@@ -1,4 +1,5 @@
-// Package workflows holds ordersync's three workflows.
+// Package workflows holds ordersync's workflows: three that pull orders in
+// and one that delivers them onward.
 //
 // PlatformCursor (cursor/<platform>) walks time in slices of the platform's
 // interval, from the configured start to the present and then along with it.
@@ -19,6 +20,25 @@
 //
 // DeadLetter (deadletter/<platform>) holds slices that exhausted their
 // retries, raises an alert for each, and runs them again on request.
+//
+// Delivery (delivery/<destination>) moves one destination along the
+// store's change feed. Its state is a sequence number, Acked: every change
+// at or below it was confirmed by the destination (or set aside). Loop:
+// wait while paused, the breaker is open, outside the work windows or out
+// of rate tokens; list the seqs of the next batch after Acked (an activity
+// that long-polls an idle feed); deliver (After, last] (an activity that
+// reads the changes and sends them); on success Acked = last.
+//
+//	listed -> delivered -> Acked moves
+//	       -> refused whole -> one change at a time -> refused alone -> poison list, Acked moves past it
+//	       -> failed after retries -> backoff, or the breaker opens (alert) -> resume
+//
+// Only seqs and counts enter history. One batch at a time keeps the changes
+// of each order in order; retried poison changes carry the order as stored
+// now, so they never take a receiver back to an older version. Messages
+// (pause, resume, retry, skip, config) come from one table as signals and
+// updates; the run continues as new with its state after
+// DefaultMaxBatchesPerRun batches or when the server suggests it.
 //
 // Workflow code reads time only through workflow.Now and must stay
 // deterministic: replay tests in this package run recorded histories from
