@@ -16,6 +16,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
@@ -187,6 +190,61 @@ func TestDeliveryEndToEnd(t *testing.T) {
 	requireFeedDelivered(t, "jetstream", feed, msgs)
 	require.Len(t, msgs, len(feed), "JetStream dropped every duplicate by Nats-Msg-Id")
 	t.Logf("jetstream: %d changes, %d messages", len(feed), len(msgs))
+
+	// Invariant 4: no order data in the Delivery workflows' histories.
+	for _, d := range s.file.Destinations {
+		requireNoOrderData(t, s, api.DeliveryWorkflowID(d.Name), feed)
+	}
+}
+
+// requireNoOrderData reads every payload of every run of a workflow and
+// checks that none holds an order id, a line or an order field.
+func requireNoOrderData(t *testing.T, s *system, workflowID string, feed []store.Change) {
+	t.Helper()
+	var payloads [][]byte
+	for _, run := range runIDs(t, s.client, workflowID) {
+		it := s.client.GetWorkflowHistory(context.Background(), workflowID, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err)
+			collectPayloads(ev.ProtoReflect(), &payloads)
+		}
+	}
+	require.NotEmpty(t, payloads)
+	for _, p := range payloads {
+		text := string(p)
+		for _, field := range []string{`"order"`, `"order_id"`, `"lines"`, `"raw"`, "SKU-"} {
+			require.NotContains(t, text, field, "%s: history payload %.200s", workflowID, text)
+		}
+		for _, c := range feed {
+			require.NotContains(t, text, c.OrderID, "%s: history payload holds order id %s", workflowID, c.OrderID)
+		}
+	}
+	t.Logf("%s: %d history payloads, no order data", workflowID, len(payloads))
+}
+
+// collectPayloads appends the data of every Payload message inside m.
+func collectPayloads(m protoreflect.Message, out *[][]byte) {
+	if p, ok := m.Interface().(*commonpb.Payload); ok {
+		*out = append(*out, p.GetData())
+		return
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			for i := 0; i < v.List().Len(); i++ {
+				collectPayloads(v.List().Get(i).Message(), out)
+			}
+		case fd.IsMap() && fd.MapValue().Kind() == protoreflect.MessageKind:
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				collectPayloads(mv.Message(), out)
+				return true
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Kind() == protoreflect.MessageKind:
+			collectPayloads(v.Message(), out)
+		}
+		return true
+	})
 }
 
 func allFeed(t *testing.T, st store.Store) []store.Change {
