@@ -79,6 +79,7 @@ func batchID(destination string, r api.SeqRange) string {
 var senderKinds = map[string]func(config.Destination) (sender, error){
 	"webhook": newWebhookSender,
 	"nats":    newNATSSender,
+	"kafka":   newKafkaSender,
 }
 
 // NextBatch lists the seqs of the destination's next batch after req.After,
@@ -228,5 +229,6 @@ func (ds *Deliveries) Close() {
 }
 
 func sameDestination(a, b config.Destination) bool {
-	return a.Kind == b.Kind && a.URL == b.URL && a.Secret == b.Secret && a.Subject == b.Subject && a.Timeout == b.Timeout
+	return a.Kind == b.Kind && a.URL == b.URL && a.Secret == b.Secret && a.Subject == b.Subject && a.Timeout == b.Timeout &&
+		slices.Equal(a.Brokers, b.Brokers) && a.Topic == b.Topic
 }

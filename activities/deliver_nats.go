@@ -69,8 +69,10 @@ func NATSSubject(prefix, platform string) string {
 	return prefix + "." + strings.ReplaceAll(platform, ".", "_")
 }
 
-// NATSMsgID is the Nats-Msg-Id of one change.
-func NATSMsgID(destination string, seq int64) string { return fmt.Sprintf("%s-%d", destination, seq) }
+// ChangeID is one change's idempotency key at a destination,
+// "<destination>-<seq>": the Nats-Msg-Id of its JetStream message, the
+// ordersync-id header of its Kafka record.
+func ChangeID(destination string, seq int64) string { return fmt.Sprintf("%s-%d", destination, seq) }
 
 func (n *natsSender) send(ctx context.Context, b batch) error {
 	js, err := n.connect()
@@ -86,7 +88,7 @@ func (n *natsSender) send(ctx context.Context, b batch) error {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
 		}
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: NATSSubject(n.d.Subject, c.Platform), Data: data,
-			Header: nats.Header{jetstream.MsgIDHeader: []string{NATSMsgID(b.Destination, c.Seq)}}})
+			Header: nats.Header{jetstream.MsgIDHeader: []string{ChangeID(b.Destination, c.Seq)}}})
 		if err != nil {
 			return fmt.Errorf("publish change %d of batch %s: %w", c.Seq, b.ID, err)
 		}

@@ -63,7 +63,7 @@ func TestNATSDelivery(t *testing.T) {
 		require.NoError(t, err)
 		var c store.Change
 		require.NoError(t, json.Unmarshal(m.Data(), &c))
-		require.Equal(t, NATSMsgID("bus", c.Seq), m.Headers().Get(jetstream.MsgIDHeader))
+		require.Equal(t, ChangeID("bus", c.Seq), m.Headers().Get(jetstream.MsgIDHeader))
 		seqs = append(seqs, c.Seq)
 		subjects = append(subjects, m.Subject())
 	}

@@ -12,7 +12,7 @@ import (
 // DestinationKinds lists the back-ends a destination may name. Adding one
 // means a row here, a case in Destination.checkKind and a sender in
 // activities/deliver.go (its registry test fails until all three agree).
-var DestinationKinds = []string{"webhook", "nats"}
+var DestinationKinds = []string{"webhook", "nats", "kafka"}
 
 // DefaultDeliveryTaskQueue runs every Delivery workflow and its activities
 // unless a destination names another.
@@ -34,6 +34,11 @@ type Destination struct {
 	// Subject prefixes NATS subjects: a change of platform P goes to
 	// "<subject>.<P>". A JetStream stream must capture them.
 	Subject string `json:"subject,omitempty" yaml:"subject"`
+	// Brokers are the Kafka bootstrap brokers (host:port).
+	Brokers []string `json:"brokers,omitempty" yaml:"brokers"`
+	// Topic receives a Kafka destination's changes, keyed by
+	// platform/order id so each order's changes share a partition.
+	Topic string `json:"topic,omitempty" yaml:"topic"`
 	// Platforms limits the destination to these platforms' changes; empty
 	// sends every platform's.
 	Platforms []string `json:"platforms,omitempty" yaml:"platforms"`
@@ -71,6 +76,8 @@ func DestinationDefaults() Destination {
 		TaskQueue:       DefaultDeliveryTaskQueue,
 	}
 }
+
+var kafkaTopic = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
 var natsSubjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
@@ -160,6 +167,24 @@ func (d Destination) checkKind(bad func(field, format string, args ...any)) {
 		}
 		if d.Subject != "" {
 			bad("subject", "is for nats destinations")
+		}
+	case "kafka":
+		if len(d.Brokers) == 0 {
+			bad("brokers", "is required: a list of host:port")
+		}
+		for _, b := range d.Brokers {
+			if host, port, err := net.SplitHostPort(b); err != nil || host == "" || port == "" {
+				bad("brokers", "%q is not host:port", b)
+			}
+		}
+		if !kafkaTopic.MatchString(d.Topic) {
+			bad("topic", "%q is not a Kafka topic name (1-249 of letters, digits, '.', '_' and '-')", d.Topic)
+		}
+		if d.URL != "" || d.Subject != "" {
+			bad("url", "kafka destinations take brokers and topic, not url or subject")
+		}
+		if d.Secret.Env != "" || d.Secret.File != "" {
+			bad("secret", "kafka destinations do not support credentials yet (SASL is a later increment)")
 		}
 	case "nats":
 		u, err := url.Parse(d.URL)

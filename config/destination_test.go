@@ -59,7 +59,7 @@ func TestDestinationsValidate(t *testing.T) {
 		{"unknown kind and field", `
   oms: {kind: kafka2, url: "https://x", secret: {env: S}, batchsize: 3}`, []string{
 			`destination "oms": field "batchsize": unknown field (line 8)`,
-			`destination "oms": field "kind": unknown kind "kafka2" (one of webhook, nats)`,
+			`destination "oms": field "kind": unknown kind "kafka2" (one of webhook, nats, kafka)`,
 		}},
 		{"a value of the wrong type", `
   oms: {kind: webhook, url: "https://x", secret: {env: S}, batch_size: many}`, []string{
@@ -72,6 +72,14 @@ func TestDestinationsValidate(t *testing.T) {
 			`destination "bus": field "subject": "orders.>" is not a NATS subject of plain tokens (letters, digits, _ and -, separated by dots)`,
 			`destination "bus": field "platforms": "nope" is not a platform of this file`,
 			`destination "bus": field "max_in_flight": must be 1 for now (one batch at a time keeps each order's changes in order), got 3`,
+		}},
+		{"kafka", `
+  stream: {kind: kafka, brokers: ["127.0.0.1:9092"], topic: orders}`, nil},
+		{"kafka mistakes", `
+  stream: {kind: kafka, brokers: ["kafka"], topic: "a topic", secret: {env: K}}`, []string{
+			`destination "stream": field "brokers": "kafka" is not host:port`,
+			`destination "stream": field "topic": "a topic" is not a Kafka topic name (1-249 of letters, digits, '.', '_' and '-')`,
+			`destination "stream": field "secret": kafka destinations do not support credentials yet (SASL is a later increment)`,
 		}},
 		{"secret in the URL", `
   oms: {kind: webhook, url: "https://user:pw@oms.example.com", secret: {file: /run/s}, batch_size: 0}`, []string{

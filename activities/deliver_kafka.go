@@ -1,0 +1,62 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// KafkaIDHeader carries a change's idempotency key, "<destination>-<seq>",
+// so a consumer can drop a redelivered change.
+const KafkaIDHeader = "ordersync-id"
+
+// kafkaSender produces one record per change to the destination's topic,
+// keyed by platform/order id (each order's changes land on one partition,
+// in order), and waits until every record is acknowledged by all in-sync
+// replicas. franz-go's idempotent producer keeps its own retries from
+// duplicating records; a redelivered batch is dropped by the consumer
+// through the ordersync-id header.
+type kafkaSender struct {
+	d      config.Destination
+	client *kgo.Client
+}
+
+func newKafkaSender(d config.Destination) (sender, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.Brokers...), kgo.DefaultProduceTopic(d.Topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return &kafkaSender{d: d, client: cl}, nil
+}
+
+// KafkaKey is the record key of a change: its order.
+func KafkaKey(platform, orderID string) string { return platform + "/" + orderID }
+
+func (k *kafkaSender) send(ctx context.Context, b batch) error {
+	records := make([]*kgo.Record, 0, len(b.Changes))
+	for _, c := range b.Changes {
+		value, err := json.Marshal(c)
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
+		}
+		records = append(records, &kgo.Record{Key: []byte(KafkaKey(c.Platform, c.OrderID)), Value: value,
+			Headers: []kgo.RecordHeader{{Key: KafkaIDHeader, Value: []byte(ChangeID(b.Destination, c.Seq))}}})
+	}
+	if err := k.client.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.InvalidTopicException) {
+			return temporal.NewNonRetryableApplicationError("kafka refused topic "+k.d.Topic+": "+err.Error(), ErrDeliveryRefused, nil)
+		}
+		return fmt.Errorf("produce batch %s: %w", b.ID, err)
+	}
+	return nil
+}
+
+func (k *kafkaSender) close() { k.client.Close() }
