@@ -226,6 +226,7 @@ func (d *delivery) failed(ctx workflow.Context, err error) error {
 		return nil
 	}
 	backoff := min(time.Duration(d.st.ConsecutiveFailures)*d.dest.RetryInterval.D(), time.Minute)
+	d.now = workflow.Now(ctx) // the failed attempts took time
 	return d.sleep(ctx, "retry backoff", d.now.Add(backoff))
 }
 
