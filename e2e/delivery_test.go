@@ -24,7 +24,6 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/internal/natstest"
 	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/starter"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -135,11 +134,11 @@ func TestDeliveryEndToEnd(t *testing.T) {
 	cfg.Late = 2 * time.Second
 	yaml := strings.NewReplacer("{{HOOK}}", hook.URL, "{{NATS}}", natsURL).Replace(deliveryPlatforms)
 	s := startSystem(t, cfg, yaml)
-	s.startCursors()
-	for _, d := range s.file.Destinations {
-		_, err := starter.EnsureDelivery(ctx, s.client, d)
-		require.NoError(t, err)
-	}
+	// platform apply starts the cursors and the Delivery workflows.
+	code, out, stderr := s.runCLI("platform", "apply")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "destination e2e-hook: delivery started")
+	require.Contains(t, out, "destination e2e-bus: delivery started")
 
 	s.waitWatermark("e2e-alpha", time.Now().Add(-15*time.Second), 3*time.Minute)
 	// A worker restart while changes flow: in-flight deliveries are retried.
@@ -190,6 +189,24 @@ func TestDeliveryEndToEnd(t *testing.T) {
 	requireFeedDelivered(t, "jetstream", feed, msgs)
 	require.Len(t, msgs, len(feed), "JetStream dropped every duplicate by Nats-Msg-Id")
 	t.Logf("jetstream: %d changes, %d messages", len(feed), len(msgs))
+
+	// The operator's view: everything delivered, and the commands answer.
+	code, out, stderr = s.runCLI("deliveries", "status")
+	require.Equal(t, 0, code, "deliveries status: %s%s", out, stderr)
+	require.Regexp(t, `e2e-hook\s+delivering\s+\d+\s+\d+\s+\d+\s+0\s+0`, out)
+	code, out, stderr = s.runCLI("deliveries", "pause", "e2e-hook", "--reason", "e2e")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "e2e-hook: paused: e2e")
+	code, _, stderr = s.runCLI("deliveries", "retry", "e2e-hook", "--seq", "1")
+	require.Equal(t, 2, code, "change 1 is not set aside")
+	require.Contains(t, stderr, "change 1 is not set aside")
+	code, out, stderr = s.runCLI("deliveries", "resume", "e2e-hook")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "e2e-hook: ")
+	require.NotContains(t, out, "paused")
+	code, out, stderr = s.runCLI("changes", "--since", fmt.Sprint(head.LastSeq-2), "-o", "jsonl")
+	require.Equal(t, 0, code, stderr)
+	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2)
 
 	// Invariant 4: no order data in the Delivery workflows' histories.
 	for _, d := range s.file.Destinations {
