@@ -31,7 +31,9 @@ activities get --stop-timeout to finish.
 
 Before it starts, every selected platform's credential reference must
 resolve (the environment variable set and not empty, the file readable and
-not empty); otherwise it exits with status 2, one line per platform.
+not empty); otherwise it exits with status 2, one line per platform. The
+namespace must exist and have ordersync's search attributes; otherwise it
+exits with status 2 and asks for ` + "`ordersync setup`" + `.
 
 The worker sends a platform's credential only with the kind, endpoint,
 credentials and options its own platforms file declares for that platform;
@@ -86,6 +88,9 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 		return err
 	}
 	defer c.Close()
+	if err := a.checkNamespaceReady(ctx, c); err != nil {
+		return err
+	}
 	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew,
 		Client: c, Store: st, Platforms: platforms, PlatformsFile: file.Path, Alerter: a.Alerter(),
 		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, RequestSlots: slots,
