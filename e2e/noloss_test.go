@@ -40,6 +40,17 @@ platforms:
 // stops the simulator's changes and checks that the store holds the newest
 // visible version of every order (invariants 1 and 2).
 func TestNoLossEndToEnd(t *testing.T) {
+	testNoLoss(t, embeddedStack)
+}
+
+// TestNoLossEndToEndPostgres is the same run on the production-shaped
+// stack: Temporal on PostgreSQL with 4 task-queue partitions, a PostgreSQL
+// store and three `ordersync worker` processes.
+func TestNoLossEndToEndPostgres(t *testing.T) {
+	testNoLoss(t, postgresStack)
+}
+
+func testNoLoss(t *testing.T, st stack) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -53,7 +64,7 @@ func TestNoLossEndToEnd(t *testing.T) {
 	cfg.UpdateSpread = 20 * time.Second
 	cfg.Late = 3 * time.Second
 	cfg.Faults = sim.Faults{Err5xx: 0.05, Malformed: 0.02, EmptyPageWithToken: 0.02}
-	s := startSystem(t, cfg, noLossPlatforms)
+	s := startSystemOn(t, st, cfg, noLossPlatforms)
 	s.startCursors()
 
 	// Catch up with the backlog, then follow the present for a while.
