@@ -23,6 +23,12 @@ const (
 	ErrTransient   = "TransientError"
 	ErrMalformed   = "MalformedResponse"
 	ErrStore       = "StoreError"
+	// ErrSlotWait is no error: the platform's request rate is booked out
+	// for longer than the attempt may wait (always, for a page's first,
+	// local attempt: it must not hold the workflow task). Not retried by
+	// the activity; the slice waits NextRetryDelay on a durable timer and
+	// asks again, without counting an attempt.
+	ErrSlotWait = "RequestSlotWait"
 )
 
 // FetchPageInput asks for one page of a slice.
@@ -71,6 +77,10 @@ const maxLoggedIDs = 20
 // orders themselves never pass through Temporal.
 func (a *Activities) FetchPage(ctx context.Context, in FetchPageInput) (FetchPageResult, error) {
 	res, err := a.fetchPage(ctx, in)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == ErrSlotWait {
+		return res, err // waiting for the platform's rate, not an API error
+	}
 	if err != nil {
 		a.Metrics.FetchError(in.Platform.Name, errorClass(err))
 	} else {
@@ -105,7 +115,7 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 		return res, classify(fmt.Errorf("connector for %s: %w", in.Platform.Name, err))
 	}
 	if err := a.Limiters.Wait(ctx, in.Platform); err != nil {
-		return res, temporal.NewApplicationError("rate limiter wait: "+err.Error(), ErrTransient)
+		return res, classify(fmt.Errorf("rate limiter wait: %w", err))
 	}
 	page, err := conn.ListOrders(ctx, connectors.PageRequest{
 		From: in.From, To: in.To, Token: in.Token, PageSize: in.Platform.PageSize, Page: in.Page,
@@ -201,7 +211,11 @@ func classify(err error) error {
 	var rl *connectors.RateLimitError
 	var perm *connectors.PermanentError
 	var mal *connectors.MalformedError
+	var slot *SlotWaitError
 	switch {
+	case errors.As(err, &slot):
+		return temporal.NewApplicationErrorWithOptions(err.Error(), ErrSlotWait,
+			temporal.ApplicationErrorOptions{NonRetryable: true, NextRetryDelay: slot.Delay})
 	case errors.As(err, &rl):
 		return temporal.NewApplicationErrorWithOptions(err.Error(), ErrRateLimited,
 			temporal.ApplicationErrorOptions{NextRetryDelay: rl.RetryAfter})

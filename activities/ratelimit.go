@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.temporal.io/sdk/activity"
 	"sync"
 	"time"
 
@@ -52,7 +53,7 @@ func (l *Limiters) Wait(ctx context.Context, p config.Platform) error {
 	if l.Shared != nil {
 		d, err := l.Shared.Reserve(ctx, p.Name, rps, burst, attemptWait(ctx))
 		if errors.Is(err, quota.ErrNoSlot) {
-			return fmt.Errorf("no request slot for %s within this attempt (rate %v/s): %w", p.Name, rps, err)
+			return &SlotWaitError{Platform: p.Name, What: fmt.Sprintf("a request slot (rate %v/s)", rps), Delay: slotRetryDelay(rps), Err: err}
 		}
 		if err != nil {
 			return err
@@ -72,7 +73,16 @@ func (l *Limiters) Wait(ctx context.Context, p config.Platform) error {
 		lim.SetBurst(burst)
 	}
 	l.mu.Unlock()
-	return lim.Wait(ctx)
+	r := lim.Reserve()
+	if !r.OK() {
+		return fmt.Errorf("rate limiter of %s: burst %d cannot hold one request", p.Name, burst)
+	}
+	d := r.Delay()
+	if d > attemptWait(ctx) {
+		r.Cancel()
+		return &SlotWaitError{Platform: p.Name, What: fmt.Sprintf("a request slot (rate %v/s)", rps), Delay: d, Err: quota.ErrNoSlot}
+	}
+	return sleep(ctx, d)
 }
 
 // Effective is the rate and burst requests are paced at: the platform's
@@ -105,13 +115,52 @@ func (l *Limiters) Report(platform string, rps float64) {
 	l.reported[platform] = rps
 }
 
+// localSlotWait is the most a page's first attempt, a local activity, waits
+// for its request slot. A local activity runs inside the slice's workflow
+// task: a longer wait would hold that task (the SDK warns at 5 s), so the
+// attempt hands the wait to the workflow as a durable timer instead.
+const localSlotWait = 200 * time.Millisecond
+
 // attemptWait is how long a booking may make the caller wait: until
-// shortly before the attempt's deadline (an hour without one).
+// shortly before the attempt's deadline (an hour without one), and no more
+// than localSlotWait in a local activity.
 func attemptWait(ctx context.Context) time.Duration {
+	if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
+		return localSlotWait
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		return max(0, time.Until(dl)-slotMargin)
 	}
 	return time.Hour
+}
+
+// SlotWaitError says the platform's request rate (or points budget) is
+// booked out for longer than this attempt may wait. It is waiting, not a
+// failure: FetchPage reports it as ErrSlotWait, which the slice workflow
+// waits out on a durable timer and which never counts as an attempt.
+type SlotWaitError struct {
+	Platform string
+	What     string
+	// Delay is when to ask again.
+	Delay time.Duration
+	// Err is the booking's own error (quota.ErrNoSlot), if any.
+	Err error
+}
+
+func (e *SlotWaitError) Unwrap() error { return e.Err }
+
+func (e *SlotWaitError) Error() string {
+	return fmt.Sprintf("%s: no %s free within this attempt; ask again in %s", e.Platform, e.What, e.Delay.Round(time.Millisecond))
+}
+
+// slotRetryDelay is when to ask again for a slot at rps: one request's
+// spacing, at least a second (the shared slots are booked through the
+// database) and at most 5 minutes.
+func slotRetryDelay(rps float64) time.Duration {
+	if rps <= 0 {
+		return time.Minute
+	}
+	return min(max(time.Duration(float64(time.Second)/rps), time.Second), 5*time.Minute)
 }
 
 // sleep waits d, or until ctx ends.
@@ -163,7 +212,8 @@ func (m pointsMeter) key() string { return "points/" + m.platform }
 func (m pointsMeter) Book(ctx context.Context, b connectors.CostBudget, cost float64) error {
 	d, err := m.books().ReservePoints(ctx, m.key(), quota.Budget(b), cost, attemptWait(ctx))
 	if errors.Is(err, quota.ErrNoSlot) {
-		return fmt.Errorf("no room for %v points of %s within this attempt (%v points a second): %w", cost, m.platform, b.Rate, err)
+		return &SlotWaitError{Platform: m.platform, What: fmt.Sprintf("%v query points (%v a second)", cost, b.Rate),
+			Delay: slotRetryDelay(b.Rate / max(cost, 1)), Err: err}
 	}
 	if err != nil {
 		return err

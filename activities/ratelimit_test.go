@@ -100,7 +100,7 @@ func TestMeterBooksPointsOfTheSharedBudget(t *testing.T) {
 	shared.err = quota.ErrNoSlot
 	err := m.Book(context.Background(), b, 852)
 	require.ErrorIs(t, err, quota.ErrNoSlot)
-	require.ErrorContains(t, err, "no room for 852 points of shop within this attempt (100 points a second)")
+	require.ErrorContains(t, err, "shop: no 852 query points (100 a second) free within this attempt; ask again in 8.52s")
 }
 
 func TestMeterPacesInProcessWithoutSharedPoints(t *testing.T) {

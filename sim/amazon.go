@@ -227,26 +227,13 @@ func (s *Simulator) handleAmazonOrders(w http.ResponseWriter, r *http.Request) {
 	hangFor := sh.faults.HangFor
 	var items []listed
 	var more bool
-	switch plan.kind {
-	case fault5xx:
-		sh.stats.Faults.Err5xx++
-	case faultEmptyPage:
-		sh.stats.Faults.EmptyPage++
-	default:
+	if !sh.stats.countUnserved(plan) {
 		if inMarket {
 			sh.world.advance(now)
 			// Inclusive bounds: µs times in [ceil(from), floor(to)].
 			items, more = sh.world.page(ceilMicros(q.from), q.to/1000+1, cur.after, q.limit)
 		}
-		switch plan.kind {
-		case faultHang:
-			sh.stats.Faults.Hang++
-		case faultMalformed:
-			sh.stats.Faults.Malformed++
-		default:
-			sh.stats.Pages++
-			sh.stats.OrdersServed += int64(len(items))
-		}
+		sh.stats.countServed(plan, len(items))
 	}
 	sh.mu.Unlock()
 
@@ -275,18 +262,5 @@ func (s *Simulator) handleAmazonOrders(w http.ResponseWriter, r *http.Request) {
 		writeAmazonError(w, http.StatusInternalServerError, "InternalFailure", "Encoding the page failed.", "")
 		return
 	}
-	switch plan.kind {
-	case faultMalformed:
-		writeBody(w, http.StatusOK, malform(b, plan))
-	case faultHang:
-		if !hang(r.Context(), hangFor) {
-			return
-		}
-		if plan.abort {
-			abortConnection()
-		}
-		writeBody(w, http.StatusOK, b)
-	default:
-		writeBody(w, http.StatusOK, b)
-	}
+	writeFaulted(w, r, plan, hangFor, b)
 }

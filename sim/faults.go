@@ -81,3 +81,53 @@ func hang(ctx context.Context, d time.Duration) bool {
 func abortConnection() {
 	panic(http.ErrAbortHandler)
 }
+
+// countServed counts an answered page in the shop's stats as its fault plan
+// says: a hang or a malformed body, or a page served with its orders. The
+// shop's lock is held.
+func (st *ShopStats) countServed(plan faultPlan, orders int) {
+	switch plan.kind {
+	case faultHang:
+		st.Faults.Hang++
+	case faultMalformed:
+		st.Faults.Malformed++
+	default:
+		st.Pages++
+		st.OrdersServed += int64(orders)
+	}
+}
+
+// writeFaulted writes an answer's JSON body with status 200 as its fault
+// plan says: garbled or cut short, after a hang (then maybe no answer at
+// all), or as it is. Every API surface of the simulator ends this way.
+func writeFaulted(w http.ResponseWriter, r *http.Request, plan faultPlan, hangFor time.Duration, body []byte) {
+	switch plan.kind {
+	case faultMalformed:
+		writeBody(w, http.StatusOK, malform(body, plan))
+	case faultHang:
+		if !hang(r.Context(), hangFor) {
+			return // the client gave up
+		}
+		if plan.abort {
+			abortConnection()
+		}
+		writeBody(w, http.StatusOK, body)
+	default:
+		writeBody(w, http.StatusOK, body)
+	}
+}
+
+// countUnserved counts a fault that answers without a page (a 5xx, or an
+// empty page that hands back the request's own token) and reports whether
+// the plan is one; false means the page is to be served.
+func (st *ShopStats) countUnserved(plan faultPlan) bool {
+	switch plan.kind {
+	case fault5xx:
+		st.Faults.Err5xx++
+	case faultEmptyPage:
+		st.Faults.EmptyPage++
+	default:
+		return false
+	}
+	return true
+}

@@ -121,23 +121,10 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request) {
 	hangFor := sh.faults.HangFor
 	var items []listed
 	var more bool
-	switch plan.kind {
-	case fault5xx:
-		sh.stats.Faults.Err5xx++
-	case faultEmptyPage:
-		sh.stats.Faults.EmptyPage++
-	default:
+	if !sh.stats.countUnserved(plan) {
 		sh.world.advance(now)
 		items, more = sh.world.page(ceilMicros(q.from), ceilMicros(q.to), cur.after, q.limit)
-		switch plan.kind {
-		case faultHang:
-			sh.stats.Faults.Hang++
-		case faultMalformed:
-			sh.stats.Faults.Malformed++
-		default:
-			sh.stats.Pages++
-			sh.stats.OrdersServed += int64(len(items))
-		}
+		sh.stats.countServed(plan, len(items))
 	}
 	sh.mu.Unlock()
 
@@ -164,18 +151,5 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "encoding the page failed")
 		return
 	}
-	switch plan.kind {
-	case faultMalformed:
-		writeBody(w, http.StatusOK, malform(b, plan))
-	case faultHang:
-		if !hang(r.Context(), hangFor) {
-			return // the client gave up
-		}
-		if plan.abort {
-			abortConnection()
-		}
-		writeBody(w, http.StatusOK, b)
-	default:
-		writeBody(w, http.StatusOK, b)
-	}
+	writeFaulted(w, r, plan, hangFor, b)
 }

@@ -200,16 +200,8 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 			actual = 1
 			break
 		}
-		switch plan.kind {
-		case faultHang:
-			sh.stats.Faults.Hang++
-		case faultMalformed:
-			sh.stats.Faults.Malformed++
-		default:
-			if req.op == shopifyOrdersOp {
-				sh.stats.Pages++
-				sh.stats.OrdersServed += int64(n)
-			}
+		if req.op == shopifyOrdersOp || plan.kind != faultNone {
+			sh.stats.countServed(plan, n)
 		}
 	}
 	if limited {
@@ -232,20 +224,7 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"errors": "encoding the answer failed"})
 		return
 	}
-	switch plan.kind {
-	case faultMalformed:
-		writeBody(w, http.StatusOK, malform(b, plan))
-	case faultHang:
-		if !hang(r.Context(), hangFor) {
-			return
-		}
-		if plan.abort {
-			abortConnection()
-		}
-		writeBody(w, http.StatusOK, b)
-	default:
-		writeBody(w, http.StatusOK, b)
-	}
+	writeFaulted(w, r, plan, hangFor, b)
 }
 
 func (b *pointBucket) status() shopifyThrottleStatus {

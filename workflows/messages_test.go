@@ -2,6 +2,8 @@ package workflows_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +28,8 @@ func TestSliceRepeatedTokenFailsAtOnce(t *testing.T) {
 	}{
 		{"same token again", []string{"A", "A"}, 2, "page 2 returned the next-page token that page 1 returned before"},
 		{"a cycle", []string{"A", "B", "C", "B"}, 4, "page 4 returned the next-page token that page 2 returned before"},
+		{"a cycle of empty pages", []string{"A", "B", "A"}, 3, "page 3 returned the next-page token that page 1 returned before"},
+		{"an order-bearing page repeats its own token", []string{"A", "A"}, 2, "page 2 returned the next-page token that page 1 returned before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t)
@@ -33,7 +37,11 @@ func TestSliceRepeatedTokenFailsAtOnce(t *testing.T) {
 			p.MaxPages = 100
 			pages := watchPages(env)
 			mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
-				return activities.FetchPageResult{NextToken: tc.tokens[in.Page-1], Fetched: 1}, nil
+				fetched := 1
+				if strings.Contains(tc.name, "empty") {
+					fetched = 0
+				}
+				return activities.FetchPageResult{NextToken: tc.tokens[in.Page-1], Fetched: fetched}, nil
 			}, nil)
 			dl := mockDeadLetters(env, 0, false)
 
@@ -45,6 +53,38 @@ func TestSliceRepeatedTokenFailsAtOnce(t *testing.T) {
 			require.Len(t, dl.all(), 1)
 			require.Contains(t, dl.all()[0].Error, tc.want)
 			require.NotContains(t, dl.all()[0].Error, `"A"`, "the token itself is not repeated")
+		})
+	}
+}
+
+// TestSliceFollowsAStallingPlatform: an empty page that hands back the
+// token it was asked with ("nothing yet, ask again") is followed, a few
+// times in a row; past maxStalls (5) it is a cycle too.
+func TestSliceFollowsAStallingPlatform(t *testing.T) {
+	for _, tc := range []struct {
+		stalls  int
+		outcome string
+	}{{3, api.SliceCompleted}, {6, api.SliceFailed}} {
+		t.Run(fmt.Sprint(tc.stalls, " stalls"), func(t *testing.T) {
+			env := newEnv(t)
+			p := testPlatform(t)
+			p.MaxPages = 100
+			pages := watchPages(env)
+			mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+				switch {
+				case in.Page == 1:
+					return activities.FetchPageResult{NextToken: "A", Fetched: 1}, nil
+				case in.Page <= 1+tc.stalls:
+					return activities.FetchPageResult{NextToken: "A"}, nil // empty, same token
+				default:
+					return activities.FetchPageResult{Fetched: 1}, nil
+				}
+			}, nil)
+			mockDeadLetters(env, 0, false)
+
+			res := runSlice(t, env, p, at("-1h"), at("-45m"))
+
+			require.Equal(t, tc.outcome, res.Outcome, res.Error)
 		})
 	}
 }

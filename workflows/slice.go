@@ -47,6 +47,7 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 	canSplit := s.in.End.Sub(s.in.Start) >= 2*MinSliceSpan
 	token := ""
 	followed := tokenLog{}
+	stalls := 0
 	for page := 1; ; page++ {
 		if page > p.MaxPages && canSplit {
 			s.res.Outcome = api.SliceSplit
@@ -69,10 +70,7 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		if s.in.LocalFirst {
 			r, attempts, err = fetchPageLocalFirst(ctx, p, in)
 		} else {
-			err = workflow.ExecuteActivity(pageCtx, acts.FetchPage, in).Get(ctx, &r)
-			if err != nil {
-				attempts = attemptsOf(err, p.Retries+1)
-			}
+			r, attempts, err = fetchPageRegular(ctx, pageCtx, in, p.Retries+1)
 		}
 		if err != nil {
 			return s.fail(ctx, err, attempts)
@@ -88,7 +86,17 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		if r.NextToken == "" {
 			break
 		}
-		if first, seen := followed.add(r.NextToken, page); seen &&
+		// An empty page that hands back the token it was asked with says
+		// "nothing here yet, ask again" (the simulator does, and real
+		// platforms do on a slow index): followed a few times in a row. Any
+		// other repeat, or too many stalls, is a cycle.
+		stall := r.Fetched == 0 && r.NextToken == token
+		if stall {
+			stalls++
+		} else {
+			stalls = 0
+		}
+		if first, seen := followed.add(r.NextToken, page); seen && (!stall || stalls > maxStalls) &&
 			workflow.GetVersion(ctx, versionRepeatedToken, workflow.DefaultVersion, 1) >= 1 {
 			return s.fail(ctx, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"page %d returned the next-page token that page %d returned before (%s): the platform pages in a cycle",
@@ -99,6 +107,10 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 	s.res.Outcome = api.SliceCompleted
 	return s.finish(ctx, searchattr.StateCompleted)
 }
+
+// maxStalls is how many empty pages in a row may hand back the token they
+// were asked with before the slice counts it as a cycle.
+const maxStalls = 5
 
 // tokenLog remembers every next-page token a slice followed (by digest, as
 // tokens can be long URLs) and the page that returned it, so a platform that
@@ -142,6 +154,15 @@ func fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.
 	if err == nil {
 		return r, 1, nil
 	}
+	if d, ok := slotWait(err); ok {
+		// The request slots are booked out: the attempt did not run. Wait
+		// on a durable timer, not in the workflow task, then run the page
+		// as a regular activity with the whole retry policy.
+		if err := workflow.Sleep(ctx, d); err != nil {
+			return r, 0, err
+		}
+		return fetchPageRegular(ctx, pageActivityContext(ctx, p), in, p.Retries+1)
+	}
 	if p.Retries == 0 || !retryable(err) {
 		return r, 1, err
 	}
@@ -153,11 +174,48 @@ func fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.
 	if err := workflow.Sleep(ctx, wait); err != nil {
 		return r, 1, err
 	}
-	err = workflow.ExecuteActivity(pageRetryActivityContext(ctx, p), acts.FetchPage, in).Get(ctx, &r)
-	if err != nil {
-		return r, 1 + attemptsOf(err, p.Retries), err
+	r, attempts, err := fetchPageRegular(ctx, pageRetryActivityContext(ctx, p), in, p.Retries)
+	return r, 1 + attempts, err
+}
+
+// maxSlotWaits bounds how often one page waits for a request slot, so a
+// platform whose rate is set to almost nothing ends in the dead-letter
+// workflow, visible, rather than waiting forever.
+const maxSlotWaits = 10000
+
+// fetchPageRegular runs a page as regular activities with the retry policy
+// of actx. A slot wait (ErrSlotWait: the platform's rate is booked out for
+// longer than an attempt may wait) is waiting, not failing: the workflow
+// sleeps on a durable timer and asks again, and it counts as no attempt.
+// The int is the attempts made, for the dead-letter entry of a failed page.
+func fetchPageRegular(ctx workflow.Context, actx workflow.Context, in activities.FetchPageInput, maxAttempts int) (activities.FetchPageResult, int, error) {
+	var r activities.FetchPageResult
+	for waits := 0; ; waits++ {
+		err := workflow.ExecuteActivity(actx, acts.FetchPage, in).Get(ctx, &r)
+		if err == nil {
+			return r, 0, nil
+		}
+		d, ok := slotWait(err)
+		if !ok || waits >= maxSlotWaits {
+			return r, attemptsOf(err, maxAttempts), err
+		}
+		if err := workflow.Sleep(ctx, d); err != nil {
+			return r, 0, err
+		}
 	}
-	return r, 1, nil
+}
+
+// slotWait says whether a page attempt only found the platform's request
+// slots booked out, and how long to wait before asking again.
+func slotWait(err error) (time.Duration, bool) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != activities.ErrSlotWait {
+		return 0, false
+	}
+	if d := app.NextRetryDelay(); d > 0 {
+		return d, true
+	}
+	return time.Second, true
 }
 
 // retryable says whether a failed attempt may be tried again: not when the
