@@ -260,12 +260,14 @@ func (r *chaosRun) between(lo, hi time.Duration) time.Duration {
 
 // unleash runs the chaos for d: a SIGKILL of a random worker every few
 // seconds, each started again after a moment, and one stop and start of
-// the Temporal server somewhere in the middle.
+// the Temporal server somewhere in the middle. Gaps are at most d/5 (14s
+// for the 75s run), so a short run still kills at least twice.
 func (r *chaosRun) unleash(d time.Duration) {
 	end := time.Now().Add(d)
 	restartAt := time.Now().Add(d/3 + r.between(0, d/3))
+	maxGap := max(5*time.Second, min(14*time.Second, d/5))
 	for time.Now().Before(end) {
-		time.Sleep(min(r.between(4*time.Second, 14*time.Second), time.Until(end)))
+		time.Sleep(min(r.between(4*time.Second, maxGap), time.Until(end)))
 		if r.report.ServerRestarts == 0 && time.Now().After(restartAt) {
 			r.restartServer()
 			continue

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,9 +33,12 @@ import (
 //     on PostgreSQL with SQL visibility, its schema set up by Temporal's
 //     schema tool, 4 task-queue partitions, a namespace prepared by
 //     `ordersync setup`'s code, a PostgreSQL store, and `ordersync worker`
-//     OS processes. It needs ORDERSYNC_TEST_POSTGRES_DSN (a role that may
-//     create databases; .ci/postgres.sh prints one) and is skipped without
-//     it, or fails when ORDERSYNC_TEST_POSTGRES_REQUIRED is set (CI).
+//     OS processes. It needs ORDERSYNC_TEST_POSTGRES_DSN (the store's
+//     server; a role that may create databases) and uses
+//     ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN for Temporal's databases when
+//     set (.ci/postgres.sh prints both: Temporal gets its own role, with
+//     CREATEDB and nothing more). It is skipped without them, or fails when
+//     ORDERSYNC_TEST_POSTGRES_REQUIRED is set (CI).
 type stack struct {
 	name string
 	// namespace the workflows run in.
@@ -92,8 +96,9 @@ var postgresStack = stack{
 // postgresDSNEnv names the PostgreSQL server for the postgres stack and the
 // store tests; postgresRequiredEnv turns its absence into a failure.
 const (
-	postgresDSNEnv      = "ORDERSYNC_TEST_POSTGRES_DSN"
-	postgresRequiredEnv = "ORDERSYNC_TEST_POSTGRES_REQUIRED"
+	postgresDSNEnv         = "ORDERSYNC_TEST_POSTGRES_DSN"
+	temporalPostgresDSNEnv = "ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN"
+	postgresRequiredEnv    = "ORDERSYNC_TEST_POSTGRES_REQUIRED"
 )
 
 var (
@@ -120,6 +125,9 @@ func requirePostgres(t *testing.T) string {
 		}
 		conn.Close(ctx)
 	})
+	if pgReason == "" {
+		sweepOldDatabases(t, os.Getenv(postgresDSNEnv))
+	}
 	if pgReason != "" {
 		msg := "POSTGRESQL NOT AVAILABLE: " + pgReason + "; the PostgreSQL-backed Temporal stack is NOT tested " +
 			"(run `eval \"$(bash .ci/postgres.sh | tail -n1)\"` first)"
@@ -131,17 +139,63 @@ func requirePostgres(t *testing.T) string {
 	return os.Getenv(postgresDSNEnv)
 }
 
-// freshDatabase creates an empty database named prefix_<random> on the
-// test server, dropped when the test ends, and returns its name.
-func freshDatabase(t *testing.T, prefix string) string {
+// temporalPostgres is the DSN Temporal's databases are made with.
+func temporalPostgres(t *testing.T) string {
 	t.Helper()
 	base := requirePostgres(t)
-	var b [5]byte
+	if dsn := os.Getenv(temporalPostgresDSNEnv); dsn != "" {
+		return dsn
+	}
+	return base
+}
+
+// uniqueName is prefix_<unix seconds>_<random>: runs on one server never
+// share a database, and sweepOldDatabases can tell an abandoned one.
+func uniqueName(prefix string) string {
+	var b [4]byte
 	_, _ = rand.Read(b[:])
-	name := prefix + "_" + hex.EncodeToString(b[:])
-	adminExec(t, base, "CREATE DATABASE "+name)
-	t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
-	return name
+	return fmt.Sprintf("%s_%d_%s", prefix, time.Now().Unix(), hex.EncodeToString(b[:]))
+}
+
+var sweepOnce sync.Once
+
+// sweepOldDatabases drops the e2e databases of runs that died without their
+// cleanup (a server's log.Fatal exits the test process) once they are
+// hours old; other runs on the same server are younger.
+func sweepOldDatabases(t *testing.T, dsn string) {
+	sweepOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname ~ '^e2e_[a-z]+_[0-9]+_[0-9a-f]+'`)
+		if err != nil {
+			return
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return
+		}
+		for _, name := range names {
+			var prefix string
+			var created int64
+			if _, err := fmt.Sscanf(strings.ReplaceAll(name, "_", " "), "e2e %s %d", &prefix, &created); err != nil ||
+				time.Since(time.Unix(created, 0)) < 3*time.Hour {
+				continue
+			}
+			if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err == nil {
+				t.Logf("dropped %s, left behind by an earlier run", name)
+			}
+		}
+	})
+}
+
+// dropAtCleanup drops a database (if it exists) when the test ends.
+func dropAtCleanup(t *testing.T, dsn, name string) {
+	t.Cleanup(func() { adminExec(t, dsn, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
 }
 
 func adminExec(t *testing.T, dsn, stmt string) {
@@ -166,7 +220,11 @@ func withDatabase(t *testing.T, dsn, database string) string {
 
 func freshPostgresStore(t *testing.T) string {
 	t.Helper()
-	return withDatabase(t, requirePostgres(t), freshDatabase(t, "e2e_orders"))
+	base := requirePostgres(t)
+	name := uniqueName("e2e_orders")
+	adminExec(t, base, "CREATE DATABASE "+name)
+	dropAtCleanup(t, base, name)
+	return withDatabase(t, base, name)
 }
 
 // restartableServer is a Temporal server on a fixed frontend port and its
@@ -239,12 +297,14 @@ func startEmbedded(t *testing.T) *restartableServer {
 // `ordersync setup`'s code.
 func startPostgresCluster(t *testing.T) *restartableServer {
 	t.Helper()
-	base := requirePostgres(t)
-	pg, err := cluster.PostgresFromDSN(base)
+	dsn := temporalPostgres(t)
+	pg, err := cluster.PostgresFromDSN(dsn)
 	require.NoError(t, err)
-	pg.Database = freshDatabase(t, "e2e_temporal")
+	pg.Database = uniqueName("e2e_temporal")
 	pg.VisibilityDatabase = pg.Database + "_visibility"
-	t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+pg.VisibilityDatabase+" WITH (FORCE)") })
+	admin := withDatabase(t, dsn, pg.AdminDatabase) // the DSN's own database may not exist yet
+	dropAtCleanup(t, admin, pg.Database)
+	dropAtCleanup(t, admin, pg.VisibilityDatabase)
 	began := time.Now()
 	require.NoError(t, cluster.SetupSchema(pg, nil))
 	t.Logf("postgres stack: Temporal schema set up in %s (databases %s, %s)", time.Since(began).Round(time.Millisecond), pg.Database, pg.VisibilityDatabase)
