@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that run the real Temporal server take a few minutes on a 2-core box.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-short lint generate histories clean chaos bench
+.PHONY: all build run cluster test test-short lint generate histories clean chaos bench
 
 all: build
 
@@ -17,6 +17,18 @@ build:
 ## a worker and the three demo platforms.
 run: build
 	./$(BIN) dev -f examples/demo-platforms.yaml
+
+## cluster: build, then run the production-shaped stack: Temporal on
+## PostgreSQL (schema by temporal-sql-tool's code, 4 task-queue partitions,
+## Web UI), `ordersync setup`, 3 `ordersync worker` processes on a PostgreSQL
+## store, the simulator and the demo platforms. PostgreSQL comes from
+## .ci/postgres.sh (installed from Debian's packages when missing; needs
+## root or sudo). CLUSTER_FLAGS adds flags, e.g. CLUSTER_FLAGS="--workers 5".
+cluster: build
+	@eval "$$(bash .ci/postgres.sh | tail -n1)" && \
+	ORDERSYNC_STORE_DSN="$${ORDERSYNC_TEST_POSTGRES_DSN%%/ordersync_test*}/ordersync_cluster?sslmode=disable" \
+	ORDERSYNC_TEMPORAL_NAMESPACE="$${ORDERSYNC_TEMPORAL_NAMESPACE:-ordersync}" \
+	./$(BIN) cluster --postgres "$$ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN" -f examples/demo-platforms.yaml $(CLUSTER_FLAGS)
 
 ## test: go vet plus every test (PostgreSQL tests need ORDERSYNC_TEST_POSTGRES_DSN;
 ## .ci/run sets it up, see README).

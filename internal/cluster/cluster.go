@@ -74,6 +74,22 @@ type ServicePorts struct {
 	Metrics int
 }
 
+// StandardPorts lays the services out as Temporal's own configurations do
+// around frontend port 7233 (history 7234, matching 7235, worker 7239,
+// membership 6933-6939, metrics 8000), shifted with the frontend port. A
+// node that comes back on the same ports takes over its own membership
+// entries at once; on fresh ports it first waits out its old self (about
+// half a minute of "Not enough hosts to serve the request").
+func StandardPorts(frontend int) ServicePorts {
+	return ServicePorts{
+		FrontendMembership: frontend - 300,
+		History:            frontend + 1, HistoryMembership: frontend - 299,
+		Matching: frontend + 2, MatchingMembership: frontend - 298,
+		Worker: frontend + 6, WorkerMembership: frontend - 294,
+		Metrics: frontend + 767,
+	}
+}
+
 // Server is a running Temporal server on PostgreSQL.
 type Server struct {
 	opts     Options
