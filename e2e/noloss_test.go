@@ -86,4 +86,5 @@ func testNoLoss(t *testing.T, st stack) {
 		require.Empty(t, r.Extra, "%s: extra orders", p)
 		t.Logf("%s: %d orders checked, 0 missing, 0 stale", p, r.Checked)
 	}
+	require.Equal(t, st.partitions, partitionsPolled(t, s.client, "orders-e2e-alpha"), "task-queue partitions in use")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/devserver"
@@ -52,6 +53,8 @@ type stack struct {
 	// workerProcesses, when above zero, runs the system's workers as that
 	// many `ordersync worker` processes instead of in the test process.
 	workerProcesses int
+	// partitions is the server's partition count per task queue.
+	partitions int
 }
 
 // temporalServer is either stack's server, as a test sees it (the stack
@@ -75,6 +78,7 @@ var embeddedStack = stack{
 		return srv
 	},
 	restartable: startEmbedded,
+	partitions:  1,
 	storeDSN: func(t *testing.T) string {
 		return "sqlite://" + filepath.Join(t.TempDir(), "orders.db")
 	},
@@ -91,6 +95,7 @@ var postgresStack = stack{
 	restartable:     startPostgresCluster,
 	storeDSN:        freshPostgresStore,
 	workerProcesses: 3,
+	partitions:      4,
 }
 
 // postgresDSNEnv names the PostgreSQL server for the postgres stack and the
@@ -307,6 +312,7 @@ func startPostgresCluster(t *testing.T) *restartableServer {
 	dropAtCleanup(t, admin, pg.VisibilityDatabase)
 	began := time.Now()
 	require.NoError(t, cluster.SetupSchema(pg, nil))
+	require.NoError(t, cluster.SetupSchema(pg, nil), "a second schema setup (an upgrade with nothing to apply) must pass")
 	t.Logf("postgres stack: Temporal schema set up in %s (databases %s, %s)", time.Since(began).Round(time.Millisecond), pg.Database, pg.VisibilityDatabase)
 
 	dir := t.TempDir()
@@ -350,4 +356,26 @@ func (st stack) env(temporalAddress, storeDSN, platformsPath string) []string {
 		"ORDERSYNC_METRICS_ADDRESS=127.0.0.1:0",
 		"ORDERSYNC_LOG_LEVEL=info",
 	}
+}
+
+// partitionsPolled counts the partitions of a task queue that had pollers
+// in the last minutes: the SDK's polls spread over every partition the
+// server has, so after a while that is the server's partition count.
+func partitionsPolled(t *testing.T, c client.Client, taskQueue string) int {
+	t.Helper()
+	n := 0
+	for i := range 8 {
+		name := taskQueue
+		if i > 0 {
+			name = fmt.Sprintf("/_sys/%s/%d", taskQueue, i) // how the server names partition i
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := c.DescribeTaskQueue(ctx, name, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		cancel()
+		require.NoError(t, err, name)
+		if len(resp.GetPollers()) > 0 {
+			n++
+		}
+	}
+	return n
 }
