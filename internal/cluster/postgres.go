@@ -29,8 +29,11 @@ type Postgres struct {
 	// Attributes are connection parameters such as sslmode.
 	Attributes map[string]string
 	// MaxConns bounds each service's pool on the main database (default
-	// 10); visibility gets a quarter of it. One process runs four
-	// services, so it opens up to 5 × MaxConns/2 connections... see conns.
+	// 10); visibility pools get a quarter of it (at least 2). The four
+	// services each have both pools, so the server opens at most
+	// 4 × (MaxConns + MaxConns/4) connections: 48 by default (the e2e
+	// stack, three workers included, was seen at 34). Debian's PostgreSQL
+	// allows 100.
 	MaxConns int
 }
 
