@@ -69,6 +69,8 @@ type Workers struct {
 	workers []sdkworker.Worker
 	// stopPoller ends the status poller and unregisters it (nil without metrics).
 	stopPoller func()
+	// ready feeds /readyz (nil without metrics).
+	ready *metrics.Readiness
 }
 
 // QueuePlan groups platforms by task queue and sums their request rates:
@@ -115,10 +117,18 @@ func Start(opts Options) (*Workers, error) {
 		ws.queues = append(ws.queues, q)
 	}
 	sort.Strings(ws.queues)
+	ws.ready = opts.Metrics.Readiness()
+	ws.ready.Expect(ws.queues)
 	for _, q := range ws.queues {
 		w := sdkworker.New(opts.Client, q, sdkworker.Options{
 			TaskQueueActivitiesPerSecond: plan[q],
 			WorkerStopTimeout:            opts.StopTimeout,
+			// A worker the SDK gave up on (namespace gone, say) no longer
+			// polls: say so on /readyz rather than look healthy.
+			OnFatalError: func(err error) {
+				logger.Error("worker stopped", "task_queue", q, "error", err)
+				ws.ready.Down(fmt.Sprintf("worker for task queue %s stopped: %v", q, err))
+			},
 		})
 		workflows.Register(w)
 		w.RegisterActivity(acts)
@@ -180,6 +190,7 @@ func (ws *Workers) Queues() []string { return ws.queues }
 // Stop drains every worker: no new tasks are taken, running activities get
 // up to StopTimeout to finish.
 func (ws *Workers) Stop() {
+	ws.ready.Down("draining: the worker is stopping")
 	if ws.stopPoller != nil {
 		ws.stopPoller()
 		ws.stopPoller = nil
