@@ -52,6 +52,7 @@ func TestRecorderCountsAndServes(t *testing.T) {
 	rec.NotStored("acme", 0, 0)
 	rec.NotStored("acme", 2, 1)
 	rec.NotStored("quiet", 0, 0)
+	rec.Request("quiet")
 	var nilRec *metrics.Recorder
 	nilRec.Page("acme", 1, 1, 1) // nil-safe: activities without metrics
 	nilRec.FetchError("acme", metrics.ClassStore)
@@ -74,6 +75,7 @@ func TestRecorderCountsAndServes(t *testing.T) {
 		`ordersync_orders_not_stored_total{platform="acme",reason="rejected"} 2`,
 		`ordersync_orders_not_stored_total{platform="acme",reason="future_stamped"} 1`,
 		`ordersync_orders_not_stored_total{platform="quiet",reason="future_stamped"} 0`,
+		`ordersync_rate_limited_total{platform="quiet"} 0`,
 		`go_goroutines `,
 	} {
 		require.Contains(t, body, line)

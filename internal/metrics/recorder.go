@@ -118,12 +118,14 @@ func (r *Recorder) NotStored(platform string, rejected, futureStamped int) {
 }
 
 // Request counts one page request sent to the platform (it took a rate
-// limit slot), whatever its outcome.
+// limit slot), whatever its outcome. It also creates the platform's 429
+// counter at 0, so "429s per minute" reads 0 rather than no data.
 func (r *Recorder) Request(platform string) {
 	if r == nil {
 		return
 	}
 	r.requests.WithLabelValues(platform).Inc()
+	r.rateLimited.WithLabelValues(platform)
 }
 
 // Readiness is what /readyz answers from (nil for a nil Recorder).
