@@ -47,8 +47,10 @@ type Options struct {
 	// StopTimeout bounds the drain on shutdown (default DefaultStopTimeout).
 	StopTimeout time.Duration
 	// Metrics, when set, receives the activities' counters and the served
-	// platforms' status gauges (see package metrics). The Temporal SDK's own
-	// metrics come from the client: dial it with Metrics.TemporalHandler().
+	// platforms' status gauges (see package metrics), and its Readiness
+	// learns the task queues to expect polls on (/readyz). The Temporal
+	// SDK's own metrics and the poll tracking come from the client: dial it
+	// with options from Metrics.InstrumentClient.
 	Metrics *metrics.Recorder
 	// RequestSlots, when set, paces each platform's requests across every
 	// worker process through the shared database (package quota); without
