@@ -167,6 +167,9 @@ type CursorStatus struct {
 	TaskQueue           string `json:"task_queue"`
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	BreakerOpen         bool   `json:"breaker_open"`
+	// CaughtUp is set once the backfill reached the present: from then on a
+	// growing lag is a problem, not the backfill's normal state.
+	CaughtUp bool `json:"caught_up"`
 	// Settings are the platform settings the cursor runs with now.
 	Settings config.Platform `json:"settings"`
 }

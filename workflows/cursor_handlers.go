@@ -106,6 +106,7 @@ func (c *cursor) status() api.CursorStatus {
 
 		ConsecutiveFailures: c.st.ConsecutiveFailures,
 		BreakerOpen:         c.st.BreakerOpen,
+		CaughtUp:            c.st.CaughtUp,
 	}
 	if c.st.Paused {
 		// Derived from state: an update answers before the loop has run.
