@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -105,15 +106,23 @@ func recordSim() sim.Config {
 // TestRecordHistories records the replay tests' histories from real runs:
 // a cursor across continue-as-new, a slice whose pages were retried, and a
 // dead-letter workflow with a reprocess. It runs only when
-// ORDERSYNC_RECORD_HISTORIES names the output directory (make histories).
+// ORDERSYNC_RECORD_HISTORIES names the output directory (make histories
+// RELEASE=...): a new release folder under testdata/histories. It refuses a
+// folder that exists, and never overwrites a file: histories of an earlier
+// release are what running workflows of that release look like, and the
+// code must keep replaying them.
 func TestRecordHistories(t *testing.T) {
 	dir := os.Getenv("ORDERSYNC_RECORD_HISTORIES")
 	if dir == "" {
-		t.Skip("set ORDERSYNC_RECORD_HISTORIES=<dir> (make histories) to record")
+		t.Skip("set ORDERSYNC_RECORD_HISTORIES=<new dir> (make histories RELEASE=...) to record")
 	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	// Mkdir, not MkdirAll: an existing release folder is never re-recorded.
+	require.NoError(t, os.Mkdir(dir, 0o755), "recorded histories are never rewritten: record into a new release folder")
 	write := func(name string, b []byte) {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		require.NoError(t, err)
+		_, err = f.Write(b)
+		require.NoError(t, errors.Join(err, f.Close()))
 		t.Logf("recorded %s (%d bytes)", name, len(b))
 	}
 
@@ -133,16 +142,11 @@ func TestRecordHistories(t *testing.T) {
 	eventually(t, 2*time.Minute, "two continue-as-new generations", func() bool { return s.status("rec").Runs >= 2 })
 	runs := runIDs(t, s.client, cursorID)
 	require.GreaterOrEqual(t, len(runs), 2)
-	// cursor_continue_as_new.json and cursor_after_continue_as_new.json were
-	// recorded before adaptive slice spans (version adaptive-backfill-span)
-	// and stay as the histories of cursors running during an upgrade.
-	write("cursor_spans_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[0]))
-	write("cursor_spans_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
+	write("cursor_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[0]))
+	write("cursor_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
 
 	// A slice whose page failed its local first attempt and was retried as
-	// a regular activity (SliceInput.LocalFirst). slice_with_retries.json,
-	// recorded before that version, stays as the history of a slice that
-	// was running during an upgrade; this recording does not replace it.
+	// a regular activity (SliceInput.LocalFirst).
 	resp, err := s.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
 		Query: "WorkflowType = 'FetchSlice' AND ExecutionStatus = 'Completed'",
 	})
