@@ -17,20 +17,22 @@
 //
 // # State model
 //
-//	                 Launch: due, settled,          report: completed or
-//	   new / split   in a window or forced,         dead-lettered
-//	  ─────────────► queued ───────────────► running ──────────────────► finished
-//	                   ▲ ▲   its ID not running   │  │                      │
-//	                   │ │                        │  │             regular? │ other kinds
-//	                   │ └── Retry(due): no ──────┘  │            ┌─────────┴────────┐
-//	                   │     report (back-off)       │            ▼                  ▼
-//	                   └──── Split: two halves, ─────┘          held             dropped
-//	                         queued in its place              (an earlier
-//	                                                          regular slice
-//	                                                          is unfinished)
-//	                                                               │ every earlier one finished
-//	                                                               ▼
-//	                                                       below the watermark (dropped)
+//	 new regular slice,           Launch: due, settled,
+//	 reprocess, re-sweep          in a work window or forced,
+//	────────────────────► queued ─────────────────────────────► running
+//	                       ▲  ▲   no slice of its ID running     │  │  │
+//	                       │  └──── Retry: no report, due ───────┘  │  │
+//	                       │        after a back-off                │  │
+//	                       └─────── Split: two halves take ─────────┘  │
+//	                                its place                          │ completed or
+//	                                                                   │ dead-lettered
+//	                                               other kinds ◄───────┤
+//	                                               dropped             │ regular
+//	                                                                   ▼
+//	                                                                  held
+//	                                                                   │ every earlier regular
+//	                                                                   ▼ slice has finished
+//	                                                           below the watermark
 //
 // A queued slice whose Due is still ahead is "waiting" (until Due) in
 // status: a retry's back-off, or a re-sweep that is not due yet.
