@@ -51,6 +51,12 @@ type commandRecorder struct {
 	// differential tests compare when, not only what).
 	stamp bool
 	cmds  []command
+	// answer, when set, answers activities of these types itself after the
+	// given workflow time instead of scheduling them. The test environment
+	// runs mocked activities on goroutines and fires timers by wall-clock
+	// time while any runs, which makes two runs that should be identical
+	// differ by a few milliseconds under load.
+	answer map[string]time.Duration
 	// versions are the change IDs asked so far: the SDK records a marker
 	// the first time a run asks for a change ID, and only then.
 	versions map[string]bool
@@ -89,6 +95,9 @@ func (o *recordingOutbound) add(ctx workflow.Context, c command) {
 	o.rec.cmds = append(o.rec.cmds, c)
 }
 
+// ExecuteChildWorkflow records a child's search attributes in name order.
+//
+//workflowcheck:ignore
 func (o *recordingOutbound) ExecuteChildWorkflow(ctx workflow.Context, childType string, args ...interface{}) workflow.ChildWorkflowFuture {
 	opts := workflow.GetChildWorkflowOptions(ctx)
 	sa := map[string]*commonpb.Payload{}
@@ -107,6 +116,18 @@ func (o *recordingOutbound) ExecuteChildWorkflow(ctx workflow.Context, childType
 func (o *recordingOutbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...interface{}) workflow.Future {
 	opts := workflow.GetActivityOptions(ctx)
 	o.add(ctx, command{Kind: "activity", Name: activityType, Queue: opts.TaskQueue, Input: encodeArgs(args...)})
+	if d, ok := o.rec.answer[activityType]; ok {
+		f, set := workflow.NewFuture(ctx)
+		if d <= 0 {
+			set.Set(nil, nil)
+			return f
+		}
+		timer := o.Next.NewTimer(ctx, d) // not recorded: the cursor did not ask for it
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			set.Set(nil, timer.Get(ctx, nil))
+		})
+		return f
+	}
 	return o.Next.ExecuteActivity(ctx, activityType, args...)
 }
 

@@ -132,6 +132,12 @@ func sameRecordedInput(kind, want, got string) error {
 		// it keeps paging as it did.
 		got = strings.Replace(got, `,"local_first":true`, "", 1)
 	}
+	if kind == "continue-as-new" && strings.Contains(want, `"pending"`) && !strings.Contains(want, `"slices"`) {
+		// A cursor of v0.1 carried its slices in the v0.1 form only; today's
+		// carries them in its own form too, and must carry the v0.1 form
+		// as v0.1 did (api.CursorState).
+		return sameForV01(kind, want, got)
+	}
 	if want != got {
 		return fmt.Errorf("\nwant %s\ngot  %s", indentJSON(want), indentJSON(got))
 	}

@@ -82,8 +82,8 @@ func TestStatusPollerExportsCursorAndDeadLetters(t *testing.T) {
 			"acme": {
 				Platform:  "acme",
 				Watermark: now.Add(-90 * time.Minute),
-				InFlight:  []api.SliceRef{{ID: "a"}, {ID: "b"}},
-				Queued:    []api.SliceRef{{ID: "c"}},
+				InFlight:  []api.SliceView{{ID: "a"}, {ID: "b"}},
+				Queued:    []api.SliceView{{ID: "c"}},
 				Counts:    api.Counts{SlicesCompleted: 40, SlicesFailed: 2, SlicesSplit: 1, LateArrivals: 7},
 				Paused:    true, BreakerOpen: true,
 			},

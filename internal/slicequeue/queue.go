@@ -80,7 +80,7 @@ func Restore(s Snapshot, rules Rules, id IDFunc) *Queue {
 
 // Snapshot returns the queue's state, for continue-as-new.
 func (q *Queue) Snapshot() Snapshot {
-	return Snapshot{Next: q.next, Span: q.span, CaughtUp: q.caughtUp, Slices: q.Slices()}
+	return Snapshot{Next: q.next, Span: q.span, CaughtUp: q.caughtUp, Slices: append([]Slice{}, q.slices...)}
 }
 
 // SetRules takes new settings; they apply from the next decision on.
