@@ -201,4 +201,42 @@ func TestRecordHistories(t *testing.T) {
 		}
 	}
 	write("cursor_resweep.json", exportHistory(t, s.client, cursorID, all[len(all)-2]))
+
+	// Messages: a reprocess by update (accepted, applied, answered) and a
+	// settings change by signal (its verdict recorded in history).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	from := time.Now().Add(-80 * time.Second).Truncate(10 * time.Second)
+	upd, err := s.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: cursorID, UpdateName: api.SignalReprocess, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{api.ReprocessRequest{From: from, To: from.Add(20 * time.Second)}},
+	})
+	require.NoError(t, err)
+	var queued int
+	require.NoError(t, upd.Get(ctx, &queued))
+	require.Positive(t, queued)
+	changed := p
+	changed.PageSize = 30
+	require.NoError(t, s.client.SignalWorkflow(ctx, cursorID, "", api.SignalConfig, changed))
+	messagesRuns := s.status("rec").Runs
+	eventually(t, 2*time.Minute, "a complete run after the messages", func() bool { return s.status("rec").Runs >= messagesRuns+1 })
+	// Both usually land in one run (cursor_messages.json); if a
+	// continue-as-new fell between them, each run is recorded.
+	var gotUpdate, gotSignal bool
+	all = runIDs(t, s.client, cursorID)
+	for _, run := range all[:len(all)-1] {
+		h := exportHistory(t, s.client, cursorID, run)
+		update := !gotUpdate && strings.Contains(string(h), "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED")
+		signal := !gotSignal && strings.Contains(string(h), `"signalName": "config"`) && strings.Contains(string(h), `"markerName": "SideEffect"`)
+		switch {
+		case update && signal:
+			write("cursor_messages.json", h)
+		case update:
+			write("cursor_reprocess_update.json", h)
+		case signal:
+			write("cursor_config_signal.json", h)
+		}
+		gotUpdate, gotSignal = gotUpdate || update, gotSignal || signal
+	}
+	require.True(t, gotUpdate && gotSignal, "the runs with the update and the config signal")
 }
