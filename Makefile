@@ -51,11 +51,15 @@ lint:
 generate:
 	$(GO) generate ./...
 
-## histories: re-record the replay-test histories in testdata/histories from
-## real runs on the embedded server. Only for new scenarios: a workflow change
-## that breaks replay must be guarded with workflow.GetVersion instead.
+## histories: record replay-test histories from real runs on the embedded
+## server into a NEW release folder, testdata/histories/$(RELEASE) (e.g.
+## `make histories RELEASE=v0.3`). Recorded histories are never rewritten:
+## the target refuses a folder that exists. A workflow change that breaks
+## replay of an older folder needs a change ID in workflows/versions.go.
 histories:
-	ORDERSYNC_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(GO) test -count=1 -run TestRecordHistories -v ./e2e/
+	@if [ -z "$(RELEASE)" ]; then echo "usage: make histories RELEASE=<new release, e.g. v0.3>"; ls testdata/histories; exit 2; fi
+	@if [ -e testdata/histories/$(RELEASE) ]; then echo "testdata/histories/$(RELEASE) exists; recorded histories are never rewritten: pick a new RELEASE"; exit 2; fi
+	ORDERSYNC_RECORD_HISTORIES=$(CURDIR)/testdata/histories/$(RELEASE) $(GO) test -count=1 -timeout 15m -run 'TestRecordHistories$$' -v ./e2e/
 
 ## chaos: the chaos soak: faults, 429s, worker processes killed with SIGKILL,
 ## a Temporal server restart, then `ordersync verify` (0 missing, 0 stale).

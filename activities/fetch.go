@@ -55,8 +55,9 @@ type FetchPageResult struct {
 	// platform.
 	OutsideRange int `json:"outside_range"`
 	// Rejected counts orders that cannot be stored (no id, zero
-	// updated_at). They are the platform's bad data, set aside alone so
-	// the rest of the page is stored.
+	// updated_at, lines the store refuses: see store.CheckLines). They are
+	// the platform's bad data, set aside alone so the rest of the page is
+	// stored.
 	Rejected int `json:"rejected"`
 	// FutureStamped counts orders stamped further ahead of now than the
 	// allowed skew. Such a version is not stored: it would count as newest
@@ -117,6 +118,7 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 	if err := a.Limiters.Wait(ctx, in.Platform); err != nil {
 		return res, classify(fmt.Errorf("rate limiter wait: %w", err))
 	}
+	a.Metrics.Request(in.Platform.Name)
 	page, err := conn.ListOrders(ctx, connectors.PageRequest{
 		From: in.From, To: in.To, Token: in.Token, PageSize: in.Platform.PageSize, Page: in.Page,
 		Meter: a.Limiters.Meter(in.Platform),
@@ -162,11 +164,14 @@ func (a *Activities) screen(in FetchPageInput, orders []connectors.Order, res *F
 		o.Platform = in.Platform.Name
 		o.UpdatedAt = o.UpdatedAt.UTC()
 		o.CreatedAt = o.CreatedAt.UTC()
+		linesErr := store.CheckLines(o) // names lines by position, never their content
 		switch {
 		case o.ID == "":
 			rejected = append(rejected, fmt.Sprintf("(order %d on the page: no id)", i))
 		case o.UpdatedAt.IsZero():
 			rejected = append(rejected, o.ID+" (no updated_at)")
+		case linesErr != nil:
+			rejected = append(rejected, fmt.Sprintf("%s (%v)", o.ID, linesErr))
 		case o.UpdatedAt.After(horizon):
 			future = append(future, o.ID)
 		default:

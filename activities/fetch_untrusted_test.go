@@ -36,6 +36,7 @@ func TestFetchPageSetsAsideUntrustedOrders(t *testing.T) {
 		page      []connectors.Order
 		want      FetchPageResult
 		stored    map[string]time.Time // id -> updated_at in the store afterwards
+		lines     map[string]int       // id -> lines stored with it, where checked
 		logs      []string             // in the warning, besides platform, slice and page
 	}{
 		{
@@ -76,6 +77,23 @@ func TestFetchPageSetsAsideUntrustedOrders(t *testing.T) {
 			want:   FetchPageResult{Fetched: 4, Inserted: 2, Rejected: 2},
 			stored: map[string]time.Time{"good": t0.Add(time.Minute), "also-good": t0.Add(2 * time.Minute)},
 			logs:   []string{"cannot be stored", "no-time (no updated_at)", "order 2 on the page: no id"},
+		},
+		{
+			name: "an order whose lines the store refuses is rejected alone",
+			page: []connectors.Order{
+				order("good", t0.Add(time.Minute)),
+				withLines(order("too-many", t0.Add(time.Minute)), 10001),
+				func() connectors.Order {
+					o := withLines(order("bad-price", t0.Add(time.Minute)), 2)
+					o.Lines[1].UnitPrice = "123.45 EUR"
+					return o
+				}(),
+				withLines(order("lined", t0.Add(2*time.Minute)), 3),
+			},
+			want:   FetchPageResult{Fetched: 4, Inserted: 2, Rejected: 2},
+			stored: map[string]time.Time{"good": t0.Add(time.Minute), "lined": t0.Add(2 * time.Minute)},
+			lines:  map[string]int{"good": 0, "lined": 3},
+			logs:   []string{"cannot be stored", "too-many (10001 lines, at most 10000)", "bad-price (line 2: unit price is not a plain decimal)"},
 		},
 		{
 			name:   "a page of nothing storable",
@@ -122,6 +140,12 @@ func TestFetchPageSetsAsideUntrustedOrders(t *testing.T) {
 				want[id] = at.Truncate(time.Microsecond)
 			}
 			require.Equal(t, want, got)
+			for id, n := range tt.lines {
+				o, ok, err := st.GetOrder(ctx, "shop", id)
+				require.NoError(t, err)
+				require.True(t, ok, id)
+				require.Len(t, o.Lines, n, id)
+			}
 
 			if len(tt.logs) == 0 {
 				require.Empty(t, logs.String())
@@ -130,7 +154,7 @@ func TestFetchPageSetsAsideUntrustedOrders(t *testing.T) {
 					require.Contains(t, logs.String(), s)
 				}
 			}
-			for _, private := range []string{"123.45", "buyer@example.com", "2999"} {
+			for _, private := range []string{"123.45", "buyer@example.com", "2999", "Espresso"} {
 				require.NotContains(t, logs.String(), private, "logs carry order ids, never order data")
 			}
 
@@ -142,4 +166,15 @@ func TestFetchPageSetsAsideUntrustedOrders(t *testing.T) {
 				`ordersync_orders_not_stored_total{platform="shop",reason="future_stamped"} `+strconv.Itoa(tt.want.FutureStamped))
 		})
 	}
+}
+
+// withLines gives o n lines, titled like a product (order data that must
+// stay out of logs).
+func withLines(o connectors.Order, n int) connectors.Order {
+	o.HasLines, o.LineCount = true, n
+	o.Lines = make([]connectors.OrderLine, n)
+	for i := range o.Lines {
+		o.Lines[i] = connectors.OrderLine{ID: strconv.Itoa(i + 1), SKU: "MUG", Title: "Espresso Cup", Quantity: 1, UnitPrice: "7.50"}
+	}
+	return o
 }

@@ -41,11 +41,14 @@ func newPlatformStatusCommand(app *App) *cobra.Command {
 		Long: `For each platform (all by default): a progress bar of the watermark from the
 platform's start to now, the lag (now - watermark), slices in flight, the
 number of dead-lettered slices, and what the cursor waits for (paused,
-outside its work window, settling, concurrency limit, circuit breaker open).
+circuit breaker open, outside its work window, settling, concurrency limit,
+retry back-off, re-sweep pending, draining before continue-as-new).
 LATE counts orders first seen by a re-sweep (resweep_delay): the platform
 showed them later than the overlap covers, so the overlap is too small.
 NOT STORED counts orders the platform sent that were set aside: an order
-without a usable updated_at, or a version stamped further ahead of now than
+without a usable updated_at or with lines the store refuses (more than
+10,000, a missing or repeated line id, an oversized field, a unit price
+that is not a decimal), or a version stamped further ahead of now than
 ORDERSYNC_MAX_FUTURE_SKEW (it would pin the order); -o json splits them
 into counts.orders_rejected and counts.orders_future_stamped, and the
 worker logs each with platform and order id.
@@ -170,7 +173,7 @@ func fmtLag(d time.Duration) string {
 
 func describeWait(st *api.CursorStatus) string {
 	if st.Waiting == "" {
-		return "fetching"
+		return "fetching" // cursors of v0.1 left some waits unnamed
 	}
 	if !st.WaitUntil.IsZero() {
 		return fmt.Sprintf("%s until %s", st.Waiting, st.WaitUntil.UTC().Format("01-02 15:04:05Z"))

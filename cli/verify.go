@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,32 +26,42 @@ const DefaultSimAdminToken = "demo-admin-token"
 
 func newVerifyCommand(app *App) *cobra.Command {
 	var platform, until, adminToken string
+	lines := true
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Compare the store with the platform and report missing, stale and extra orders",
+		Short: "Compare the store with the platform and report missing, stale and extra orders, and orders whose lines differ",
 		Long: `Compares what the store holds for a platform with what the platform shows,
 for every order updated before --until (default: the cursor's watermark, so
 work not yet due is not reported). For the simulator the comparison is with
 its ground truth; for other kinds verify lists the platform's orders itself
 through the connector, from the platform's start.
 
-  missing  the platform showed the order, updated before --until, and the
-           store does not have it
-  stale    the store holds an older version than the one the platform
-           showed as of --until (a newer stored version is fine: the
-           platform moved on and the cursor already fetched it)
-  extra    the store holds an order, stored at a version updated before
-           --until, that the platform does not show at all
+  missing       the platform showed the order, updated before --until, and
+                the store does not have it
+  stale         the store holds an older version than the one the platform
+                showed as of --until (a newer stored version is fine: the
+                platform moved on and the cursor already fetched it)
+  lines differ  the store holds the platform's version, but not its lines:
+                a line is missing, extra, changed or out of place, or the
+                store has no lines for it
+  extra         the store holds an order, stored at a version updated before
+                --until, that the platform does not show at all
 
 For the simulator "showed" means its ground truth as of --until (the
 versions that were visible then), so orders updated after the cutoff are
 neither missing nor extra. Other kinds are listed through the connector by
 update time; an order updated again after --until is listed at its new time,
-so until the cursor has fetched that version it can show as extra there
-(never as missing or stale).
+so until the cutoff's version is fetched it can show as extra there (never
+as missing or stale).
 
-Exits 1 when anything is missing or stale. Orders of dead-lettered slices
-count as missing until the slices are reprocessed.`,
+Lines are compared where the platform lists them (every kind but amazon
+with api_version v0, and http without options.lines) and the store holds
+the version the platform shows; a newer stored version is not compared.
+Orders stored before lines were kept have none until fetched again:
+reprocess their period. --lines=false skips the lines check.
+
+Exits 1 when anything is missing, stale or has other lines. Orders of
+dead-lettered slices count as missing until the slices are reprocessed.`,
 		Example: "  ordersync verify --platform sim-acme\n  ordersync verify --platform sim-acme --until -10m -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,7 +77,7 @@ count as missing until the slices are reprocessed.`,
 			if err != nil {
 				return err
 			}
-			expected, shown, err := expectedOrders(ctx, p, cutoff, adminToken)
+			expected, shown, err := expectedOrders(ctx, p, cutoff, adminToken, lines)
 			if err != nil {
 				return err
 			}
@@ -74,28 +86,30 @@ count as missing until the slices are reprocessed.`,
 				return fmt.Errorf("open store: %w", err)
 			}
 			defer st.Close()
-			stored, err := st.OrderVersions(ctx, platform)
+			r, err := compareStored(ctx, st, platform, expected, cutoff, shown, lines)
 			if err != nil {
 				return err
 			}
-			r := verify.CompareAsOf(platform, expected, stored, cutoff, shown)
 			if app.Output == "json" {
 				if err := writeJSON(app, map[string]any{"report": r, "until": cutoff}); err != nil {
 					return err
 				}
 			} else {
-				fmt.Fprintf(app.Out, "%s: %d orders updated before %s checked: %d missing, %d stale, %d extra\n",
-					platform, r.Checked, cutoff.Format(time.RFC3339), len(r.Missing), len(r.Stale), len(r.Extra))
+				fmt.Fprintf(app.Out, "%s: %d orders updated before %s checked: %d missing, %d stale, %d lines differ, %d extra\n",
+					platform, r.Checked, cutoff.Format(time.RFC3339), len(r.Missing), len(r.Stale), len(r.LinesDiffer), len(r.Extra))
 				listIDs(app.Out, "missing", r.Missing)
 				listIDs(app.Out, "stale", r.Stale)
+				listIDs(app.Out, "lines differ", r.LinesDiffer)
 			}
 			if !r.OK() {
-				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %d missing, %d stale", platform, len(r.Missing), len(r.Stale))}
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %d missing, %d stale, %d lines differ",
+					platform, len(r.Missing), len(r.Stale), len(r.LinesDiffer))}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&platform, "platform", "p", "", "platform name (required)")
+	cmd.Flags().BoolVar(&lines, "lines", true, "compare the lines of each order too (one query for all of the platform's lines)")
 	cmd.Flags().StringVar(&until, "until", "", "check orders updated before this time: RFC3339 or relative (-10m); default the watermark")
 	cmd.Flags().StringVar(&adminToken, "sim-admin-token", "", "simulator admin token (default $ORDERSYNC_SIM_ADMIN_TOKEN or the dev demo token)")
 	return cmd
@@ -149,10 +163,33 @@ func (a *App) verifyCutoff(ctx context.Context, platform, until string) (time.Ti
 	return st.Watermark, nil
 }
 
+// compareStored reads what the store holds for platform, in one query
+// (with the lines when asked), and compares it with expected, the
+// platform's versions as of cutoff (verify.TrimExtra says what is extra).
+func compareStored(ctx context.Context, st store.Store, platform string, expected []verify.Expected, cutoff time.Time, shown map[string]bool, lines bool) (verify.Report, error) {
+	if !lines {
+		stored, err := st.OrderVersions(ctx, platform)
+		if err != nil {
+			return verify.Report{}, err
+		}
+		return verify.CompareAsOf(platform, expected, stored, cutoff, shown), nil
+	}
+	stored, err := st.OrderLines(ctx, platform)
+	if err != nil {
+		return verify.Report{}, err
+	}
+	versions := make(map[string]time.Time, len(stored))
+	for id, s := range stored {
+		versions[id] = s.UpdatedAt
+	}
+	return verify.TrimExtra(verify.CompareLines(platform, expected, stored), versions, cutoff, shown), nil
+}
+
 // expectedOrders is what the platform showed as of cutoff for orders updated
-// before it, and which order ids the platform shows at all (nil: only the
+// before it (with each version's lines when asked and the platform lists
+// them), and which order ids the platform shows at all (nil: only the
 // expected ones are known).
-func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, adminToken string) ([]verify.Expected, map[string]bool, error) {
+func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, adminToken string, lines bool) ([]verify.Expected, map[string]bool, error) {
 	if p.Kind == "sim" {
 		u, err := url.Parse(p.Endpoint)
 		if err != nil {
@@ -169,13 +206,16 @@ func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, ad
 		// The truth as of the cutoff: an order updated after it is judged by
 		// the version that was visible then, not reported as extra.
 		then, err := admin.TruthAsOf(ctx, shop, cutoff)
+		if lines {
+			then, err = admin.TruthWithLines(ctx, shop, cutoff)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("simulator ground truth of %s as of %s: %w", p.Name, cutoff.Format(time.RFC3339), err)
 		}
 		var out []verify.Expected
 		for _, o := range then.Orders {
 			if o.UpdatedAt.Before(cutoff) {
-				out = append(out, verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt})
+				out = append(out, verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt, HasLines: lines, Lines: simLines(o.Lines)})
 			}
 		}
 		current, err := admin.Truth(ctx, shop)
@@ -188,13 +228,28 @@ func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, ad
 		}
 		return out, shown, nil
 	}
-	out, err := listThroughConnector(ctx, p, cutoff)
+	out, err := listThroughConnector(ctx, p, cutoff, lines)
 	return out, nil, err
 }
 
+// simLines are the truth's line items as the sim connector stores them:
+// ids by position.
+func simLines(items []sim.TruthLine) []connectors.OrderLine {
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]connectors.OrderLine, len(items))
+	for i, it := range items {
+		out[i] = connectors.OrderLine{ID: connectors.PositionLineID(i), SKU: it.SKU, Title: it.Title, Quantity: it.Quantity,
+			UnitPrice: it.UnitPrice, Currency: it.Currency}
+	}
+	return out
+}
+
 // listThroughConnector pages through the platform from its start to cutoff,
-// one interval at a time, keeping each order's newest version.
-func listThroughConnector(ctx context.Context, p config.Platform, cutoff time.Time) ([]verify.Expected, error) {
+// one interval at a time, keeping each order's newest version (and its
+// lines, when asked and listed).
+func listThroughConnector(ctx context.Context, p config.Platform, cutoff time.Time, lines bool) ([]verify.Expected, error) {
 	conn, err := connectors.New(p)
 	if err != nil {
 		return nil, err
@@ -203,7 +258,7 @@ func listThroughConnector(ctx context.Context, p config.Platform, cutoff time.Ti
 	if err != nil {
 		return nil, err
 	}
-	latest := map[string]time.Time{}
+	latest := map[string]verify.Expected{}
 	for from := start; from.Before(cutoff); from = from.Add(p.Interval.D()) {
 		to := from.Add(p.Interval.D())
 		if to.After(cutoff) {
@@ -216,8 +271,12 @@ func listThroughConnector(ctx context.Context, p config.Platform, cutoff time.Ti
 				return nil, fmt.Errorf("list %s [%s, %s): %w", p.Name, from.Format(time.RFC3339), to.Format(time.RFC3339), err)
 			}
 			for _, o := range pg.Orders {
-				if t, ok := latest[o.ID]; !ok || o.UpdatedAt.After(t) {
-					latest[o.ID] = o.UpdatedAt
+				if e, ok := latest[o.ID]; !ok || o.UpdatedAt.After(e.UpdatedAt) {
+					e = verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt}
+					if lines && o.HasLines {
+						e.HasLines, e.Lines = true, o.Lines
+					}
+					latest[o.ID] = e
 				}
 			}
 			if pg.NextToken == "" {
@@ -226,11 +285,7 @@ func listThroughConnector(ctx context.Context, p config.Platform, cutoff time.Ti
 			token = pg.NextToken
 		}
 	}
-	out := make([]verify.Expected, 0, len(latest))
-	for id, t := range latest {
-		out = append(out, verify.Expected{ID: id, UpdatedAt: t})
-	}
-	return out, nil
+	return slices.Collect(maps.Values(latest)), nil
 }
 
 // listIDs prints the first ids of a category; -o json has them all.

@@ -132,7 +132,8 @@ func (a *App) StartMetrics() (*metrics.Recorder, func(), error) {
 }
 
 // DialWithMetrics dials Temporal like Dial, with the SDK's own metrics
-// (requests, polls, task latencies) exported through rec's registry.
+// (requests, polls, task latencies) exported through rec's registry and its
+// poll requests feeding /readyz.
 func (a *App) DialWithMetrics(ctx context.Context, rec *metrics.Recorder) (client.Client, error) {
 	if rec == nil {
 		return a.Dial(ctx)
@@ -141,7 +142,7 @@ func (a *App) DialWithMetrics(ctx context.Context, rec *metrics.Recorder) (clien
 	if err != nil {
 		return nil, err
 	}
-	if opts.MetricsHandler, err = rec.TemporalHandler(); err != nil {
+	if err := rec.InstrumentClient(&opts); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

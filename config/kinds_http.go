@@ -24,7 +24,10 @@ type HTTPOptions struct {
 	// RecordsPath is where the array of orders is; "." when the body is the array.
 	RecordsPath string     `yaml:"records_path"`
 	Fields      HTTPFields `yaml:"fields"`
-	Errors      HTTPErrors `yaml:"errors"`
+	// Lines say where an order's lines are; unset, the API's orders count
+	// as listed without lines and the store keeps the lines it has.
+	Lines  HTTPLines  `yaml:"lines"`
+	Errors HTTPErrors `yaml:"errors"`
 	// ExtraQuery is sent with every first-page request, e.g. {status: any}.
 	ExtraQuery map[string]string `yaml:"extra_query"`
 	// Headers are sent with every request; never secrets (use credentials).
@@ -79,6 +82,21 @@ type HTTPFields struct {
 	LineItems string `yaml:"line_items"`
 	// TimeFormat is the format of updated_at and created_at, as window.format.
 	TimeFormat string `yaml:"time_format"`
+}
+
+// HTTPLines are the paths of an order's lines: Path is the array of lines
+// inside one record, the others are paths inside one line.
+type HTTPLines struct {
+	Path string `yaml:"path"`
+	// ID is optional: without it a line's id is its 1-based position.
+	ID       string `yaml:"id"`
+	SKU      string `yaml:"sku"`
+	Title    string `yaml:"title"`
+	Quantity string `yaml:"quantity"` // required with path; an integer number or string
+	// UnitPrice is a decimal string or number, kept as written.
+	UnitPrice string `yaml:"unit_price"`
+	// Currency defaults to the order's currency.
+	Currency string `yaml:"currency"`
 }
 
 // HTTPErrors map responses to error classes.
@@ -219,6 +237,22 @@ func (o *HTTPOptions) finish(_ Platform, bad problemFunc) {
 		path("fields."+f[0], f[1], false)
 	}
 	format("fields.time_format", &o.Fields.TimeFormat)
+
+	l := o.Lines
+	lineFields := [][2]string{{"id", l.ID}, {"sku", l.SKU}, {"title", l.Title}, {"quantity", l.Quantity},
+		{"unit_price", l.UnitPrice}, {"currency", l.Currency}}
+	switch {
+	case l.Path != "":
+		path("lines.path", l.Path, true)
+		if l.Quantity == "" {
+			bad("lines.quantity", "is required with lines.path: where a line holds its number of units")
+		}
+		for _, f := range lineFields {
+			path("lines."+f[0], f[1], false)
+		}
+	case l != HTTPLines{}:
+		bad("lines.path", "is required when lines are configured: the array of lines inside one order, like line_items")
+	}
 
 	e := &o.Errors
 	if len(e.RateLimitStatus) == 0 {

@@ -369,3 +369,50 @@ platforms:
 	require.Empty(t, get("other").warnings(now))
 	require.Contains(t, f.Warnings(), get("legacy").warnings(now)[0], "the file's warnings are its platforms'")
 }
+
+func TestHTTPKindLinesOption(t *testing.T) {
+	const platform = "platforms:\n  api:\n    kind: http\n    endpoint: https://api.example.com/v2\n    credentials: {env: API_TOKEN}\n    options:\n" +
+		"      path: /orders\n      window: {from_param: from, to_param: to}\n      pagination: {style: none}\n      records_path: orders\n" +
+		"      fields: {id: id, updated_at: updated_at}\n"
+	tests := []struct {
+		name, lines string
+		want        HTTPLines
+		problems    []string
+	}{
+		{name: "not configured: no lines"},
+		{name: "every field", lines: "{path: line_items, id: id, sku: sku, title: name, quantity: quantity, unit_price: price.amount, currency: price.currency}",
+			want: HTTPLines{Path: "line_items", ID: "id", SKU: "sku", Title: "name", Quantity: "quantity", UnitPrice: "price.amount", Currency: "price.currency"}},
+		{name: "only path and quantity", lines: "{path: items, quantity: qty}", want: HTTPLines{Path: "items", Quantity: "qty"}},
+		{name: "fields without path", lines: "{sku: sku, quantity: qty}",
+			problems: []string{`field "options.lines.path": is required when lines are configured`}},
+		{name: "path without quantity", lines: "{path: items, sku: sku}",
+			problems: []string{`field "options.lines.quantity": is required with lines.path`}},
+		{name: "bad paths", lines: "{path: items., quantity: qty, title: 'a b'}",
+			problems: []string{`field "options.lines.path": must be a dot-separated path`, `field "options.lines.title": must be a dot-separated path`}},
+		{name: "unknown key", lines: "{path: items, quantity: qty, colour: red}",
+			problems: []string{`field "options.lines.colour": unknown option (known here: currency, id, path, quantity, sku, title, unit_price)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := platform
+			if tt.lines != "" {
+				doc += "      lines: " + tt.lines + "\n"
+			}
+			f, err := Parse([]byte(doc))
+			if len(tt.problems) > 0 {
+				require.Error(t, err)
+				lines := strings.Split(err.Error(), "\n")
+				require.Len(t, lines, len(tt.problems), "one line per problem:\n%s", err)
+				for i, w := range tt.problems {
+					require.Contains(t, lines[i], w)
+				}
+				return
+			}
+			require.NoError(t, err)
+			p, _ := f.Get("api")
+			o, err := p.HTTPOptions()
+			require.NoError(t, err)
+			require.Equal(t, tt.want, o.Lines)
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -150,7 +151,21 @@ type ebayOrder struct {
 			Currency string `json:"currency"`
 		} `json:"total"`
 	} `json:"pricingSummary"`
-	LineItems []json.RawMessage `json:"lineItems"`
+	// LineItems is nil when the order came without lineItems (the API
+	// always sends them): its lines are then unknown, not empty.
+	LineItems *[]ebayLineItem `json:"lineItems"`
+}
+
+// ebayLineItem is the part of a LineItem a line takes.
+type ebayLineItem struct {
+	LineItemID   string `json:"lineItemId"`
+	SKU          string `json:"sku"`
+	Title        string `json:"title"`
+	Quantity     int64  `json:"quantity"`
+	LineItemCost struct {
+		Value    string `json:"value"`
+		Currency string `json:"currency"`
+	} `json:"lineItemCost"`
 }
 
 func (c *ebayConnector) decodePage(body []byte, page int) ([]Order, error) {
@@ -167,6 +182,9 @@ func (c *ebayConnector) decodePage(body []byte, page int) ([]Order, error) {
 
 // order normalises one eBay order: status is CANCELED for a cancelled
 // order, else its orderFulfillmentStatus (NOT_STARTED, IN_PROGRESS, FULFILLED).
+// Each of lineItems becomes a line: id lineItemId, sku, title, quantity,
+// and the unit price from lineItemCost, which eBay documents as the unit
+// price times the quantity, before discounts (see ebayUnitPrice).
 func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) {
 	if eo.OrderID == "" {
 		return Order{}, errors.New("missing orderId")
@@ -189,6 +207,68 @@ func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) 
 	if eo.CancelStatus.CancelState == "CANCELED" {
 		status = "CANCELED"
 	}
-	return Order{Platform: c.platform, ID: eo.OrderID, Status: status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
-		Currency: total.Currency, Total: total.Value, LineCount: len(eo.LineItems), Raw: raw}, nil
+	o := Order{Platform: c.platform, ID: eo.OrderID, Status: status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
+		Currency: total.Currency, Total: total.Value, Raw: raw}
+	if eo.LineItems == nil {
+		return o, nil
+	}
+	o.Lines, err = linesFrom("lineItems", *eo.LineItems, func(_ int, it ebayLineItem) (OrderLine, error) {
+		l := OrderLine{ID: it.LineItemID, SKU: it.SKU, Title: it.Title, Quantity: it.Quantity, Currency: it.LineItemCost.Currency}
+		if err := checkLineValues(l, "lineItemId", "quantity", ""); err != nil {
+			return OrderLine{}, err
+		}
+		if cost := it.LineItemCost.Value; cost != "" && !ValidDecimal(cost) {
+			return OrderLine{}, fmt.Errorf("lineItemId %s: lineItemCost.value %q is not a decimal number", l.ID, cost)
+		}
+		l.UnitPrice = ebayUnitPrice(it.LineItemCost.Value, it.Quantity)
+		if l.Currency == "" {
+			l.Currency = total.Currency
+		}
+		return l, nil
+	})
+	if err != nil {
+		return Order{}, fmt.Errorf("id %s: %w", eo.OrderID, err)
+	}
+	o.HasLines, o.LineCount = true, len(o.Lines)
+	return o, nil
+}
+
+// ebayUnitPrice is lineItemCost divided by quantity when the quotient is
+// an exact decimal ("30.00" for 3 is "10.00", "5.5" for 2 is "2.75"),
+// else "" ("10.00" for 3): the Fulfillment API has no unit price of its
+// own, and a rounded one would be a price nobody charged. lineItemCost
+// stays in Raw either way.
+func ebayUnitPrice(cost string, quantity int64) string {
+	if quantity <= 0 || !ValidDecimal(cost) {
+		return ""
+	}
+	intPart, frac, _ := strings.Cut(strings.TrimPrefix(cost, "-"), ".")
+	v, _ := new(big.Int).SetString(intPart+frac, 10)
+	n, ten := big.NewInt(quantity), big.NewInt(10)
+	// A quotient that terminates needs at most as many more decimals as
+	// the larger power of 2 or 5 in the quantity: six are enough for every
+	// quantity below 128.
+	for scale := len(frac); scale <= len(frac)+6; scale++ {
+		q, r := new(big.Int).QuoRem(v, n, new(big.Int))
+		if r.Sign() == 0 {
+			return formatScaled(q, scale, strings.HasPrefix(cost, "-"))
+		}
+		v.Mul(v, ten)
+	}
+	return ""
+}
+
+// formatScaled writes q / 10^scale as a plain decimal.
+func formatScaled(q *big.Int, scale int, negative bool) string {
+	out := q.String()
+	if scale > 0 {
+		if len(out) <= scale {
+			out = strings.Repeat("0", scale-len(out)+1) + out
+		}
+		out = out[:len(out)-scale] + "." + out[len(out)-scale:]
+	}
+	if negative && q.Sign() != 0 {
+		out = "-" + out
+	}
+	return out
 }

@@ -152,6 +152,11 @@ func TestEbayPaging(t *testing.T) {
 	require.Equal(t, "USD", o.Currency)
 	require.Equal(t, "IN_PROGRESS", o.Status)
 	require.Equal(t, 2, o.LineCount)
+	require.True(t, o.HasLines)
+	require.Equal(t, []connectors.OrderLine{
+		{ID: "10000", SKU: "SKU-0", Title: "Item 0", Quantity: 1, UnitPrice: "100.00", Currency: "USD"},
+		{ID: "10001", Title: "Item 1", Quantity: 3, UnitPrice: "50.00", Currency: "USD"},
+	}, o.Lines, "unit price: lineItemCost over quantity")
 	require.Equal(t, "CANCELED", orders[2].Status)
 	require.Equal(t, "5.5", orders[4].Total)
 	require.Contains(t, string(o.Raw), `"legacyOrderId":"10002-10002-0"`)

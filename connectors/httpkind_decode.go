@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/go-resty/resty/v2"
 )
@@ -12,7 +13,9 @@ import (
 // order reads one record of the declarative kind through the configured
 // field paths. id and updated_at are required; total, when present, must be
 // a plain decimal (a JSON number keeps its literal text); line_items may be
-// an array (its length) or a count.
+// an array (its length) or a count. With options.lines, the array at
+// lines.path becomes the order's lines (HasLines); absent or null, the
+// lines are unknown and the store keeps those it has.
 func (c *httpKindConnector) order(raw json.RawMessage) (Order, error) {
 	m, err := decodeObject(raw)
 	if err != nil {
@@ -70,7 +73,80 @@ func (c *httpKindConnector) order(raw json.RawMessage) (Order, error) {
 			return Order{}, fmt.Errorf("id %s: line_items is %s, not an array or a count", o.ID, showJSON(v))
 		}
 	}
+	if lp := c.opts.Lines; lp.Path != "" {
+		if v, ok := c.field(m, lp.Path); ok {
+			items, isArray := v.([]any)
+			if !isArray {
+				return Order{}, fmt.Errorf("id %s: lines at %q is %s, not an array", o.ID, lp.Path, jsonKindOf(v))
+			}
+			if o.Lines, err = linesFrom(lp.Path, items, func(i int, it any) (OrderLine, error) { return c.line(i, it, o.Currency) }); err != nil {
+				return Order{}, fmt.Errorf("id %s: %w", o.ID, err)
+			}
+			o.HasLines = true
+			if f.LineItems == "" {
+				o.LineCount = len(o.Lines)
+			}
+		}
+	}
 	return o, nil
+}
+
+// line reads one element of the lines array through options.lines. A
+// line without a configured id gets its position; the currency defaults
+// to the order's.
+func (c *httpKindConnector) line(i int, v any, currency string) (OrderLine, error) {
+	lp := c.opts.Lines
+	m, ok := v.(map[string]any)
+	if !ok {
+		return OrderLine{}, fmt.Errorf("is %s, not an object", jsonKindOf(v))
+	}
+	l := OrderLine{ID: PositionLineID(i), Currency: currency}
+	if lp.ID != "" {
+		idv, _ := lookup(m, lp.ID)
+		switch idv.(type) {
+		case string, json.Number:
+			l.ID, _ = scalarText(idv)
+		case nil:
+			l.ID = ""
+		default:
+			return OrderLine{}, fmt.Errorf("id at %q is %s, want a string or number", lp.ID, jsonKind(idv))
+		}
+		if l.ID == "" {
+			return OrderLine{}, fmt.Errorf("missing id at %q", lp.ID)
+		}
+	}
+	for _, s := range []struct {
+		path string
+		dst  *string
+	}{{lp.SKU, &l.SKU}, {lp.Title, &l.Title}, {lp.UnitPrice, &l.UnitPrice}, {lp.Currency, &l.Currency}} {
+		if v, ok := c.field(m, s.path); ok {
+			if *s.dst, ok = scalarText(v); !ok {
+				return OrderLine{}, fmt.Errorf("line %s: %s is %s, not a single value", l.ID, s.path, showJSON(v))
+			}
+		}
+	}
+	qv, ok := c.field(m, lp.Quantity)
+	if !ok {
+		return OrderLine{}, fmt.Errorf("line %s: missing quantity at %q", l.ID, lp.Quantity)
+	}
+	q, ok := scalarText(qv)
+	n, err := strconv.ParseInt(q, 10, 64)
+	if !ok || err != nil {
+		return OrderLine{}, fmt.Errorf("line %s: %s is %s, not a whole number", l.ID, lp.Quantity, showJSON(qv))
+	}
+	l.Quantity = n
+	return l, checkLineValues(l, "line", lp.Quantity, lp.UnitPrice)
+}
+
+// jsonKindOf names any decoded JSON value's kind, with an article.
+func jsonKindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return valueKind("string")
+	case json.Number:
+		return valueKind("number")
+	}
+	return jsonKind(v)
 }
 
 // field looks up an optional field: false when unconfigured, absent or null.

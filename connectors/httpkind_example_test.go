@@ -46,6 +46,7 @@ platforms:
       pagination: {style: cursor, token_param: page_token, token_path: next_page_token}
       records_path: orders
       fields: {id: id, updated_at: updated_at, status: status, currency: currency, total: total}
+      lines: {path: line_items, sku: sku, title: title, quantity: qty, unit_price: price}
 `, srv.ShopURL("acme")))
 	if err != nil {
 		panic(err)
@@ -64,9 +65,15 @@ platforms:
 	fmt.Println("more pages:", page.NextToken != "")
 	fmt.Println("first:", first.ID, first.Status, first.Total, first.Currency)
 	fmt.Println("updated at:", first.UpdatedAt.Format(time.RFC3339))
+	for _, l := range first.Lines {
+		fmt.Printf("line %s: %d x %s %s at %s %s\n", l.ID, l.Quantity, l.SKU, l.Title, l.UnitPrice, l.Currency)
+	}
 	// Output:
 	// orders on the page: 25
 	// more pages: true
 	// first: 1000000079 pending 638.43 GBP
 	// updated at: 2026-01-14T12:36:29Z
+	// line 1: 2 x SKU-3563 Trail Shoes at 165.79 GBP
+	// line 2: 3 x SKU-6538 Water Bottle at 49.74 GBP
+	// line 3: 1 x SKU-7864 Desk Lamp at 157.63 GBP
 }

@@ -32,6 +32,7 @@ platforms:
       records_path: orders
       fields: {id: id, updated_at: updated_at, created_at: created_at, status: status,
                currency: currency, total: total, line_items: line_items}
+      lines: {path: line_items, sku: sku, title: title, quantity: qty, unit_price: price}
       errors: {message_path: error}
 `
 

@@ -121,14 +121,25 @@ func (c *shopifyConnector) ListOrders(ctx context.Context, req PageRequest) (Pag
 
 // shopifyOrder is the part of a Shopify order the connector reads.
 type shopifyOrder struct {
-	ID              json.Number       `json:"id"`
-	CreatedAt       string            `json:"created_at"`
-	UpdatedAt       string            `json:"updated_at"`
-	CancelledAt     *string           `json:"cancelled_at"`
-	Currency        string            `json:"currency"`
-	TotalPrice      string            `json:"total_price"`
-	FinancialStatus *string           `json:"financial_status"`
-	LineItems       []json.RawMessage `json:"line_items"`
+	ID              json.Number `json:"id"`
+	CreatedAt       string      `json:"created_at"`
+	UpdatedAt       string      `json:"updated_at"`
+	CancelledAt     *string     `json:"cancelled_at"`
+	Currency        string      `json:"currency"`
+	TotalPrice      string      `json:"total_price"`
+	FinancialStatus *string     `json:"financial_status"`
+	// LineItems is nil when the order came without line_items (a fields=
+	// filter): its lines are unknown, not empty.
+	LineItems *[]shopifyLineItem `json:"line_items"`
+}
+
+// shopifyLineItem is the part of a line item a line takes.
+type shopifyLineItem struct {
+	ID       json.Number `json:"id"`
+	SKU      string      `json:"sku"` // null for a product without one
+	Title    string      `json:"title"`
+	Quantity int64       `json:"quantity"`
+	Price    string      `json:"price"`
 }
 
 func (c *shopifyConnector) decodePage(body []byte, page int) (Page, error) {
@@ -145,7 +156,9 @@ func (c *shopifyConnector) decodePage(body []byte, page int) (Page, error) {
 
 // order normalises one Shopify order. Shopify has no single status: a
 // cancelled order is "cancelled", any other has its financial_status
-// (pending, paid, refunded, ...); fulfilment stays in Raw.
+// (pending, paid, refunded, ...); fulfilment stays in Raw. Each of
+// line_items becomes a line: id, sku, title, quantity, unit price price
+// (in the shop's currency, the order's currency).
 func (c *shopifyConnector) order(so shopifyOrder, raw json.RawMessage) (Order, error) {
 	if so.ID == "" {
 		return Order{}, errors.New("missing id")
@@ -170,6 +183,18 @@ func (c *shopifyConnector) order(so shopifyOrder, raw json.RawMessage) (Order, e
 	case so.FinancialStatus != nil:
 		status = *so.FinancialStatus
 	}
-	return Order{Platform: c.platform, ID: so.ID.String(), Status: status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
-		Currency: so.Currency, Total: so.TotalPrice, LineCount: len(so.LineItems), Raw: raw}, nil
+	o := Order{Platform: c.platform, ID: so.ID.String(), Status: status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
+		Currency: so.Currency, Total: so.TotalPrice, Raw: raw}
+	if so.LineItems == nil {
+		return o, nil
+	}
+	o.Lines, err = linesFrom("line_items", *so.LineItems, func(_ int, it shopifyLineItem) (OrderLine, error) {
+		l := OrderLine{ID: it.ID.String(), SKU: it.SKU, Title: it.Title, Quantity: it.Quantity, UnitPrice: it.Price, Currency: so.Currency}
+		return l, checkLineValues(l, "id", "quantity", "price")
+	})
+	if err != nil {
+		return Order{}, fmt.Errorf("id %s: %w", so.ID, err)
+	}
+	o.HasLines, o.LineCount = true, len(o.Lines)
+	return o, nil
 }

@@ -86,6 +86,16 @@ func TestShopifyPagesThroughAWindow(t *testing.T) {
 			require.Equal(t, "USD", o.Currency)
 			require.Equal(t, "partially_refunded", o.Status)
 			require.Equal(t, 3, o.LineCount)
+			require.True(t, o.HasLines)
+			require.Equal(t, []connectors.OrderLine{
+				{ID: "466157049", SKU: "IPOD2008GREEN", Title: "IPod Nano - 8gb", Quantity: 1, UnitPrice: "199.00", Currency: "USD"},
+				{ID: "518995019", SKU: "IPOD2008RED", Title: "IPod Nano - 8gb", Quantity: 1, UnitPrice: "199.00", Currency: "USD"},
+				{ID: "703073504", SKU: "IPOD2008BLACK", Title: "IPod Nano - 8gb", Quantity: 1, UnitPrice: "199.00", Currency: "USD"},
+			}, o.Lines, "numeric line ids keep their digits; price in the order's currency")
+			require.Equal(t, []connectors.OrderLine{{ID: "1071823196", Title: "Gift card", Quantity: 1, UnitPrice: "10.00", Currency: "EUR"}},
+				orders[1].Lines, "a null sku is no SKU")
+			require.True(t, orders[2].HasLines, "line_items: [] is an order without lines, not one whose lines are unknown")
+			require.Empty(t, orders[2].Lines)
 			require.Contains(t, string(o.Raw), `"name": "#1001"`)
 			require.Equal(t, "cancelled", orders[1].Status)
 			require.Equal(t, time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), orders[2].UpdatedAt)

@@ -82,15 +82,27 @@ func (c *simConnector) ListOrders(ctx context.Context, req PageRequest) (Page, e
 }
 
 // simOrder is the part of the simulator's order JSON the connector reads;
-// the rest (customer, line item details) travels in Order.Raw.
+// the rest (customer) travels in Order.Raw.
 type simOrder struct {
-	ID        string            `json:"id"`
-	Status    string            `json:"status"`
-	CreatedAt string            `json:"created_at"`
-	UpdatedAt string            `json:"updated_at"`
-	Currency  string            `json:"currency"`
-	Total     string            `json:"total"`
-	LineItems []json.RawMessage `json:"line_items"`
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+	Currency  string `json:"currency"`
+	Total     string `json:"total"`
+	// LineItems is nil when the order has no line_items (or null): its
+	// lines are then unknown, not empty.
+	LineItems *[]simLineItem `json:"line_items"`
+}
+
+// simLineItem is one of the simulator's line items. They have no id: a
+// line's id is its position (PositionLineID), stable because the
+// simulator never reorders an order's items.
+type simLineItem struct {
+	SKU   string `json:"sku"`
+	Title string `json:"title"`
+	Qty   int64  `json:"qty"`
+	Price string `json:"price"`
 }
 
 func (c *simConnector) decodePage(body []byte, page int) (Page, error) {
@@ -123,6 +135,8 @@ func (c *simConnector) decodePage(body []byte, page int) (Page, error) {
 
 // order validates and normalises one order: it must have an id and an
 // RFC3339 updated_at (the slicing key), a decimal total, times in UTC.
+// Each of line_items becomes a line: id its 1-based position, sku, title,
+// quantity qty, unit price price, currency the order's.
 func (c *simConnector) order(raw json.RawMessage) (Order, error) {
 	var so simOrder
 	if err := json.Unmarshal(raw, &so); err != nil {
@@ -145,7 +159,7 @@ func (c *simConnector) order(raw json.RawMessage) (Order, error) {
 	if !ValidDecimal(so.Total) {
 		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", so.ID, so.Total)
 	}
-	return Order{
+	o := Order{
 		Platform:  c.platform,
 		ID:        so.ID,
 		Status:    so.Status,
@@ -153,7 +167,18 @@ func (c *simConnector) order(raw json.RawMessage) (Order, error) {
 		UpdatedAt: updated.UTC(),
 		Currency:  so.Currency,
 		Total:     so.Total,
-		LineCount: len(so.LineItems),
 		Raw:       raw,
-	}, nil
+	}
+	if so.LineItems == nil {
+		return o, nil
+	}
+	o.Lines, err = linesFrom("line_items", *so.LineItems, func(i int, it simLineItem) (OrderLine, error) {
+		l := OrderLine{ID: PositionLineID(i), SKU: it.SKU, Title: it.Title, Quantity: it.Qty, UnitPrice: it.Price, Currency: so.Currency}
+		return l, checkLineValues(l, "line", "qty", "price")
+	})
+	if err != nil {
+		return Order{}, fmt.Errorf("id %s: %w", so.ID, err)
+	}
+	o.HasLines, o.LineCount = true, len(o.Lines)
+	return o, nil
 }

@@ -129,6 +129,15 @@ func TestSimPaging(t *testing.T) {
 		require.True(t, !o.UpdatedAt.Before(from) && o.UpdatedAt.Before(to), "inside the window")
 		require.Positive(t, o.LineCount)
 		require.Contains(t, []string{"EUR", "USD", "GBP", "CHF"}, o.Currency)
+		lines, err := s.OrderLines("acme", o.ID)
+		require.NoError(t, err)
+		require.True(t, o.HasLines)
+		require.Len(t, o.Lines, len(lines))
+		require.Equal(t, len(lines), o.LineCount)
+		for j, l := range lines {
+			require.Equal(t, connectors.OrderLine{ID: connectors.PositionLineID(j), SKU: l.SKU, Title: l.Title, Quantity: l.Quantity,
+				UnitPrice: l.UnitPrice, Currency: o.Currency}, o.Lines[j], "%s line %d: id by position, the order's currency", o.ID, j)
+		}
 		var raw map[string]any
 		require.NoError(t, json.Unmarshal(o.Raw, &raw))
 		require.Equal(t, o.ID, raw["id"])
@@ -316,6 +325,12 @@ func TestSimOrderValidation(t *testing.T) {
 		{"missing id", `{"orders":[` + good + `, {"updated_at":"2026-01-01T10:00:00Z","total":"1"}]}`, "order 1: missing id", int64(len(`{"orders":[`+good) + 2)},
 		{"bad updated_at", `{"orders":[{"id":"7","updated_at":"yesterday","total":"1"}]}`, `order 0: id 7: updated_at "yesterday"`, 11},
 		{"float total", `{"orders":[{"id":"7","updated_at":"2026-01-01T10:00:00Z","total":"1e3"}]}`, `total "1e3" is not a decimal`, 11},
+		{"negative quantity", `{"orders":[{"id":"7","updated_at":"2026-01-01T10:00:00Z","total":"1","line_items":[{"qty":-1}]}]}`,
+			`order 0: id 7: line_items[0]: line 1: qty -1 is negative`, 11},
+		{"float line price", `{"orders":[{"id":"7","updated_at":"2026-01-01T10:00:00Z","total":"1","line_items":[{"qty":1},{"qty":1,"price":"1.5e2"}]}]}`,
+			`order 0: id 7: line_items[1]: line 2: price "1.5e2" is not a decimal number`, 11},
+		{"quantity of the wrong kind", `{"orders":[{"id":"7","updated_at":"2026-01-01T10:00:00Z","total":"1","line_items":[{"qty":"2"}]}]}`,
+			`order 0: line_items.qty is a string, want an integer`, 93},
 		{"numeric id", `{"orders":[{"id":7}]}`, "order 0: id is a number, want a string", 18},
 		{"no orders field", `{"next_page_token":""}`, `field "orders" is missing`, -1},
 		{"orders not an array", `{"orders":{}}`, `field "orders" is not an array`, 10},
@@ -338,6 +353,8 @@ func TestSimOrderValidation(t *testing.T) {
 				require.Equal(t, time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC), o.CreatedAt)
 				require.Equal(t, "10.50", o.Total)
 				require.Equal(t, 2, o.LineCount)
+				require.True(t, o.HasLines)
+				require.Equal(t, []connectors.OrderLine{{ID: "1", Currency: "EUR"}, {ID: "2", Currency: "EUR"}}, o.Lines)
 				require.JSONEq(t, good, string(o.Raw))
 				return
 			}

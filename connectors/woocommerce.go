@@ -130,13 +130,26 @@ func headerInt(v string) int {
 
 // wooOrder is the part of a WooCommerce order the connector reads.
 type wooOrder struct {
-	ID              json.Number       `json:"id"`
-	Status          string            `json:"status"`
-	Currency        string            `json:"currency"`
-	DateCreatedGMT  *string           `json:"date_created_gmt"`
-	DateModifiedGMT *string           `json:"date_modified_gmt"`
-	Total           string            `json:"total"`
-	LineItems       []json.RawMessage `json:"line_items"`
+	ID              json.Number `json:"id"`
+	Status          string      `json:"status"`
+	Currency        string      `json:"currency"`
+	DateCreatedGMT  *string     `json:"date_created_gmt"`
+	DateModifiedGMT *string     `json:"date_modified_gmt"`
+	Total           string      `json:"total"`
+	// LineItems is nil when the order came without line_items (a _fields
+	// filter): its lines are unknown, not empty.
+	LineItems *[]wooLineItem `json:"line_items"`
+}
+
+// wooLineItem is the part of a line item a line takes. WooCommerce sends
+// price as a JSON number (the line's total over its quantity, after
+// discounts, before tax); its literal text is kept.
+type wooLineItem struct {
+	ID       json.Number `json:"id"`
+	Name     string      `json:"name"`
+	SKU      string      `json:"sku"`
+	Quantity int64       `json:"quantity"`
+	Price    json.Number `json:"price"`
 }
 
 func (c *wooConnector) decodePage(body []byte, page int) ([]Order, error) {
@@ -161,7 +174,9 @@ func parseWooTime(s string) (time.Time, error) {
 }
 
 // order normalises one WooCommerce order. An order never modified may have
-// no date_modified_gmt; its creation time is then its update time.
+// no date_modified_gmt; its creation time is then its update time. Each
+// of line_items becomes a line: id, sku, title name, quantity, unit price
+// price, currency the order's.
 func (c *wooConnector) order(wo wooOrder, raw json.RawMessage) (Order, error) {
 	if wo.ID == "" {
 		return Order{}, errors.New("missing id")
@@ -186,6 +201,19 @@ func (c *wooConnector) order(wo wooOrder, raw json.RawMessage) (Order, error) {
 	if !ValidDecimal(wo.Total) {
 		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", wo.ID, wo.Total)
 	}
-	return Order{Platform: c.platform, ID: wo.ID.String(), Status: wo.Status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
-		Currency: wo.Currency, Total: wo.Total, LineCount: len(wo.LineItems), Raw: raw}, nil
+	o := Order{Platform: c.platform, ID: wo.ID.String(), Status: wo.Status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
+		Currency: wo.Currency, Total: wo.Total, Raw: raw}
+	if wo.LineItems == nil {
+		return o, nil
+	}
+	var err error
+	o.Lines, err = linesFrom("line_items", *wo.LineItems, func(_ int, it wooLineItem) (OrderLine, error) {
+		l := OrderLine{ID: it.ID.String(), SKU: it.SKU, Title: it.Name, Quantity: it.Quantity, UnitPrice: it.Price.String(), Currency: wo.Currency}
+		return l, checkLineValues(l, "id", "quantity", "price")
+	})
+	if err != nil {
+		return Order{}, fmt.Errorf("id %s: %w", wo.ID, err)
+	}
+	o.HasLines, o.LineCount = true, len(o.Lines)
+	return o, nil
 }

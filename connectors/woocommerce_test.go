@@ -103,6 +103,13 @@ func TestWooCommercePaging(t *testing.T) {
 			require.Equal(t, "1200.00", o.Total)
 			require.Equal(t, "EUR", o.Currency)
 			require.Equal(t, 1, o.LineCount)
+			require.True(t, o.HasLines)
+			require.Equal(t, []connectors.OrderLine{{ID: "412", SKU: "ESP-2", Title: "Espresso Machine – Barista", Quantity: 2,
+				UnitPrice: "600.0", Currency: "EUR"}}, o.Lines, "price is a JSON number, kept as written")
+			require.Equal(t, []connectors.OrderLine{
+				{ID: "315", Title: "Woo Single #0", Quantity: 1, UnitPrice: "6", Currency: "USD"},
+				{ID: "316", Title: "Woo Single #1", Quantity: 1, UnitPrice: "6", Currency: "USD"},
+			}, orders[0].Lines)
 			require.Equal(t, time.Date(2026, 3, 1, 10, 40, 0, 0, time.UTC), orders[2].UpdatedAt, "never modified: created")
 			require.Contains(t, string(o.Raw), `"order_key":"wc_order_58d2d042d1d728"`)
 		})

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
-	_ "github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/devserver"
 	"github.com/ordersync/ordersync/internal/verify"
 	"github.com/ordersync/ordersync/sim"
@@ -150,19 +150,25 @@ func (s *system) waitWatermark(platform string, t time.Time, timeout time.Durati
 	}
 }
 
-// verify compares the store with the simulator's ground truth for one shop.
+// verify compares the store with the simulator's ground truth for one
+// shop, lines included (the sim connector gives lines their position as id).
 func (s *system) verify(platform, shop string) verify.Report {
 	s.t.Helper()
 	admin := &sim.AdminClient{BaseURL: s.simSrv.URL, Token: adminToken}
-	truth, err := admin.Truth(context.Background(), shop)
+	truth, err := admin.TruthWithLines(context.Background(), shop, time.Time{})
 	require.NoError(s.t, err)
 	expected := make([]verify.Expected, len(truth.Orders))
 	for i, o := range truth.Orders {
-		expected[i] = verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt}
+		lines := make([]connectors.OrderLine, len(o.Lines))
+		for j, l := range o.Lines {
+			lines[j] = connectors.OrderLine{ID: connectors.PositionLineID(j), SKU: l.SKU, Title: l.Title, Quantity: l.Quantity,
+				UnitPrice: l.UnitPrice, Currency: l.Currency}
+		}
+		expected[i] = verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt, HasLines: true, Lines: lines}
 	}
-	stored, err := s.store.OrderVersions(context.Background(), platform)
+	stored, err := s.store.OrderLines(context.Background(), platform)
 	require.NoError(s.t, err)
-	return verify.Compare(platform, expected, stored)
+	return verify.CompareLines(platform, expected, stored)
 }
 
 type quietLogger struct{}

@@ -84,7 +84,8 @@ func testNoLoss(t *testing.T, st stack) {
 		require.Empty(t, r.Missing, "%s: missing orders", p)
 		require.Empty(t, r.Stale, "%s: stale orders", p)
 		require.Empty(t, r.Extra, "%s: extra orders", p)
-		t.Logf("%s: %d orders checked, 0 missing, 0 stale", p, r.Checked)
+		require.Empty(t, r.LinesDiffer, "%s: orders whose stored lines are not the platform's", p)
+		t.Logf("%s: %d orders checked, 0 missing, 0 stale, 0 lines differ", p, r.Checked)
 	}
 	require.Equal(t, st.partitions, partitionsPolled(t, s.client, "orders-e2e-alpha"), "task-queue partitions in use")
 }

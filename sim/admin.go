@@ -23,6 +23,9 @@ type TruthOrder struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	Status    string    `json:"status"`
 	Total     string    `json:"total"`
+	// Lines are the version's line items, in the list's order; only in a
+	// truth asked for with lines (TruthWithLines, ?lines=true).
+	Lines []TruthLine `json:"lines,omitempty"`
 }
 
 // Stats are the counters of every shop.
@@ -88,16 +91,27 @@ func (s *Simulator) Stats() Stats {
 // Truth returns a shop's ground truth as of asOf; the zero time means now.
 // asOf may lie in the past (the truth is re-derived), not in the future.
 func (s *Simulator) Truth(shopName string, asOf time.Time) (*Truth, error) {
+	return s.truth(shopName, asOf, false)
+}
+
+// TruthWithLines is Truth with every order's line items, for checking the
+// lines a store holds (ordersync verify).
+func (s *Simulator) TruthWithLines(shopName string, asOf time.Time) (*Truth, error) {
+	return s.truth(shopName, asOf, true)
+}
+
+func (s *Simulator) truth(shopName string, asOf time.Time, withLines bool) (*Truth, error) {
 	t := &Truth{Shop: shopName, Orders: []TruthOrder{}}
-	err := s.eachTruth(shopName, asOf, func(at time.Time) { t.AsOf = at }, func(o TruthOrder) { t.Orders = append(t.Orders, o) })
+	err := s.eachTruth(shopName, asOf, withLines, func(at time.Time) { t.AsOf = at }, func(o TruthOrder) { t.Orders = append(t.Orders, o) })
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// eachTruth streams a shop's truth: asOf resolved, then the orders by id.
-func (s *Simulator) eachTruth(shopName string, asOf time.Time, head func(time.Time), fn func(TruthOrder)) error {
+// eachTruth streams a shop's truth: asOf resolved, then the orders by id,
+// with their lines when asked.
+func (s *Simulator) eachTruth(shopName string, asOf time.Time, withLines bool, head func(time.Time), fn func(TruthOrder)) error {
 	sh, ok := s.byName[shopName]
 	if !ok {
 		return fmt.Errorf("unknown shop %q", shopName)
@@ -115,18 +129,37 @@ func (s *Simulator) eachTruth(shopName string, asOf time.Time, head func(time.Ti
 	sh.mu.Unlock()
 	head(time.UnixMicro(at).UTC())
 	tv.each(at, func(seq uint32, o *order, v version) {
-		fn(TruthOrder{ID: orderID(seq), UpdatedAt: time.UnixMicro(v.updated).UTC(), Status: v.status.String(), Total: formatCents(v.total)})
+		to := TruthOrder{ID: orderID(seq), UpdatedAt: time.UnixMicro(v.updated).UTC(), Status: v.status.String(), Total: formatCents(v.total)}
+		if withLines {
+			to.Lines = truthLines(o, sh.currency)
+		}
+		fn(to)
 	})
 	return nil
 }
 
 // TruthLine is one line item of an order. Line items never change across
 // an order's versions; both the sim's API and the Amazon surface list them.
+// They have no id: the sim's API lists them in a fixed order, and a line's
+// id is its position.
 type TruthLine struct {
 	SKU       string `json:"sku"`
 	Title     string `json:"title"`
 	Quantity  int64  `json:"quantity"`
 	UnitPrice string `json:"unit_price"`
+	Currency  string `json:"currency"` // the shop's
+}
+
+// truthLines derives an order's line items, as render lists them.
+func truthLines(o *order, currency string) []TruthLine {
+	d := newDetails(o.seed)
+	lines := make([]TruthLine, d.n)
+	for i := range lines {
+		it := d.items[i]
+		lines[i] = TruthLine{SKU: "SKU-" + strconv.Itoa(int(it.sku)), Title: products[it.product], Quantity: it.qty,
+			UnitPrice: formatCents(it.price), Currency: currency}
+	}
+	return lines
 }
 
 // OrderLines returns the line items of one of a shop's orders, by id, so a
@@ -148,13 +181,7 @@ func (s *Simulator) OrderLines(shopName, id string) ([]TruthLine, error) {
 	if !known {
 		return nil, fmt.Errorf("shop %q has no order %q", shopName, id)
 	}
-	d := newDetails(o.seed)
-	lines := make([]TruthLine, d.n)
-	for i := range lines {
-		it := d.items[i]
-		lines[i] = TruthLine{SKU: "SKU-" + strconv.Itoa(int(it.sku)), Title: products[it.product], Quantity: it.qty, UnitPrice: formatCents(it.price)}
-	}
-	return lines, nil
+	return truthLines(&o, sh.currency), nil
 }
 
 // adminAuth answers 403/401 unless the request carries the admin token.
@@ -171,8 +198,8 @@ func (s *Simulator) adminAuth(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// handleTruth serves GET /admin/shops/{shop}/truth[?as_of=RFC3339]. It
-// streams, since a big shop's truth is many megabytes.
+// handleTruth serves GET /admin/shops/{shop}/truth[?as_of=RFC3339][&lines=true].
+// It streams, since a big shop's truth is many megabytes.
 func (s *Simulator) handleTruth(w http.ResponseWriter, r *http.Request) {
 	if !s.adminAuth(w, r) {
 		return
@@ -191,10 +218,19 @@ func (s *Simulator) handleTruth(w http.ResponseWriter, r *http.Request) {
 		}
 		asOf = t
 	}
+	withLines := false
+	if v := r.URL.Query().Get("lines"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("lines %q is not true or false", v))
+			return
+		}
+		withLines = b
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	first := true
 	enc := json.NewEncoder(bw)
-	err := s.eachTruth(shopName, asOf, func(at time.Time) {
+	err := s.eachTruth(shopName, asOf, withLines, func(at time.Time) {
 		w.Header().Set("Content-Type", "application/json")
 		shop, _ := json.Marshal(shopName)
 		fmt.Fprintf(bw, `{"shop":%s,"as_of":%q,"orders":[`, shop, at.Format(time.RFC3339Nano))

@@ -34,9 +34,22 @@ func (c *AdminClient) Truth(ctx context.Context, shop string) (*Truth, error) {
 
 // TruthAsOf returns a shop's ground truth as of a past instant (zero: now).
 func (c *AdminClient) TruthAsOf(ctx context.Context, shop string, asOf time.Time) (*Truth, error) {
+	return c.truth(ctx, shop, asOf, false)
+}
+
+// TruthWithLines returns a shop's ground truth as of asOf (zero: now)
+// with every order's line items.
+func (c *AdminClient) TruthWithLines(ctx context.Context, shop string, asOf time.Time) (*Truth, error) {
+	return c.truth(ctx, shop, asOf, true)
+}
+
+func (c *AdminClient) truth(ctx context.Context, shop string, asOf time.Time, withLines bool) (*Truth, error) {
 	q := url.Values{}
 	if !asOf.IsZero() {
 		q.Set("as_of", asOf.UTC().Format(time.RFC3339Nano))
+	}
+	if withLines {
+		q.Set("lines", "true")
 	}
 	var t Truth
 	if err := c.get(ctx, "/admin/shops/"+url.PathEscape(shop)+"/truth", q, &t); err != nil {

@@ -166,7 +166,7 @@ func TestAmazonListsTheSimsOrders(t *testing.T) {
 				Price: amazonPrice{UnitPrice: amazonMoney{li.Price, o.Currency}}}, it.Product)
 			require.Len(t, it.Product.ASIN, 10)
 			require.Equal(t, li.Qty, it.QuantityOrdered)
-			require.Equal(t, TruthLine{SKU: li.SKU, Title: li.Title, Quantity: li.Qty, UnitPrice: li.Price}, lines[j])
+			require.Equal(t, TruthLine{SKU: li.SKU, Title: li.Title, Quantity: li.Qty, UnitPrice: li.Price, Currency: o.Currency}, lines[j])
 		}
 	}
 

@@ -57,9 +57,11 @@
 //	    per-shop bucket of points (ShopifyCost) answers THROTTLED (HTTP 200)
 //	    when it cannot hold a query's requested cost. Details in shopify.go.
 //
-//	GET /admin/shops/{shop}/truth[?as_of=T]      Authorization: Bearer <AdminToken>
+//	GET /admin/shops/{shop}/truth[?as_of=T][&lines=true]   Authorization: Bearer <AdminToken>
 //	    200 {"shop","as_of","orders":[{"id","updated_at","status","total"}]} by id:
 //	    every order's newest version visible at as_of (default: now; not in the future).
+//	    lines=true adds each order's "lines":[{"sku","title","quantity","unit_price","currency"}],
+//	    in the list's order (a line's id is its 1-based position).
 //
 //	GET /admin/stats                             Authorization: Bearer <AdminToken>
 //	    200 {"as_of","shops":{"<shop>":{"requests","rate_limited","throttled","unauthorized",

@@ -229,6 +229,33 @@ func TestAdminClient(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, past, tr.AsOf)
 	require.Less(t, len(tr.Orders), len(want.Orders))
+	for _, o := range want.Orders {
+		require.Nil(t, o.Lines, "lines only when asked")
+	}
+
+	// With lines: the same orders, each with the line items the list shows.
+	withLines, err := admin.TruthWithLines(ctx, "acme", time.Time{})
+	require.NoError(t, err)
+	inProcess, err := s.TruthWithLines("acme", time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, inProcess, withLines)
+	require.Equal(t, briefsOfTruth(want), briefsOfTruth(withLines))
+	listed := map[string]wireOrder{}
+	for _, o := range listAll(t, ts.URL, "acme", "acme-token", epoch, farAway, 50) {
+		listed[o.ID] = o
+	}
+	require.Len(t, withLines.Orders, len(listed))
+	for _, o := range withLines.Orders {
+		items := listed[o.ID].LineItems
+		require.Len(t, o.Lines, len(items), o.ID)
+		for j, li := range items {
+			require.Equal(t, TruthLine{SKU: li.SKU, Title: li.Title, Quantity: li.Qty, UnitPrice: li.Price, Currency: listed[o.ID].Currency},
+				o.Lines[j], "%s line %d", o.ID, j+1)
+		}
+	}
+	code, _, body := get(t, ts.URL+"/admin/shops/acme/truth?lines=maybe", "admin-token")
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, string(body), `lines \"maybe\" is not true or false`)
 
 	_, err = (&AdminClient{BaseURL: ts.URL, Token: "wrong"}).Stats(ctx)
 	require.ErrorContains(t, err, "HTTP 401: invalid or missing admin bearer token")

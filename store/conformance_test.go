@@ -30,6 +30,14 @@ var conformanceCases = []struct {
 	{"reopen keeps data", testReopen},
 	{"concurrent open migrates once", testConcurrentOpen},
 	{"OrderVersions and CountOrders", testVersionsAndCounts},
+	{"lines round trip", testLinesRoundTrip},
+	{"lines follow the version", testLinesFollowTheVersion},
+	{"lines of a version stamped in the future are replaced", testLinesFutureStampedHeals},
+	{"lines of duplicates inside one batch", testLinesDuplicatesInBatch},
+	{"big orders and big batches with lines", testLinesBigOrder},
+	{"invalid lines write nothing", testInvalidLines},
+	{"OrderLines", testOrderLines},
+	{"orders stored before lines existed", testLinesAfterUpgrade},
 }
 
 func TestConformance(t *testing.T) {

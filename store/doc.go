@@ -13,6 +13,41 @@
 // replaces it and an order pinned by an updated_at in 2999 heals. (The
 // FetchPage activity keeps such versions out in the first place.)
 //
+// # Order lines
+//
+// An order's lines (connectors.OrderLine) live in order_lines, keyed by
+// (platform, order_id, position) with the 1-based position in the
+// platform's order, and follow the same newest-version rule in the same
+// transaction as their order:
+//
+//   - a version that is inserted or wins (Updated) and has lines
+//     (HasLines) replaces all stored lines of its order: delete, then
+//     insert, so an order whose lines shrink from three to one keeps one;
+//   - a version that does not win (older, or unchanged) leaves the lines
+//     untouched;
+//   - a version that wins without lines (HasLines false: the platform's
+//     API listed the order without them) keeps the stored lines.
+//
+// Lines are content: an equal updated_at with other lines is applied and
+// counted Updated, like any other change the platform made without
+// bumping its clock; a version without lines never differs in its lines.
+// orders.lines_digest (a SHA-256 of the stored lines, NULL while no
+// version with lines was stored) lets a re-fetched version be recognised
+// as unchanged without reading its lines back. GetOrder returns the lines
+// in position order, HasLines true when a version with lines was stored
+// (even with no lines at all); OrderLines reads a whole platform's lines
+// in one statement, for verify. Orders stored before lines existed have
+// none until a version of them is fetched again; re-fetching the same
+// version fills them in (reprocess the period to do it at once).
+//
+// The store refuses lines it cannot keep faithfully (CheckLines): more
+// than 10,000 per order, a missing or repeated line id, an id, SKU,
+// title, unit price or currency longer than its bound, text that is not
+// UTF-8 or holds a NUL byte, a unit price that is not a plain decimal.
+// The FetchPage activity sets such an order aside alone and counts it as
+// rejected; UpsertOrders refuses a whole batch holding one
+// (ErrInvalidOrder), as it does an order without an id.
+//
 // Every UpsertOrders call is one transaction and reports each order in
 // exactly one of Inserted, Updated or Unchanged. last_seen_at is bumped for
 // every order received, even an ignored one; first_seen_at is set once.

@@ -20,6 +20,10 @@ const migrationLockKey int64 = 0x6f72_6465_7273_796e // "ordersyn"
 // pgChunk bounds how many statements go into one pipelined round trip.
 const pgChunk = 500
 
+// pgLineChunk bounds how many lines one INSERT of order_lines carries (as
+// arrays, one per column).
+const pgLineChunk = 5000
+
 // pgMaxAttempts bounds retries of a batch that PostgreSQL aborted as a
 // deadlock or serialization failure. Sorted lock order should make those
 // impossible; the retry is a safety net, not the mechanism.
@@ -134,27 +138,27 @@ type pgOps struct{ tx pgx.Tx }
 // the newest committed version, as ON CONFLICT DO UPDATE always sees it.
 // xmax = 0 marks a row version created by INSERT rather than UPDATE.
 const claimSQL = `INSERT INTO orders AS o
-	(platform, order_id, status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+	(platform, order_id, status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at, lines_digest)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
 	ON CONFLICT (platform, order_id) DO UPDATE SET last_seen_at = GREATEST(o.last_seen_at, excluded.last_seen_at)
-	RETURNING (o.xmax = 0), o.status, o.created_at, o.updated_at, o.currency, o.total, o.line_count, o.raw`
+	RETURNING (o.xmax = 0), o.status, o.created_at, o.updated_at, o.currency, o.total, o.line_count, o.raw, o.lines_digest`
 
-func (p pgOps) claim(ctx context.Context, orders []connectors.Order, now time.Time) ([]claimResult, error) {
+func (p pgOps) claim(ctx context.Context, orders []row, now time.Time) ([]claimResult, error) {
 	out := make([]claimResult, 0, len(orders))
 	for start := 0; start < len(orders); start += pgChunk {
 		chunk := orders[start:min(start+pgChunk, len(orders))]
 		b := &pgx.Batch{}
 		for _, o := range chunk {
-			b.Queue(claimSQL, o.Platform, o.ID, o.Status, o.CreatedAt, o.UpdatedAt, o.Currency, o.Total, int64(o.LineCount), rawArg(o.Raw), now)
+			b.Queue(claimSQL, o.Platform, o.ID, o.Status, o.CreatedAt, o.UpdatedAt, o.Currency, o.Total, int64(o.LineCount), rawArg(o.Raw), now, rawArg(o.digest))
 		}
 		br := p.tx.SendBatch(ctx, b)
 		for _, o := range chunk {
 			var c claimResult
 			c.stored = connectors.Order{Platform: o.Platform, ID: o.ID}
 			var lineCount int64
-			var raw []byte
+			var raw, digest []byte
 			err := br.QueryRow().Scan(&c.inserted, &c.stored.Status, &c.stored.CreatedAt, &c.stored.UpdatedAt,
-				&c.stored.Currency, &c.stored.Total, &lineCount, &raw)
+				&c.stored.Currency, &c.stored.Total, &lineCount, &raw, &digest)
 			if err != nil {
 				br.Close()
 				return nil, fmt.Errorf("claim %s/%s: %w", o.Platform, o.ID, err)
@@ -164,6 +168,7 @@ func (p pgOps) claim(ctx context.Context, orders []connectors.Order, now time.Ti
 			if len(raw) > 0 {
 				c.stored.Raw = raw
 			}
+			c.digest = digestOf(digest)
 			out = append(out, c)
 		}
 		if err := br.Close(); err != nil {
@@ -173,16 +178,18 @@ func (p pgOps) claim(ctx context.Context, orders []connectors.Order, now time.Ti
 	return out, nil
 }
 
-func (p pgOps) overwrite(ctx context.Context, orders []connectors.Order, now time.Time) error {
+func (p pgOps) overwrite(ctx context.Context, orders []row, now time.Time) error {
 	for start := 0; start < len(orders); start += pgChunk {
 		chunk := orders[start:min(start+pgChunk, len(orders))]
 		b := &pgx.Batch{}
 		for _, o := range chunk {
+			// COALESCE: a version without lines keeps the stored lines, and
+			// so their digest.
 			b.Queue(`UPDATE orders SET
 				status = $3, created_at = $4, updated_at = $5, currency = $6, total = $7, line_count = $8, raw = $9,
-				last_seen_at = GREATEST(last_seen_at, $10)
+				last_seen_at = GREATEST(last_seen_at, $10), lines_digest = COALESCE($11, lines_digest)
 				WHERE platform = $1 AND order_id = $2`,
-				o.Platform, o.ID, o.Status, o.CreatedAt, o.UpdatedAt, o.Currency, o.Total, int64(o.LineCount), rawArg(o.Raw), now)
+				o.Platform, o.ID, o.Status, o.CreatedAt, o.UpdatedAt, o.Currency, o.Total, int64(o.LineCount), rawArg(o.Raw), now, rawArg(o.digest))
 		}
 		if err := p.tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("update %d orders: %w", len(chunk), err)
@@ -191,13 +198,85 @@ func (p pgOps) overwrite(ctx context.Context, orders []connectors.Order, now tim
 	return nil
 }
 
+// replaceLines pipelines, per pgChunk orders, one DELETE per order and
+// one INSERT per pgLineChunk lines with its rows as column arrays (unnest)
+// in one round trip. Per-order DELETEs by the primary key's prefix, not
+// one "= ANY(ids)": on a table without statistics yet PostgreSQL planned
+// that as a sequential scan, several times slower.
+func (p pgOps) replaceLines(ctx context.Context, orders []row) error {
+	for start := 0; start < len(orders); start += pgChunk {
+		chunk := orders[start:min(start+pgChunk, len(orders))]
+		b := &pgx.Batch{}
+		var cols pgLineColumns
+		for _, o := range chunk {
+			b.Queue(`DELETE FROM order_lines WHERE platform = $1 AND order_id = $2`, o.Platform, o.ID)
+		}
+		for _, o := range chunk {
+			for i, l := range o.Lines {
+				cols.add(o.Platform, o.ID, i+1, l)
+				if len(cols.platform) == pgLineChunk {
+					cols.queue(b)
+					cols = pgLineColumns{}
+				}
+			}
+		}
+		if len(cols.platform) > 0 {
+			cols.queue(b)
+		}
+		if err := p.tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("replace the lines of %d orders: %w", len(chunk), err)
+		}
+	}
+	return nil
+}
+
+// pgLineColumns are lines to insert, one slice per column.
+type pgLineColumns struct {
+	platform, orderID, lineID, sku, title, unitPrice, currency []string
+	position                                                   []int32
+	quantity                                                   []int64
+}
+
+func (c *pgLineColumns) add(platform, orderID string, position int, l connectors.OrderLine) {
+	c.platform, c.orderID = append(c.platform, platform), append(c.orderID, orderID)
+	c.position = append(c.position, int32(position))
+	c.lineID, c.sku, c.title = append(c.lineID, l.ID), append(c.sku, l.SKU), append(c.title, l.Title)
+	c.quantity = append(c.quantity, l.Quantity)
+	c.unitPrice, c.currency = append(c.unitPrice, l.UnitPrice), append(c.currency, l.Currency)
+}
+
+func (c *pgLineColumns) queue(b *pgx.Batch) {
+	b.Queue(`INSERT INTO order_lines (platform, order_id, position, line_id, sku, title, quantity, unit_price, currency)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[])`,
+		c.platform, c.orderID, c.position, c.lineID, c.sku, c.title, c.quantity, c.unitPrice, c.currency)
+}
+
 func (s *postgresStore) GetOrder(ctx context.Context, platform, id string) (StoredOrder, bool, error) {
 	so := StoredOrder{Order: connectors.Order{Platform: platform, ID: id}}
 	var lineCount int64
 	var raw []byte
-	err := s.pool.QueryRow(ctx, `SELECT status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at
-		FROM orders WHERE platform = $1 AND order_id = $2`, platform, id).
-		Scan(&so.Status, &so.CreatedAt, &so.UpdatedAt, &so.Currency, &so.Total, &lineCount, &raw, &so.FirstSeenAt, &so.LastSeenAt)
+	// One snapshot for both reads, so the lines belong to the version read
+	// with them.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at,
+			lines_digest IS NOT NULL
+			FROM orders WHERE platform = $1 AND order_id = $2`, platform, id).
+			Scan(&so.Status, &so.CreatedAt, &so.UpdatedAt, &so.Currency, &so.Total, &lineCount, &raw, &so.FirstSeenAt, &so.LastSeenAt, &so.HasLines)
+		if err != nil || !so.HasLines {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT line_id, sku, title, quantity, unit_price, currency
+			FROM order_lines WHERE platform = $1 AND order_id = $2 ORDER BY position`, platform, id)
+		if err != nil {
+			return err
+		}
+		var l connectors.OrderLine
+		_, err = pgx.ForEachRow(rows, []any{&l.ID, &l.SKU, &l.Title, &l.Quantity, &l.UnitPrice, &l.Currency}, func() error {
+			so.Lines = append(so.Lines, l)
+			return nil
+		})
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return StoredOrder{}, false, nil
 	}
@@ -229,6 +308,38 @@ func (s *postgresStore) OrderVersions(ctx context.Context, platform string) (map
 	})
 	if err != nil {
 		return nil, fmt.Errorf("order versions %s: %w", platform, err)
+	}
+	return out, nil
+}
+
+func (s *postgresStore) OrderLines(ctx context.Context, platform string) (map[string]StoredLines, error) {
+	rows, err := s.pool.Query(ctx, `SELECT o.order_id, o.updated_at, o.lines_digest IS NOT NULL,
+		l.line_id, l.sku, l.title, l.quantity, l.unit_price, l.currency
+		FROM orders o LEFT JOIN order_lines l
+			ON o.lines_digest IS NOT NULL AND l.platform = o.platform AND l.order_id = o.order_id
+		WHERE o.platform = $1 ORDER BY o.order_id, l.position`, platform)
+	if err != nil {
+		return nil, fmt.Errorf("order lines %s: %w", platform, err)
+	}
+	defer rows.Close()
+	out := map[string]StoredLines{}
+	var (
+		id                                  string
+		updated                             time.Time
+		hasLines                            bool
+		lineID, sku, title, price, currency *string
+		quantity                            *int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &updated, &hasLines, &lineID, &sku, &title, &quantity, &price, &currency}, func() error {
+		var line *connectors.OrderLine
+		if lineID != nil {
+			line = &connectors.OrderLine{ID: *lineID, SKU: *sku, Title: *title, Quantity: *quantity, UnitPrice: *price, Currency: *currency}
+		}
+		addStoredLine(out, id, updated.UTC(), hasLines, line)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("order lines %s: %w", platform, err)
 	}
 	return out, nil
 }

@@ -20,17 +20,24 @@ const DefaultSQLitePath = ".ordersync/orders.db"
 const DefaultDSN = "sqlite://" + DefaultSQLitePath
 
 // ErrInvalidOrder is wrapped by UpsertOrders when an order in the batch
-// cannot be stored (empty platform or id, zero updated_at).
+// cannot be stored (empty platform or id, zero updated_at, lines that
+// CheckLines refuses).
 var ErrInvalidOrder = errors.New("invalid order")
 
 // Store persists the newest known version of every order.
 type Store interface {
 	// UpsertOrders applies one batch in one transaction.
 	UpsertOrders(ctx context.Context, orders []connectors.Order) (UpsertResult, error)
-	// GetOrder returns the stored order; ok is false when it is unknown.
+	// GetOrder returns the stored order with its lines in position order
+	// (HasLines when a version with lines was stored); ok is false when
+	// the order is unknown.
 	GetOrder(ctx context.Context, platform, id string) (StoredOrder, bool, error)
 	// OrderVersions returns id -> stored updated_at for one platform (for verify).
 	OrderVersions(ctx context.Context, platform string) (map[string]time.Time, error)
+	// OrderLines returns every order of one platform with its stored
+	// updated_at and lines, read in one statement so each order's lines
+	// belong to the version beside them (for verify).
+	OrderLines(ctx context.Context, platform string) (map[string]StoredLines, error)
 	// CountOrders counts the orders of one platform, or of all platforms
 	// when platform is empty.
 	CountOrders(ctx context.Context, platform string) (int, error)
@@ -125,12 +132,15 @@ func ParseDSN(dsn string) (backend, target string, err error) {
 
 // normalize puts an order in the form both backends store: UTC times cut
 // to microseconds (PostgreSQL's precision, so both backends compare alike)
-// and nil for empty Raw.
+// and nil for empty Raw and empty Lines.
 func normalize(o connectors.Order) connectors.Order {
 	o.CreatedAt = toMicros(o.CreatedAt)
 	o.UpdatedAt = toMicros(o.UpdatedAt)
 	if len(o.Raw) == 0 {
 		o.Raw = nil
+	}
+	if len(o.Lines) == 0 {
+		o.Lines = nil
 	}
 	return o
 }
@@ -149,22 +159,37 @@ func validate(orders []connectors.Order) error {
 		case o.UpdatedAt.IsZero():
 			problem = "zero updated_at"
 		default:
-			continue
+			err := CheckLines(o)
+			if err == nil {
+				continue
+			}
+			problem = err.Error()
 		}
 		return fmt.Errorf("order %d (platform %q, id %q): %s: %w", i, o.Platform, o.ID, problem, ErrInvalidOrder)
 	}
 	return nil
 }
 
-// sameContent reports whether two versions carry the same data apart from
-// updated_at. Both must be normalized.
-func sameContent(a, b connectors.Order) bool {
+// row is one order of a batch as the store writes it: normalized, with
+// the digest of its lines (nil when the version carries none).
+type row struct {
+	connectors.Order
+	digest []byte
+}
+
+// sameContent reports whether the incoming version carries the same data
+// as the stored one apart from updated_at. Lines count only when the
+// incoming version has them: one without lines keeps the stored lines, so
+// it changes nothing there.
+func sameContent(stored claimResult, in row) bool {
+	a, b := stored.stored, in.Order
 	return a.Status == b.Status &&
 		a.Total == b.Total &&
 		a.Currency == b.Currency &&
 		a.LineCount == b.LineCount &&
 		a.CreatedAt.Equal(b.CreatedAt) &&
-		string(a.Raw) == string(b.Raw)
+		string(a.Raw) == string(b.Raw) &&
+		sameLines(stored.digest, in.digest)
 }
 
 // decide applies the no-regression rule to one incoming version against
@@ -172,37 +197,44 @@ func sameContent(a, b connectors.Order) bool {
 // stored version stamped after horizon (now plus the allowed skew) claims a
 // time that has not come yet; it is not trusted to be newest, so any
 // different incoming version replaces it and a pinned order heals.
-func decide(stored, incoming connectors.Order, horizon time.Time) (overwrite bool, updated bool) {
+func decide(stored claimResult, in row, horizon time.Time) (overwrite bool, updated bool) {
+	s, incoming := stored.stored, in.Order
 	switch {
-	case stored.UpdatedAt.After(horizon) && !(incoming.UpdatedAt.Equal(stored.UpdatedAt) && sameContent(stored, incoming)):
+	case s.UpdatedAt.After(horizon) && !(incoming.UpdatedAt.Equal(s.UpdatedAt) && sameContent(stored, in)):
 		return true, true
-	case incoming.UpdatedAt.Before(stored.UpdatedAt):
+	case incoming.UpdatedAt.Before(s.UpdatedAt):
 		return false, false // older: ignored, never overwrites
-	case incoming.UpdatedAt.After(stored.UpdatedAt):
+	case incoming.UpdatedAt.After(s.UpdatedAt):
 		return true, true
-	case sameContent(stored, incoming):
+	case sameContent(stored, in):
 		return false, false
 	default:
-		return true, true // same updated_at, different data: the platform changed it without bumping the clock
+		return true, true // same updated_at, different data (or lines): the platform changed it without bumping the clock
 	}
 }
 
 // claimResult is what a backend reports for one order of a round.
 type claimResult struct {
 	inserted bool             // the key was new and the order was inserted as is
-	stored   connectors.Order // the version stored before this order (when !inserted)
+	stored   connectors.Order // the version stored before this order (when !inserted), without lines
+	digest   []byte           // its lines_digest: nil when no version with lines was stored
 }
 
 // batchOps is what a backend implements so applyBatch can run the shared
 // counting logic. Every call happens inside the batch's transaction.
 type batchOps interface {
-	// claim inserts each order whose key is absent; for the others it bumps
-	// last_seen_at, locks the row and returns the stored version. Orders in
-	// one call have distinct keys and come sorted by key, so every
-	// transaction locks rows in the same order and cannot deadlock.
-	claim(ctx context.Context, orders []connectors.Order, now time.Time) ([]claimResult, error)
-	// overwrite replaces the content of rows that claim already locked.
-	overwrite(ctx context.Context, orders []connectors.Order, now time.Time) error
+	// claim inserts each order whose key is absent (with its lines_digest,
+	// not its lines); for the others it bumps last_seen_at, locks the row
+	// and returns the stored version and digest. Orders in one call have
+	// distinct keys and come sorted by key, so every transaction locks rows
+	// in the same order and cannot deadlock.
+	claim(ctx context.Context, orders []row, now time.Time) ([]claimResult, error)
+	// overwrite replaces the content of rows that claim already locked;
+	// lines_digest only where the incoming version has lines.
+	overwrite(ctx context.Context, orders []row, now time.Time) error
+	// replaceLines deletes all stored lines of each order (all of them have
+	// lines, and claim locked their rows) and inserts the order's lines.
+	replaceLines(ctx context.Context, orders []row) error
 }
 
 // applyBatch runs the no-regression upsert of a validated batch; horizon is
@@ -214,6 +246,10 @@ type batchOps interface {
 // by a newer version of it 1 Inserted + 1 Updated. To keep this while
 // processing in key order, the batch is split into rounds: round r holds the
 // r-th occurrence of every key, and rounds run one after another.
+//
+// Lines follow their order's version: a version that is inserted or wins
+// and has lines replaces all stored lines of its order; one that does not
+// win leaves them untouched, and one that wins without lines keeps them.
 func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, now, horizon time.Time) (UpsertResult, error) {
 	var res UpsertResult
 	for r, round := range splitRounds(orders) {
@@ -221,15 +257,21 @@ func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, no
 		if err != nil {
 			return UpsertResult{}, err
 		}
-		var toWrite []connectors.Order
+		var toWrite, linesToWrite []row
 		for i, c := range claims {
 			if c.inserted && r == 0 {
 				res.Inserted++
+				if round[i].HasLines {
+					linesToWrite = append(linesToWrite, round[i])
+				}
 				continue
 			}
-			overwrite, updated := decide(c.stored, round[i], horizon)
+			overwrite, updated := decide(c, round[i], horizon)
 			if overwrite {
 				toWrite = append(toWrite, round[i])
+				if round[i].HasLines {
+					linesToWrite = append(linesToWrite, round[i])
+				}
 			}
 			if updated {
 				res.Updated++
@@ -242,16 +284,21 @@ func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, no
 				return UpsertResult{}, err
 			}
 		}
+		if len(linesToWrite) > 0 {
+			if err := ops.replaceLines(ctx, linesToWrite); err != nil {
+				return UpsertResult{}, err
+			}
+		}
 	}
 	return res, nil
 }
 
 // splitRounds normalizes the orders and groups them as applyBatch needs:
 // round r holds the r-th occurrence of each key, sorted by key (byte order).
-func splitRounds(orders []connectors.Order) [][]connectors.Order {
+func splitRounds(orders []connectors.Order) [][]row {
 	type key struct{ platform, id string }
 	seen := make(map[key]int, len(orders))
-	var rounds [][]connectors.Order
+	var rounds [][]row
 	for _, o := range orders {
 		k := key{o.Platform, o.ID}
 		r := seen[k]
@@ -259,7 +306,7 @@ func splitRounds(orders []connectors.Order) [][]connectors.Order {
 		if r == len(rounds) {
 			rounds = append(rounds, nil)
 		}
-		rounds[r] = append(rounds[r], normalize(o))
+		rounds[r] = append(rounds[r], row{Order: normalize(o), digest: linesDigest(o)})
 	}
 	for _, round := range rounds {
 		sortByKey(round)
@@ -269,8 +316,22 @@ func splitRounds(orders []connectors.Order) [][]connectors.Order {
 
 // sortByKey orders by (platform, id) in byte order, the lock order shared by
 // all transactions.
-func sortByKey(orders []connectors.Order) {
-	slices.SortFunc(orders, func(a, b connectors.Order) int {
+func sortByKey(orders []row) {
+	slices.SortFunc(orders, func(a, b row) int {
 		return cmp.Or(strings.Compare(a.Platform, b.Platform), strings.Compare(a.ID, b.ID))
 	})
+}
+
+// addStoredLine records one row of the join of orders and order_lines
+// that OrderLines reads in (order, position) order: the order's version,
+// whether it has lines, and one line (nil for an order without any).
+func addStoredLine(out map[string]StoredLines, id string, updated time.Time, hasLines bool, line *connectors.OrderLine) {
+	sl, ok := out[id]
+	if !ok {
+		sl = StoredLines{UpdatedAt: updated, HasLines: hasLines}
+	}
+	if line != nil {
+		sl.Lines = append(sl.Lines, *line)
+	}
+	out[id] = sl
 }

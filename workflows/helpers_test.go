@@ -290,8 +290,8 @@ func continuedAs(t *testing.T, env *testsuite.TestWorkflowEnvironment, workflowT
 }
 
 // unfinished returns the status's in-flight and queued slices.
-func unfinished(s api.CursorStatus) []api.SliceRef {
-	return append(append([]api.SliceRef{}, s.InFlight...), s.Queued...)
+func unfinished(s api.CursorStatus) []api.SliceView {
+	return append(append([]api.SliceView{}, s.InFlight...), s.Queued...)
 }
 
 // covered says whether the union of ranges covers [from, to).

@@ -4,34 +4,48 @@
 package verify
 
 import (
+	"slices"
 	"sort"
 	"time"
+
+	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/store"
 )
 
 // Expected is one order as the platform shows it.
 type Expected struct {
 	ID        string
 	UpdatedAt time.Time
+	// HasLines says the platform listed the version with its Lines (in the
+	// platform's order, with the ids a connector gives them).
+	HasLines bool
+	Lines    []connectors.OrderLine
 }
 
-// Report lists the differences. Missing and Stale are losses; Extra are
-// orders the store has that the platform no longer shows (or never did).
+// Report lists the differences. Missing, Stale and LinesDiffer are losses;
+// Extra are orders the store has that the platform no longer shows (or
+// never did).
 type Report struct {
 	Platform string   `json:"platform"`
 	Checked  int      `json:"checked"`
 	Missing  []string `json:"missing"`
 	Stale    []string `json:"stale"`
-	Extra    []string `json:"extra"`
+	// LinesDiffer are orders stored in the platform's version whose stored
+	// lines are not that version's lines: a line missing, extra, changed
+	// or out of order, or no lines stored at all. Only CompareLines fills it.
+	LinesDiffer []string `json:"lines_differ"`
+	Extra       []string `json:"extra"`
 }
 
-// OK is true when nothing is missing or stale.
-func (r Report) OK() bool { return len(r.Missing) == 0 && len(r.Stale) == 0 }
+// OK is true when nothing is missing, stale or has other lines.
+func (r Report) OK() bool { return len(r.Missing) == 0 && len(r.Stale) == 0 && len(r.LinesDiffer) == 0 }
 
 // Compare checks every expected order against the stored versions
 // (id -> stored updated_at). A stored version older than the expected one is
 // stale; a newer one is fine (the platform may have moved on meanwhile).
+// Lines are not checked (see CompareLines).
 func Compare(platform string, expected []Expected, stored map[string]time.Time) Report {
-	r := Report{Platform: platform, Checked: len(expected), Missing: []string{}, Stale: []string{}, Extra: []string{}}
+	r := Report{Platform: platform, Checked: len(expected), Missing: []string{}, Stale: []string{}, LinesDiffer: []string{}, Extra: []string{}}
 	seen := make(map[string]bool, len(expected))
 	for _, e := range expected {
 		seen[e.ID] = true
@@ -58,11 +72,17 @@ func Compare(platform string, expected []Expected, stored map[string]time.Time) 
 // expected holds the versions visible then that were updated before it, and
 // stored every stored version (a newer one is fine). Extra counts only
 // orders stored at a version from before cutoff that the platform does not
-// show at all: shown lists every id the platform shows now, or is nil when
-// only the expected ids are known. An order updated after the cutoff is
-// then never extra, so verify does not cry wolf on a moving platform.
+// show at all (TrimExtra).
 func CompareAsOf(platform string, expected []Expected, stored map[string]time.Time, cutoff time.Time, shown map[string]bool) Report {
-	r := Compare(platform, expected, stored)
+	return TrimExtra(Compare(platform, expected, stored), stored, cutoff, shown)
+}
+
+// TrimExtra keeps as extra only the orders stored at a version from before
+// cutoff that the platform does not show at all: shown lists every id the
+// platform shows now, or is nil when only the expected ids are known. An
+// order updated after the cutoff is then never extra, so verify does not
+// cry wolf on a moving platform.
+func TrimExtra(r Report, stored map[string]time.Time, cutoff time.Time, shown map[string]bool) Report {
 	extra := r.Extra[:0]
 	for _, id := range r.Extra {
 		if !stored[id].Before(cutoff) || shown[id] {
@@ -71,5 +91,31 @@ func CompareAsOf(platform string, expected []Expected, stored map[string]time.Ti
 		extra = append(extra, id)
 	}
 	r.Extra = extra
+	return r
+}
+
+// CompareLines is Compare over what store.OrderLines read, plus the lines
+// check: an expected order with lines whose stored version is the
+// expected one (the same updated_at) must hold exactly those lines, else
+// it is listed in LinesDiffer. A stored version newer than the platform's
+// is not checked: the lines of a version the platform no longer shows
+// cannot be compared. Missing and stale orders are reported as such, not
+// again here.
+func CompareLines(platform string, expected []Expected, stored map[string]store.StoredLines) Report {
+	versions := make(map[string]time.Time, len(stored))
+	for id, s := range stored {
+		versions[id] = s.UpdatedAt
+	}
+	r := Compare(platform, expected, versions)
+	for _, e := range expected {
+		s, ok := stored[e.ID]
+		if !e.HasLines || !ok || !s.UpdatedAt.Equal(e.UpdatedAt.Truncate(time.Microsecond)) {
+			continue
+		}
+		if !s.HasLines || !slices.Equal(s.Lines, e.Lines) {
+			r.LinesDiffer = append(r.LinesDiffer, e.ID)
+		}
+	}
+	sort.Strings(r.LinesDiffer)
 	return r
 }
