@@ -74,9 +74,9 @@ func testNoLoss(t *testing.T, st stack) {
 	// Once the watermark passes the moment after which nothing changes (plus
 	// the overlap, which re-fetches backwards), everything visible is covered.
 	for _, p := range []string{"e2e-alpha", "e2e-beta"} {
-		st := s.waitWatermark(p, quiet.Add(10*time.Second), 2*time.Minute)
-		require.Zero(t, st.Counts.SlicesFailed, "%s: no slice should fail with retries: %s", p, st.LastError)
-		require.Positive(t, st.Counts.Pages)
+		cur := s.waitWatermark(p, quiet.Add(10*time.Second), 2*time.Minute)
+		require.Zero(t, cur.Counts.SlicesFailed, "%s: no slice should fail with retries: %s", p, cur.LastError)
+		require.Positive(t, cur.Counts.Pages)
 	}
 	for p, shop := range map[string]string{"e2e-alpha": "alpha", "e2e-beta": "beta"} {
 		r := s.verify(p, shop)
