@@ -376,8 +376,7 @@ func isNotFound(err error) bool {
 	if err == nil {
 		return false
 	}
-	return code(err) == codes.NotFound || strings.Contains(err.Error(), "Namespace name not found") ||
-		strings.Contains(err.Error(), "namespace not found")
+	return code(err) == codes.NotFound || strings.Contains(err.Error(), " is not found.") // serviceerror.NewNamespaceNotFound's text
 }
 
 // IsRefused recognises "you may not do this here": no permission, or an

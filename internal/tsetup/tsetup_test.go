@@ -242,6 +242,22 @@ func TestMissingAttributes(t *testing.T) {
 	}
 }
 
+func TestIsNotFound(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{serviceerror.NewNamespaceNotFound("orders"), true},
+		{status.Error(codes.NotFound, "gone"), true},
+		// SQL visibility wraps the namespace lookup in Unavailable.
+		{serviceerror.NewUnavailable("Unable to get namespace orders info with error: Namespace orders is not found."), true},
+		{serviceerror.NewUnavailable("connection refused"), false},
+		{nil, false},
+	} {
+		require.Equal(t, tt.want, isNotFound(tt.err), "%v", tt.err)
+	}
+}
+
 func TestIsCloudAddress(t *testing.T) {
 	for addr, want := range map[string]bool{
 		"orders.a1b2c.tmprl.cloud:7233":      true,
