@@ -32,11 +32,24 @@ func (q *Queue) Span() int { return min(max(q.span, 1), q.maxSpan()) }
 func (q *Queue) nextEnd(now time.Time) time.Time {
 	iv := q.rules.Interval
 	n := q.Span()
-	if n > 1 {
-		settled := int(now.Add(-q.rules.Settle).Sub(q.next) / iv)
-		n = max(1, min(n, settled))
+	if !q.rules.Aligned {
+		if n > 1 {
+			settled := int(now.Add(-q.rules.Settle).Sub(q.next) / iv)
+			n = max(1, min(n, settled))
+		}
+		return q.next.Add(time.Duration(n) * iv)
 	}
-	return q.next.Add(time.Duration(n) * iv)
+	// On the grid: up to the next grid point (a bridge when Next is off
+	// it), then whole intervals.
+	first := q.firstEnd()
+	if n > 1 {
+		settled := now.Add(-q.rules.Settle).Sub(first)
+		n = 1
+		if settled > 0 {
+			n = min(q.Span(), 1+int(settled/iv))
+		}
+	}
+	return first.Add(time.Duration(n-1) * iv)
 }
 
 // adaptSpan learns from a regular slice that reported. It returns the new
