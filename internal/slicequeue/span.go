@@ -11,8 +11,9 @@ import "time"
 // would fill a quarter of max_pages at the density just seen, at least 2
 // and at most 8 (a jump into denser history then costs at most one split).
 // It halves the span when a slice split or failed, and never exceeds
-// Rules.MaxSpan. Spans are whole multiples of the interval and start where
-// the last slice ended, so regular slices still tile time with no gap; near
+// Rules.MaxSpan. Spans are whole multiples of the interval (on an aligned
+// grid: after the bridge to the next grid point) and start where the last
+// slice ended, so regular slices still tile time with no gap; near
 // the present only settled intervals fit, so slices are one interval again.
 
 // How much one sparse slice may widen the span.
