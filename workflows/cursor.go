@@ -55,6 +55,11 @@ type cursor struct {
 	maxSlicesPerRun int
 	// adaptiveSpan is set for runs that size backfill slices (versionAdaptiveSpan).
 	adaptiveSpan bool
+	// alignedGrid is set for runs that place slices on the platform's grid
+	// and name them in today's layout (versionSliceGrid).
+	alignedGrid bool
+	// in is the input the queue is built from once the run knows its versions.
+	in api.CursorInput
 
 	children       map[string]workflow.ChildWorkflowFuture // running slices, by ID
 	alerts         int                                     // alert activities in flight
@@ -75,21 +80,31 @@ func newCursor(in api.CursorInput) (*cursor, error) {
 		return nil, err
 	}
 	c := &cursor{platform: in.Platform, windows: ws, start: in.Start, maxSlicesPerRun: in.MaxSlicesPerRun,
-		children: map[string]workflow.ChildWorkflowFuture{}}
+		children: map[string]workflow.ChildWorkflowFuture{}, in: in}
 	if c.maxSlicesPerRun <= 0 {
 		c.maxSlicesPerRun = DefaultMaxSlicesPerRun
 	}
 	if in.State != nil {
 		c.rec = in.State.CursorRecord
-		c.q = slicequeue.Restore(carriedSlices(*in.State), c.rules(), c.sliceID)
-	} else {
-		c.q = slicequeue.New(in.Start, c.rules(), c.sliceID)
 	}
 	return c, nil
 }
 
+// newQueue builds the slice queue from the input, by the rules of the
+// versions this run asked for.
+func (c *cursor) newQueue() {
+	if c.in.State != nil {
+		c.q = slicequeue.Restore(carriedSlices(*c.in.State), c.rules(), c.sliceID)
+	} else {
+		c.q = slicequeue.New(c.in.Start, c.rules(), c.sliceID)
+	}
+}
+
 // sliceID names a slice's child workflow.
 func (c *cursor) sliceID(start, end time.Time) string {
+	if !c.alignedGrid {
+		return api.SliceWorkflowIDV01(c.platform.Name, start, end)
+	}
 	return api.SliceWorkflowID(c.platform.Name, start, end)
 }
 
@@ -106,12 +121,15 @@ func (c *cursor) rules() slicequeue.Rules {
 		PageSize:     c.platform.PageSize,
 		MaxPages:     c.platform.MaxPages,
 		ResweepDelay: c.platform.ResweepDelay.D(),
+		Aligned:      c.alignedGrid,
+		Phase:        slicequeue.PhaseOf(c.platform.Name, c.platform.Interval.D()),
 	}
 }
 
 func (c *cursor) run(ctx workflow.Context) error {
 	c.adaptiveSpan = workflow.GetVersion(ctx, versionAdaptiveSpan, workflow.DefaultVersion, 1) == 1
-	c.q.SetRules(c.rules())
+	c.alignedGrid = workflow.GetVersion(ctx, versionSliceGrid, workflow.DefaultVersion, 1) == 1
+	c.newQueue()
 	c.wake = workflow.NewBufferedChannel(ctx, 1)
 	if err := c.registerMessages(ctx); err != nil {
 		return err

@@ -21,9 +21,9 @@ import (
 func TestEveryWaitHasAName(t *testing.T) {
 	env := newEnv(t)
 	p := testPlatform(t)
-	p.Start = at("-16m").Format(time.RFC3339)
+	p.Start = at("-16m").Format(time.RFC3339) // rounded down to the grid: -30m
 	p.ResweepDelay = config.Duration(30 * time.Minute)
-	first := api.SliceWorkflowID(platformName, at("-16m"), at("-1m"))
+	first := api.SliceWorkflowID(platformName, at("-30m"), at("-15m"))
 	starts := 0
 	env.OnWorkflow(api.SliceWorkflowType, mock.Anything, mock.Anything).Return(
 		func(ctx workflow.Context, in api.SliceInput) (api.SliceResult, error) {
@@ -50,11 +50,12 @@ func TestEveryWaitHasAName(t *testing.T) {
 	require.Equal(t, api.SliceWaiting, retrying.Queued[0].State)
 	require.Equal(t, "regular", retrying.Queued[0].Kind)
 
-	// [-1m, 14m) ran at 15m; the next settles at 30m, the re-sweep of
-	// [-16m, -1m) is due at 29m.
+	// [-30m, -15m) ran again at 10s and its re-sweep at 15m; [-15m, 0)
+	// ran at 1m and [0, 15m) at 16m; the next settles at 31m, the re-sweep
+	// of [-15m, 0) is due at 30m.
 	require.Empty(t, sweeping.InFlight)
 	require.Equal(t, api.WaitResweep, sweeping.Waiting)
-	require.Equal(t, at("29m"), sweeping.WaitUntil.UTC())
+	require.Equal(t, at("30m"), sweeping.WaitUntil.UTC())
 	require.Equal(t, "resweep", sweeping.Queued[0].Kind)
 	require.True(t, sweeping.Queued[0].Resweep)
 }

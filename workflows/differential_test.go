@@ -36,6 +36,9 @@ import (
 // state across continue-as-new; the next generation is then run from each
 // carried form (v0.1's, and today's read both ways) and compared again.
 //
+// Today's cursor answers versionSliceGrid with its old branch here (see
+// run): with the aligned grid the two place other slices by design.
+//
 // ORDERSYNC_DIFF_SEEDS sets how many scenarios run (default 60, 10 with
 // -short); 300 take about a minute on two cores.
 
@@ -360,6 +363,13 @@ func (sc *diffScenario) run(t *testing.T, impl string, input any) diffRun {
 		}
 		return res, err
 	}, workflow.RegisterOptions{Name: api.SliceWorkflowType})
+	if impl == "today" {
+		// The one tolerated difference: today's cursor runs on v0.1's slice
+		// grid and ID layout, as a run that began before versionSliceGrid
+		// replays. The aligned grid places other slices by design; it is
+		// checked by internal/slicequeue's tests and cursor_grid_test.go.
+		env.OnGetVersion(versionSliceGrid, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
 	env.SetStartTime(sc.t0)
 	env.SetTestTimeout(time.Minute)
 

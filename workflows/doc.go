@@ -4,7 +4,9 @@
 //
 // PlatformCursor (cursor/<platform>) walks time in slices of the
 // platform's interval, from the configured start to the present and then
-// along with it, keeping up to `concurrency` FetchSlice children in flight.
+// along with it, on the platform's slice grid (whole intervals shifted by
+// a stable per-platform phase, so one window has one ID and a fleet's
+// slices do not all fall due at once; versions.go, slice-grid), keeping up to `concurrency` FetchSlice children in flight.
 // What to fetch next, how to split, when a slice has finished and how far
 // the watermark may move are decided by the slice lifecycle,
 // internal/slicequeue: plain Go with no Temporal in it, tested by table and

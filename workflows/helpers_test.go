@@ -28,7 +28,11 @@ import (
 // t0 is the test clock at the start of every test: a Monday noon.
 var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
-const platformName = "shop-x"
+// platformName's phase (slicequeue.PhaseOf) is zero for every interval that
+// divides a day, so its slice grid is whole intervals from UTC midnight and
+// the tests read in round times; cursor_grid_test.go covers a platform
+// whose phase is not zero.
+const platformName = "shop-x38942"
 
 // acts names activities for OnActivity. It is a method value on an
 // instance, not (*Activities).FetchPage: the SDK matches the registered
@@ -231,6 +235,21 @@ func tiles(from, to time.Time, d time.Duration) []string {
 			e = to
 		}
 		ids = append(ids, api.SliceWorkflowID(platformName, s, e))
+	}
+	return ids
+}
+
+// gridTiles returns the IDs of [from, to) cut at the slice grid of
+// platformName (whole multiples of d from midnight: its phase is zero).
+func gridTiles(from, to time.Time, d time.Duration) []string {
+	var ids []string
+	for s := from; s.Before(to); {
+		e := s.Truncate(d).Add(d)
+		if e.After(to) {
+			e = to
+		}
+		ids = append(ids, api.SliceWorkflowID(platformName, s, e))
+		s = e
 	}
 	return ids
 }

@@ -7,7 +7,8 @@ package workflows
 // today's cursor on random scenarios and requires the same commands, at
 // the same times. Do not edit it; delete it (and the differential test)
 // when a change guarded by a version in versions.go makes the two differ
-// by design.
+// by design. (One edit since: v0.1 named slices with what is now
+// api.SliceWorkflowIDV01; api.SliceWorkflowID prints today's layout.)
 
 import (
 	"bytes"
@@ -173,7 +174,7 @@ func (c *v01Cursor) launch(ctx workflow.Context) {
 			return
 		}
 		c.st.Pending = append(c.st.Pending, v01SliceRef{
-			ID: api.SliceWorkflowID(c.platform.Name, c.st.Next, end), Start: c.st.Next, End: end,
+			ID: api.SliceWorkflowIDV01(c.platform.Name, c.st.Next, end), Start: c.st.Next, End: end,
 		})
 		c.st.Next = end
 		if _, busy := c.children[c.st.Pending[len(c.st.Pending)-1].ID]; busy {
@@ -265,8 +266,8 @@ func (c *v01Cursor) onChildDone(ctx workflow.Context, id string, f workflow.Futu
 	case api.SliceSplit:
 		mid := ref.Start.Add(ref.End.Sub(ref.Start) / 2).Truncate(time.Microsecond)
 		halves := []v01SliceRef{
-			{ID: api.SliceWorkflowID(c.platform.Name, ref.Start, mid), Start: ref.Start, End: mid, Force: ref.Force},
-			{ID: api.SliceWorkflowID(c.platform.Name, mid, ref.End), Start: mid, End: ref.End, Force: ref.Force},
+			{ID: api.SliceWorkflowIDV01(c.platform.Name, ref.Start, mid), Start: ref.Start, End: mid, Force: ref.Force},
+			{ID: api.SliceWorkflowIDV01(c.platform.Name, mid, ref.End), Start: mid, End: ref.End, Force: ref.Force},
 		}
 		*list = append((*list)[:i], append(halves, (*list)[i+1:]...)...)
 	case api.SliceFailed:
@@ -722,7 +723,7 @@ func (c *v01Cursor) applyReprocess(req api.ReprocessRequest) (int, error) {
 		if e.After(to) {
 			e = to
 		}
-		id := api.SliceWorkflowID(c.platform.Name, s, e)
+		id := api.SliceWorkflowIDV01(c.platform.Name, s, e)
 		if c.willRun(id) {
 			continue
 		}

@@ -43,6 +43,30 @@ const (
 	// check of their time (config.Platform.ValidateStructure). Asked when a
 	// config signal arrives.
 	versionConfigVerdict = "config-verdict-recorded"
+
+	// versionSliceGrid guards where a cursor places its slices and how it
+	// names them (internal/slicequeue, grid.go): on the platform's grid of
+	// whole intervals plus a stable per-platform phase, the start rounded
+	// down to it, reprocess requests cut at its points, IDs printed without
+	// zero microseconds (api.SliceWorkflowID). Before it, slices followed
+	// one another from the unrounded start and were named in the v0.1
+	// layout (api.SliceWorkflowIDV01). Asked at the start of every cursor
+	// run, like versionAdaptiveSpan: a run that began before the change
+	// (no marker) keeps its grid and its IDs until it continues as new;
+	// the next run, and every cursor started since, aligns. Nothing about
+	// the grid is carried: the phase follows from the platform's name and
+	// interval, and Next says where the grid continues; an off-grid Next
+	// (the old grid's, or an interval change) is bridged by one shorter
+	// slice that ends on the next grid point, so no instant is skipped or
+	// fetched twice. A v0.2 worker that continues an aligned run keeps
+	// stepping one interval from an aligned Next, so stays on the grid.
+	versionSliceGrid = "slice-grid"
+
+	// versionSliceIDLayout guards the ID layout of the halves a dead-letter
+	// workflow splits a reprocessed slice into (api.SliceWorkflowID, not
+	// SliceWorkflowIDV01). Asked lazily, only when the two layouts would
+	// name a half differently.
+	versionSliceIDLayout = "slice-id-layout"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

@@ -10,8 +10,12 @@
 // A slice is a half-open window [Start, End) of order update time, of one
 // of three kinds. Regular slices tile time from the cursor's start: each
 // new one starts at Next, where the last one ended, and covers one or more
-// whole intervals (span.go). Reprocess slices fetch a range again at an
-// operator's request. Resweep slices fetch a recent regular slice's window
+// whole intervals (span.go). With Rules.Aligned they lie on the platform's
+// grid (grid.go): whole intervals shifted by a per-platform phase, the
+// start rounded down to it, and a Next off the grid bridged by one shorter
+// slice up to the next grid point. Reprocess slices fetch a range again at an
+// operator's request, cut at the grid's points when it is aligned (so a
+// regular slice's window gets its ID again). Resweep slices fetch a recent regular slice's window
 // once more when it is resweep_delay old. Only regular slices hold the
 // watermark; the others come after them in launch priority.
 //

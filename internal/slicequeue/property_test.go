@@ -35,11 +35,19 @@ func windowOf(s Slice) window { return window{s.Start, s.End} }
 // finish in any order, with any outcome, while time passes, work windows
 // open and close, reprocess requests arrive and settings change) and
 // checks the rules after every step. It returns the first broken rule.
-func propertyRun(q queueUnderTest, start time.Time, seed int64, steps int) error {
+func propertyRun(q queueUnderTest, start time.Time, seed int64, steps int, mode gridMode) error {
 	rng := rand.New(rand.NewSource(seed))
 	r := rules
 	r.ResweepDelay = 10 * time.Minute
+	r.Aligned = mode == gridAligned
+	r.Phase = PhaseOf(propertyPlatform, r.Interval)
 	q.SetRules(r)
+	// In gridSwitch runs the queue turns aligned at this step, as a cursor
+	// that ran on v0.1's grid does when it continues as new.
+	switchAt := -1
+	if mode == gridSwitch {
+		switchAt = rng.Intn(steps)
+	}
 	// A backlog of up to 12 hours: enough to catch up within a run, so
 	// runs cover backfill and following the present.
 	now := start.Add(time.Duration(rng.Int63n(int64(12 * time.Hour))))
@@ -53,6 +61,10 @@ func propertyRun(q queueUnderTest, start time.Time, seed int64, steps int) error
 		before := q.Slices()
 		var op string
 		var split *Slice
+		if step == switchAt {
+			r.Aligned = true
+			q.SetRules(r)
+		}
 		switch rng.Intn(12) {
 		case 0, 1:
 			d := time.Duration(rng.Int63n(int64(40 * time.Minute)))
@@ -81,6 +93,10 @@ func propertyRun(q queueUnderTest, start time.Time, seed int64, steps int) error
 					return fmt.Errorf("step %d, %s: %s started outside the work windows", step, op, s)
 				case s.Kind == Regular && !pending[windowOf(s)] && s.End.After(now.Add(-r.Settle)):
 					return fmt.Errorf("step %d, %s: new %s started before it settled", step, op, s)
+				case r.Aligned && s.Kind == Regular && !pending[windowOf(s)] && !GridOf(propertyPlatform, r.Interval).On(s.End):
+					// Tiling (checkQueue) makes it start where the last one
+					// ended; ending on the grid makes the next start there.
+					return fmt.Errorf("step %d, %s: new %s does not end on the grid", step, op, s)
 				}
 			}
 		case 5, 6, 7, 8:
@@ -133,6 +149,7 @@ func propertyRun(q queueUnderTest, start time.Time, seed int64, steps int) error
 			r.Interval = []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour}[rng.Intn(3)]
 			r.MaxSpan = []int{1, 8}[rng.Intn(2)]
 			r.ResweepDelay = []time.Duration{0, 10 * time.Minute}[rng.Intn(2)]
+			r.Phase = PhaseOf(propertyPlatform, r.Interval)
 			q.SetRules(r)
 			op = fmt.Sprintf("settings: interval %s, span %d", r.Interval, r.MaxSpan)
 		}
@@ -176,6 +193,9 @@ func checkQueue(q queueUnderTest, start time.Time, finished, pending map[window]
 				halves = append(halves, s)
 			}
 		}
+		// A half may equal a slice queued before (a reprocess of the same
+		// grid window), which the multiset above may have taken instead.
+		sort.Slice(halves, func(i, j int) bool { return halves[i].Start.Before(halves[j].Start) })
 		if len(halves) != 2 || !halves[0].Start.Equal(split.Start) || !halves[0].End.Equal(halves[1].Start) || !halves[1].End.Equal(split.End) {
 			return fmt.Errorf("split %s became %v", *split, windows(halves))
 		}
@@ -237,15 +257,35 @@ func firstGap(ws map[window]bool, from, to time.Time) (time.Time, bool) {
 	return reach, !reach.Before(to)
 }
 
+// gridMode is how a property run places regular slices.
+type gridMode int
+
+const (
+	// gridV01: one interval after another from wherever the last ended.
+	gridV01 gridMode = iota
+	// gridAligned: on the platform's grid from the start.
+	gridAligned
+	// gridSwitch: v0.1's grid, then aligned from a random step on.
+	gridSwitch
+)
+
+// propertyPlatform names the platform whose phase aligned runs use.
+const propertyPlatform = "shop-property"
+
 func TestPropertiesOverRandomRuns(t *testing.T) {
 	runs := 200
 	if testing.Short() {
 		runs = 30
 	}
-	for seed := int64(1); seed <= int64(runs); seed++ {
-		start := at("-72h").Add(time.Duration(seed) * time.Minute)
-		if err := propertyRun(New(start, rules, testID), start, seed, 300); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
+	for _, mode := range []gridMode{gridV01, gridAligned, gridSwitch} {
+		for seed := int64(1); seed <= int64(runs); seed++ {
+			// Starts off every grid: whole minutes plus some seconds.
+			start := at("-72h").Add(time.Duration(seed)*time.Minute + time.Duration(seed%7)*time.Second)
+			r := rules
+			r.Aligned, r.Phase = mode == gridAligned, PhaseOf(propertyPlatform, r.Interval)
+			if err := propertyRun(New(start, r, testID), start, seed, 300, mode); err != nil {
+				t.Fatalf("grid mode %d, seed %d: %v", mode, seed, err)
+			}
 		}
 	}
 }
@@ -312,7 +352,7 @@ func TestPropertiesCatchBrokenRules(t *testing.T) {
 			var caught error
 			for seed := int64(1); seed <= 50 && caught == nil; seed++ {
 				start := at("-72h")
-				caught = propertyRun(mutate(New(start, rules, testID)), start, seed, 400)
+				caught = propertyRun(mutate(New(start, rules, testID)), start, seed, 400, gridMode(seed%3))
 			}
 			require.Error(t, caught, "the property check did not notice")
 			t.Logf("noticed: %v", caught)

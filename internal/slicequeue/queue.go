@@ -18,6 +18,12 @@ type Rules struct {
 	// ResweepDelay, when positive, fetches a recent regular slice's window
 	// again once it is this old.
 	ResweepDelay time.Duration
+	// Aligned places regular and reprocess slices on the grid of whole
+	// intervals shifted by Phase (grid.go); unset keeps v0.1's placement,
+	// one interval after another from wherever the last slice ended.
+	Aligned bool
+	// Phase is the platform's offset within the interval (PhaseOf).
+	Phase time.Duration
 }
 
 // IDFunc names the slice [start, end): its child workflow ID.
@@ -51,9 +57,15 @@ type Snapshot struct {
 	Slices []Slice `json:"slices"`
 }
 
-// New starts an empty queue whose first regular slice starts at start.
+// New starts an empty queue whose first regular slice starts at start, or,
+// on an aligned grid, at the last grid point at or before start (fetching
+// a little more than asked is harmless; skipping is not).
 func New(start time.Time, rules Rules, id IDFunc) *Queue {
-	return &Queue{rules: rules, id: id, next: start.UTC()}
+	q := &Queue{rules: rules, id: id, next: start.UTC()}
+	if rules.Aligned {
+		q.next = q.grid().Floor(start)
+	}
+	return q
 }
 
 // Restore continues a queue from a snapshot. Nothing runs across
@@ -99,9 +111,20 @@ func (q *Queue) Watermark() time.Time {
 // Next is the start of the next regular slice to add.
 func (q *Queue) Next() time.Time { return q.next }
 
-// NextSettles is when the next regular slice of one interval may start.
+// NextSettles is when the next regular slice of one interval (on an
+// aligned grid: up to the next grid point) may start.
 func (q *Queue) NextSettles() time.Time {
-	return q.next.Add(q.rules.Interval + q.rules.Settle)
+	return q.firstEnd().Add(q.rules.Settle)
+}
+
+// firstEnd is the end of the next regular slice of one interval: on an
+// aligned grid the first grid point after Next, which bridges a Next that
+// is off the grid (a run continued from v0.1's grid, an interval change).
+func (q *Queue) firstEnd() time.Time {
+	if q.rules.Aligned {
+		return q.grid().After(q.next)
+	}
+	return q.next.Add(q.rules.Interval)
 }
 
 // CaughtUp says whether the backfill has reached the present: the first
@@ -341,15 +364,22 @@ func (q *Queue) scheduleResweep(s Slice, now time.Time, fromFetchStart func() bo
 	q.insert(Slice{ID: s.ID, Start: s.Start, End: s.End, Kind: Resweep, Due: due, Sweep: true})
 }
 
-// Reprocess queues [from, to) again in interval-sized slices, the last one
-// shorter if need be, exactly that range. A window already queued or
-// running is not queued twice. It returns how many slices it queued.
+// Reprocess queues [from, to) again in interval-sized slices, exactly that
+// range: on an aligned grid cut at the grid points (so a regular slice's
+// window gets its ID again; only the first and last slices may be
+// shorter), else from `from` on with the last one shorter if need be. A
+// window already queued or running is not queued twice. It returns how
+// many slices it queued.
 func (q *Queue) Reprocess(from, to time.Time, force bool) int {
 	from, to = from.UTC(), to.UTC()
 	iv := q.rules.Interval
 	queued := 0
-	for s := from; s.Before(to); s = s.Add(iv) {
-		e := s.Add(iv)
+	var e time.Time
+	for s := from; s.Before(to); s = e {
+		e = s.Add(iv)
+		if q.rules.Aligned {
+			e = q.grid().After(s)
+		}
 		if e.After(to) {
 			e = to
 		}

@@ -11,8 +11,9 @@ import "time"
 // would fill a quarter of max_pages at the density just seen, at least 2
 // and at most 8 (a jump into denser history then costs at most one split).
 // It halves the span when a slice split or failed, and never exceeds
-// Rules.MaxSpan. Spans are whole multiples of the interval and start where
-// the last slice ended, so regular slices still tile time with no gap; near
+// Rules.MaxSpan. Spans are whole multiples of the interval (on an aligned
+// grid: after the bridge to the next grid point) and start where the last
+// slice ended, so regular slices still tile time with no gap; near
 // the present only settled intervals fit, so slices are one interval again.
 
 // How much one sparse slice may widen the span.
@@ -32,11 +33,24 @@ func (q *Queue) Span() int { return min(max(q.span, 1), q.maxSpan()) }
 func (q *Queue) nextEnd(now time.Time) time.Time {
 	iv := q.rules.Interval
 	n := q.Span()
-	if n > 1 {
-		settled := int(now.Add(-q.rules.Settle).Sub(q.next) / iv)
-		n = max(1, min(n, settled))
+	if !q.rules.Aligned {
+		if n > 1 {
+			settled := int(now.Add(-q.rules.Settle).Sub(q.next) / iv)
+			n = max(1, min(n, settled))
+		}
+		return q.next.Add(time.Duration(n) * iv)
 	}
-	return q.next.Add(time.Duration(n) * iv)
+	// On the grid: up to the next grid point (a bridge when Next is off
+	// it), then whole intervals.
+	first := q.firstEnd()
+	if n > 1 {
+		settled := now.Add(-q.rules.Settle).Sub(first)
+		n = 1
+		if settled > 0 {
+			n = min(q.Span(), 1+int(settled/iv))
+		}
+	}
+	return first.Add(time.Duration(n-1) * iv)
 }
 
 // adaptSpan learns from a regular slice that reported. It returns the new
