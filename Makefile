@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that run the real Temporal server take a few minutes on a 2-core box.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-short lint generate histories clean chaos bench
+.PHONY: all build run cluster test test-short lint generate histories clean chaos bench
 
 all: build
 
@@ -17,6 +17,18 @@ build:
 ## a worker and the three demo platforms.
 run: build
 	./$(BIN) dev -f examples/demo-platforms.yaml
+
+## cluster: build, then run the production-shaped stack: Temporal on
+## PostgreSQL (schema by temporal-sql-tool's code, 4 task-queue partitions,
+## Web UI), `ordersync setup`, 3 `ordersync worker` processes on a PostgreSQL
+## store, the simulator and the demo platforms. PostgreSQL comes from
+## .ci/postgres.sh (installed from Debian's packages when missing; needs
+## root or sudo). CLUSTER_FLAGS adds flags, e.g. CLUSTER_FLAGS="--workers 5".
+cluster: build
+	@eval "$$(bash .ci/postgres.sh | tail -n1)" && \
+	ORDERSYNC_STORE_DSN="$${ORDERSYNC_TEST_POSTGRES_DSN%%/ordersync_test*}/ordersync_cluster?sslmode=disable" \
+	ORDERSYNC_TEMPORAL_NAMESPACE="$${ORDERSYNC_TEMPORAL_NAMESPACE:-ordersync}" \
+	./$(BIN) cluster --postgres "$$ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN" -f examples/demo-platforms.yaml $(CLUSTER_FLAGS)
 
 ## test: go vet plus every test (PostgreSQL tests need ORDERSYNC_TEST_POSTGRES_DSN;
 ## .ci/run sets it up, see README).
@@ -39,11 +51,15 @@ lint:
 generate:
 	$(GO) generate ./...
 
-## histories: re-record the replay-test histories in testdata/histories from
-## real runs on the embedded server. Only for new scenarios: a workflow change
-## that breaks replay must be guarded with workflow.GetVersion instead.
+## histories: record replay-test histories from real runs on the embedded
+## server into a NEW release folder, testdata/histories/$(RELEASE) (e.g.
+## `make histories RELEASE=v0.3`). Recorded histories are never rewritten:
+## the target refuses a folder that exists. A workflow change that breaks
+## replay of an older folder needs a change ID in workflows/versions.go.
 histories:
-	ORDERSYNC_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(GO) test -count=1 -run TestRecordHistories -v ./e2e/
+	@if [ -z "$(RELEASE)" ]; then echo "usage: make histories RELEASE=<new release, e.g. v0.3>"; ls testdata/histories; exit 2; fi
+	@if [ -e testdata/histories/$(RELEASE) ]; then echo "testdata/histories/$(RELEASE) exists; recorded histories are never rewritten: pick a new RELEASE"; exit 2; fi
+	ORDERSYNC_RECORD_HISTORIES=$(CURDIR)/testdata/histories/$(RELEASE) $(GO) test -count=1 -timeout 15m -run 'TestRecordHistories(Delivery)?$$' -v ./e2e/
 
 ## chaos: the chaos soak: faults, 429s, worker processes killed with SIGKILL,
 ## a Temporal server restart, then `ordersync verify` (0 missing, 0 stale).

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Brings up a local PostgreSQL for the store/ conformance tests on a Debian
+# Brings up a local PostgreSQL for the store/ conformance tests and the
+# PostgreSQL-backed Temporal stack (e2e, `make cluster`) on a Debian
 # machine: installs it if missing, creates/starts a cluster, waits until it
-# accepts connections, and creates the ordersync role and test database.
+# accepts connections, and creates the ordersync role and test database and
+# the temporal role. Temporal's role gets CREATEDB and nothing more, as in a
+# production deployment: its schema tool creates its own databases, and the
+# one extension it needs (btree_gin) is trusted, so no superuser is needed.
 #
 # Idempotent: safe to run again on a machine where it already ran.
 #
 # stdout carries exactly one line, meant for eval:
-#   export ORDERSYNC_TEST_POSTGRES_DSN=postgres://...
+#   export ORDERSYNC_TEST_POSTGRES_DSN=postgres://... ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN=postgres://...
 # Everything else goes to stderr.
 set -euo pipefail
 
@@ -16,6 +20,8 @@ exec 3>&1 1>&2
 ROLE=ordersync
 PASSWORD=ordersync
 DB=ordersync_test
+TEMPORAL_ROLE=temporal
+TEMPORAL_PASSWORD=temporal
 
 log() { echo "postgres.sh: $*"; }
 
@@ -100,14 +106,27 @@ else
 	psql_admin -c "ALTER ROLE $ROLE LOGIN SUPERUSER PASSWORD '$PASSWORD'"
 fi
 
+if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '$TEMPORAL_ROLE'")" != "1" ]; then
+	log "creating role $TEMPORAL_ROLE"
+	psql_admin -c "CREATE ROLE $TEMPORAL_ROLE LOGIN CREATEDB PASSWORD '$TEMPORAL_PASSWORD'"
+else
+	psql_admin -c "ALTER ROLE $TEMPORAL_ROLE LOGIN CREATEDB NOSUPERUSER PASSWORD '$TEMPORAL_PASSWORD'"
+fi
+
 if [ "$(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != "1" ]; then
 	log "creating database $DB"
 	as_postgres createdb -p "$PORT" -O "$ROLE" "$DB"
 fi
 
 DSN="postgres://$ROLE:$PASSWORD@127.0.0.1:$PORT/$DB?sslmode=disable"
-# Prove the DSN works over TCP with password auth, as the tests will use it.
+# Temporal's databases are named by its users (tests pick fresh names;
+# `make cluster` keeps temporal and temporal_visibility); the role logs in
+# to the postgres database to create them.
+TEMPORAL_DSN="postgres://$TEMPORAL_ROLE:$TEMPORAL_PASSWORD@127.0.0.1:$PORT/temporal?sslmode=disable"
+# Prove the DSNs work over TCP with password auth, as the tests will use them.
 PGPASSWORD=$PASSWORD psql "$DSN" -qtAX -v ON_ERROR_STOP=1 -c 'SELECT 1' >/dev/null
+PGPASSWORD=$TEMPORAL_PASSWORD psql "postgres://$TEMPORAL_ROLE:$TEMPORAL_PASSWORD@127.0.0.1:$PORT/postgres?sslmode=disable" \
+	-qtAX -v ON_ERROR_STOP=1 -c 'SELECT 1' >/dev/null
 log "ok"
 
-echo "export ORDERSYNC_TEST_POSTGRES_DSN=$DSN" >&3
+echo "export ORDERSYNC_TEST_POSTGRES_DSN=$DSN ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN=$TEMPORAL_DSN" >&3

@@ -118,6 +118,7 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 	if err := a.Limiters.Wait(ctx, in.Platform); err != nil {
 		return res, classify(fmt.Errorf("rate limiter wait: %w", err))
 	}
+	a.Metrics.Request(in.Platform.Name)
 	page, err := conn.ListOrders(ctx, connectors.PageRequest{
 		From: in.From, To: in.To, Token: in.Token, PageSize: in.Platform.PageSize, Page: in.Page,
 		Meter: a.Limiters.Meter(in.Platform),

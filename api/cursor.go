@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/slicequeue"
 )
 
 // Cursor signals and updates. Each name is both a signal (fire and forget,
@@ -57,7 +58,10 @@ type Range struct {
 	End   time.Time `json:"end"`
 }
 
-// SliceRef is one slice the cursor tracks.
+// SliceRef is one slice in the v0.1 form of the carried state (SlicesV01):
+// its status as a mix of flags. Today's cursor reads it from runs that
+// continued as new under v0.1 and writes it beside Slices for v0.1 workers
+// during an upgrade; status shows slices as SliceView.
 type SliceRef struct {
 	ID    string    `json:"id"`
 	Start time.Time `json:"start"`
@@ -100,8 +104,44 @@ type Counts struct {
 	Resweeps     int64 `json:"resweeps"`
 }
 
-// CursorState is everything a cursor carries across continue-as-new.
+// CursorState is everything a cursor carries across continue-as-new: its
+// record (pause, counts, errors, breaker, lag alert) and its slices. It is
+// not the operators' view: that is CursorStatus.
+//
+// The slices travel as Slices from v0.2 on. A run that continued as new
+// under v0.1 carries only the v0.1 form (SlicesV01), which today's cursor
+// reads when Slices is absent; and today's cursor writes the v0.1 form
+// beside Slices, so that a v0.1 worker that picks up the next run during a
+// rolling upgrade still finds its slices. The v0.1 form can stop being
+// written once no v0.1 worker runs (see workflows/versions.go).
 type CursorState struct {
+	CursorRecord
+	// Slices is the slice lifecycle (internal/slicequeue): Next, the
+	// backfill span, whether the backfill caught up, and every slice still
+	// tracked, with its kind and state.
+	Slices *slicequeue.Snapshot `json:"slices,omitempty"`
+	SlicesV01
+}
+
+// CursorRecord is the carried state that is not about slices.
+type CursorRecord struct {
+	Paused      bool   `json:"paused"`
+	PauseReason string `json:"pause_reason,omitempty"`
+	Counts      Counts `json:"counts"`
+	LastError   string `json:"last_error,omitempty"`
+	// Runs counts continue-as-new generations, for the status output.
+	Runs int `json:"runs"`
+	// ConsecutiveFailures counts failed slices in a row, for the breaker.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// BreakerOpen is set when the breaker paused the cursor; resume closes it.
+	BreakerOpen bool `json:"breaker_open,omitempty"`
+	// LagAlerted is set while the lag is above lag_alert and the alert went out.
+	LagAlerted bool `json:"lag_alerted,omitempty"`
+}
+
+// SlicesV01 is the v0.1 form of the carried slices: three lists of flagged
+// SliceRefs.
+type SlicesV01 struct {
 	// Next is the start of the next regular slice to schedule.
 	Next time.Time `json:"next"`
 	// Pending holds the regular slices not yet below the watermark, in time
@@ -109,21 +149,9 @@ type CursorState struct {
 	// The watermark is the start of the first one, or Next when empty.
 	Pending []SliceRef `json:"pending"`
 	// Reprocess holds requested re-fetches; they never move the watermark.
-	Reprocess   []SliceRef `json:"reprocess,omitempty"`
-	Paused      bool       `json:"paused"`
-	PauseReason string     `json:"pause_reason,omitempty"`
-	Counts      Counts     `json:"counts"`
-	LastError   string     `json:"last_error,omitempty"`
-	// Runs counts continue-as-new generations, for the status output.
-	Runs int `json:"runs"`
+	Reprocess []SliceRef `json:"reprocess,omitempty"`
 	// Resweep holds windows waiting for their re-sweep (resweep_delay).
 	Resweep []SliceRef `json:"resweep,omitempty"`
-	// ConsecutiveFailures counts failed slices in a row, for the breaker.
-	ConsecutiveFailures int `json:"consecutive_failures"`
-	// BreakerOpen is set when the breaker paused the cursor; resume closes it.
-	BreakerOpen bool `json:"breaker_open,omitempty"`
-	// LagAlerted is set while the lag is above lag_alert and the alert went out.
-	LagAlerted bool `json:"lag_alerted,omitempty"`
 	// CaughtUp is set once the backfill reached the present; the lag alert
 	// only applies from then on (a backfill is behind by design).
 	CaughtUp bool `json:"caught_up,omitempty"`
@@ -132,14 +160,57 @@ type CursorState struct {
 	SpanIntervals int `json:"span_intervals,omitempty"`
 }
 
-// Wait reasons reported in CursorStatus.Waiting.
+// Wait reasons reported in CursorStatus.Waiting: why the cursor starts no
+// more slices now. Every wait has one; WaitUntil says until when, where
+// that is known.
 const (
-	WaitPaused      = "paused"
-	WaitWindow      = "outside work window"
-	WaitSettling    = "settling"
+	// WaitPaused: paused by an operator (": <reason>" follows).
+	WaitPaused = "paused"
+	// WaitBreaker: the circuit breaker paused the cursor (": <why>" follows).
+	WaitBreaker = "circuit breaker open"
+	// WaitDraining: the cursor waits for its slices before it continues as new.
+	WaitDraining = "draining before continue-as-new"
+	// WaitConcurrency: concurrency slices run; the next starts when one ends.
 	WaitConcurrency = "concurrency limit"
-	WaitDraining    = "draining before continue-as-new"
-	WaitBreaker     = "circuit breaker open"
+	// WaitWindow: outside the platform's work windows, until the next opens.
+	WaitWindow = "outside work window"
+	// WaitSettling: the next slice starts once its end is settle old.
+	WaitSettling = "settling"
+	// WaitRetry: a slice whose child ended without a report starts again
+	// after a back-off.
+	WaitRetry = "retry back-off"
+	// WaitResweep: the next slice to start is a re-sweep that is not due yet.
+	WaitResweep = "re-sweep pending"
+	// WaitStarting: slices may start; the cursor starts them on its next
+	// turn (seen only in the answer to a message that made room).
+	WaitStarting = "starting slices"
+)
+
+// SliceView is one slice as status shows it.
+type SliceView struct {
+	ID    string    `json:"id"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Kind is regular (moves the watermark), reprocess or resweep.
+	Kind string `json:"kind"`
+	// State is running, queued, or waiting (queued, not before NotBefore).
+	State string `json:"state"`
+	// NotBefore is when a queued slice may start: the back-off of a retry,
+	// a re-sweep's due time.
+	NotBefore time.Time `json:"not_before,omitzero"`
+	// Force runs the slice outside the work windows.
+	Force bool `json:"force,omitempty"`
+	// Resweep marks a re-sweep's fetch: what it stores are late arrivals.
+	Resweep bool `json:"resweep,omitempty"`
+	// StartedAt is when the slice's child last started.
+	StartedAt time.Time `json:"started_at,omitzero"`
+}
+
+// Slice view states.
+const (
+	SliceRunning = "running"
+	SliceQueued  = "queued"
+	SliceWaiting = "waiting"
 )
 
 // CursorStatus answers QueryStatus.
@@ -150,23 +221,31 @@ type CursorStatus struct {
 	Watermark time.Time `json:"watermark"`
 	Next      time.Time `json:"next"`
 	// AsOf is the workflow's clock when it last ran; lag is AsOf - Watermark.
-	AsOf       time.Time  `json:"as_of"`
-	LagSeconds float64    `json:"lag_seconds"`
-	Paused     bool       `json:"paused"`
-	Waiting    string     `json:"waiting,omitempty"`
-	WaitUntil  time.Time  `json:"wait_until,omitzero"`
-	InFlight   []SliceRef `json:"in_flight"`
-	Queued     []SliceRef `json:"queued,omitempty"`
-	Counts     Counts     `json:"counts"`
-	LastError  string     `json:"last_error,omitempty"`
-	Runs       int        `json:"runs"`
-	Interval   string     `json:"interval"`
+	AsOf       time.Time `json:"as_of"`
+	LagSeconds float64   `json:"lag_seconds"`
+	Paused     bool      `json:"paused"`
+	// Waiting says why the cursor starts no more slices now (a Wait
+	// reason), and WaitUntil until when, where that is known.
+	Waiting   string    `json:"waiting,omitempty"`
+	WaitUntil time.Time `json:"wait_until,omitzero"`
+	// InFlight are the running slices and Queued those waiting to start,
+	// in the order they start. Finished slices held behind an unfinished
+	// one are in neither.
+	InFlight  []SliceView `json:"in_flight"`
+	Queued    []SliceView `json:"queued,omitempty"`
+	Counts    Counts      `json:"counts"`
+	LastError string      `json:"last_error,omitempty"`
+	Runs      int         `json:"runs"`
+	Interval  string      `json:"interval"`
 	// SliceSpan is how long the next backfill slice may be (adaptive
 	// slice sizing); one interval once the cursor follows the present.
 	SliceSpan           string `json:"slice_span,omitempty"`
 	TaskQueue           string `json:"task_queue"`
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	BreakerOpen         bool   `json:"breaker_open"`
+	// CaughtUp is set once the backfill reached the present: from then on a
+	// growing lag is a problem, not the backfill's normal state.
+	CaughtUp bool `json:"caught_up"`
 	// Settings are the platform settings the cursor runs with now.
 	Settings config.Platform `json:"settings"`
 }

@@ -41,7 +41,8 @@ func newPlatformStatusCommand(app *App) *cobra.Command {
 		Long: `For each platform (all by default): a progress bar of the watermark from the
 platform's start to now, the lag (now - watermark), slices in flight, the
 number of dead-lettered slices, and what the cursor waits for (paused,
-outside its work window, settling, concurrency limit, circuit breaker open).
+circuit breaker open, outside its work window, settling, concurrency limit,
+retry back-off, re-sweep pending, draining before continue-as-new).
 LATE counts orders first seen by a re-sweep (resweep_delay): the platform
 showed them later than the overlap covers, so the overlap is too small.
 NOT STORED counts orders the platform sent that were set aside: an order
@@ -172,7 +173,7 @@ func fmtLag(d time.Duration) string {
 
 func describeWait(st *api.CursorStatus) string {
 	if st.Waiting == "" {
-		return "fetching"
+		return "fetching" // cursors of v0.1 left some waits unnamed
 	}
 	if !st.WaitUntil.IsZero() {
 		return fmt.Sprintf("%s until %s", st.Waiting, st.WaitUntil.UTC().Format("01-02 15:04:05Z"))

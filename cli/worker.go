@@ -31,7 +31,9 @@ activities get --stop-timeout to finish.
 
 Before it starts, every selected platform's credential reference must
 resolve (the environment variable set and not empty, the file readable and
-not empty); otherwise it exits with status 2, one line per platform.
+not empty); otherwise it exits with status 2, one line per platform. The
+namespace must exist and have ordersync's search attributes; otherwise it
+exits with status 2 and asks for ` + "`ordersync setup`" + `.
 
 The worker sends a platform's credential only with the kind, endpoint,
 credentials and options its own platforms file declares for that platform;
@@ -89,6 +91,9 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 		return err
 	}
 	defer c.Close()
+	if err := a.checkNamespaceReady(ctx, c); err != nil {
+		return err
+	}
 	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew,
 		Client: c, Store: st, Platforms: platforms, PlatformsFile: file.Path, Alerter: a.Alerter(),
 		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, RequestSlots: slots,
@@ -155,7 +160,8 @@ func (a *App) StartMetrics() (*metrics.Recorder, func(), error) {
 }
 
 // DialWithMetrics dials Temporal like Dial, with the SDK's own metrics
-// (requests, polls, task latencies) exported through rec's registry.
+// (requests, polls, task latencies) exported through rec's registry and its
+// poll requests feeding /readyz.
 func (a *App) DialWithMetrics(ctx context.Context, rec *metrics.Recorder) (client.Client, error) {
 	if rec == nil {
 		return a.Dial(ctx)
@@ -164,7 +170,7 @@ func (a *App) DialWithMetrics(ctx context.Context, rec *metrics.Recorder) (clien
 	if err != nil {
 		return nil, err
 	}
-	if opts.MetricsHandler, err = rec.TemporalHandler(); err != nil {
+	if err := rec.InstrumentClient(&opts); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

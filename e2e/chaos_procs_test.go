@@ -7,8 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +17,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/devserver"
 )
 
 // Helpers for the chaos tests: killing worker processes without warning,
@@ -69,60 +66,6 @@ func freeTCPPort(t *testing.T) int {
 	require.NoError(t, err)
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// restartableServer is the embedded Temporal server on a SQLite file and a
-// fixed frontend port, so it can be stopped and started again underneath
-// running workers.
-type restartableServer struct {
-	t      *testing.T
-	dbPath string
-	port   int
-	logDir string
-	srv    *devserver.Server
-	starts int
-}
-
-func newRestartableServer(t *testing.T) *restartableServer {
-	t.Helper()
-	dir := t.TempDir()
-	rs := &restartableServer{t: t, dbPath: filepath.Join(dir, "temporal.db"), port: freeTCPPort(t), logDir: dir}
-	rs.start()
-	t.Cleanup(func() {
-		if rs.srv != nil {
-			_ = rs.srv.Stop()
-		}
-	})
-	return rs
-}
-
-func (rs *restartableServer) start() {
-	rs.t.Helper()
-	rs.starts++
-	var err error
-	// The port may linger for a moment after a stop; try a few times.
-	for i := 0; i < 20; i++ {
-		rs.srv, err = devserver.Start(devserver.Options{
-			DatabasePath: rs.dbPath,
-			FrontendPort: rs.port,
-			LogFile:      filepath.Join(rs.logDir, "temporal.log"),
-		})
-		if err == nil {
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	require.NoError(rs.t, err, "start the Temporal server on %s, port %d", rs.dbPath, rs.port)
-}
-
-func (rs *restartableServer) stop() {
-	rs.t.Helper()
-	require.NoError(rs.t, rs.srv.Stop())
-	rs.srv = nil
-}
-
-func (rs *restartableServer) address() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(rs.port))
 }
 
 // runOrdersync runs the ordersync binary with env added and returns its

@@ -10,6 +10,7 @@ import (
 // (ORDERSYNC_CHAOS_REPORT) so docs/reliability.md can quote a real run.
 type chaosReport struct {
 	When            time.Time     `json:"when"`
+	Stack           string        `json:"stack"`
 	Seed            int64         `json:"seed"`
 	ChaosDuration   string        `json:"chaos_duration"`
 	WallTime        string        `json:"wall_time"`

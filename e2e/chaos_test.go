@@ -59,9 +59,12 @@ platforms:
 `
 
 const (
-	chaosWorkers         = 3
-	chaosOverlap         = 5 * time.Second
-	chaosDefaultDuration = 75 * time.Second
+	chaosWorkers  = 3
+	chaosOverlap  = 5 * time.Second
+	chaosDuration = 75 * time.Second
+	// chaosPostgresDuration is shorter: the postgres stack's run adds its
+	// minutes to every CI run, and the longer soak is the embedded one's.
+	chaosPostgresDuration = 45 * time.Second
 )
 
 var chaosShops = map[string]string{"chaos-a": "a", "chaos-b": "b"}
@@ -91,21 +94,32 @@ func chaosSim(seed int64) sim.Config {
 // the chaos lasts (`make chaos` soaks for longer), ORDERSYNC_CHAOS_SEED
 // replays a run's choices, ORDERSYNC_CHAOS_REPORT=<file> writes the numbers.
 func TestChaosNoLoss(t *testing.T) {
+	testChaos(t, embeddedStack, chaosDuration)
+}
+
+// TestChaosNoLossPostgres is the same chaos on the production-shaped stack:
+// Temporal on PostgreSQL with 4 task-queue partitions, a PostgreSQL store;
+// the server restart stops and starts it on the same databases.
+func TestChaosNoLossPostgres(t *testing.T) {
+	testChaos(t, postgresStack, chaosPostgresDuration)
+}
+
+func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 	if testing.Short() {
 		t.Skip("end-to-end: several processes for minutes")
 	}
-	dur := envDuration(t, "ORDERSYNC_CHAOS_DURATION", chaosDefaultDuration)
+	dur := envDuration(t, "ORDERSYNC_CHAOS_DURATION", defaultDuration)
 	seed := time.Now().UnixNano() % 1_000_000_000
 	if v := os.Getenv("ORDERSYNC_CHAOS_SEED"); v != "" {
 		var err error
 		seed, err = strconv.ParseInt(v, 10, 64)
 		require.NoError(t, err, "ORDERSYNC_CHAOS_SEED")
 	}
-	t.Logf("chaos seed %d (replay the same choices with ORDERSYNC_CHAOS_SEED=%d), chaos for %s", seed, seed, dur)
+	t.Logf("chaos seed %d (replay the same choices with ORDERSYNC_CHAOS_SEED=%d), chaos for %s on the %s stack", seed, seed, dur, st.name)
 	ordersyncBinary(t) // build before the clock starts
 	began := time.Now()
 
-	r := startChaos(t, seed)
+	r := startChaos(t, st, seed, dur)
 	for i := range chaosWorkers {
 		r.startWorker(i)
 	}
@@ -163,16 +177,16 @@ type chaosRun struct {
 	report  chaosReport
 }
 
-func startChaos(t *testing.T, seed int64) *chaosRun {
+func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun {
 	r := &chaosRun{t: t, rng: rand.New(rand.NewSource(seed)), began: time.Now(), workers: make([]*workerProc, chaosWorkers), starts: make([]int, chaosWorkers)}
 	cfg := chaosSim(seed)
-	r.report = chaosReport{When: time.Now().UTC().Truncate(time.Second), Seed: seed, WorkerProcesses: chaosWorkers,
+	r.report = chaosReport{When: time.Now().UTC().Truncate(time.Second), Stack: st.name, Seed: seed, WorkerProcesses: chaosWorkers,
 		FaultRates: cfg.Faults, SimRateLimit: cfg.RateLimit, Late: cfg.Late.String(), Overlap: chaosOverlap.String(),
-		ChaosDuration: envDuration(t, "ORDERSYNC_CHAOS_DURATION", chaosDefaultDuration).String()}
+		ChaosDuration: dur.String()}
 
-	r.server = newRestartableServer(t)
+	r.server = st.restartable(t)
 	var err error
-	r.client, err = client.Dial(client.Options{HostPort: r.server.address(), Namespace: "default", Logger: quietLogger{}})
+	r.client, err = client.Dial(client.Options{HostPort: r.server.address(), Namespace: st.namespace, Logger: quietLogger{}})
 	require.NoError(t, err)
 	t.Cleanup(r.client.Close)
 
@@ -185,22 +199,15 @@ func startChaos(t *testing.T, seed int64) *chaosRun {
 	yaml := strings.ReplaceAll(chaosPlatforms, "{{SIM}}", r.simSrv.URL)
 	r.file, err = config.Parse([]byte(yaml))
 	require.NoError(t, err)
-	dir := t.TempDir()
-	platformsPath := filepath.Join(dir, "platforms.yaml")
+	platformsPath := filepath.Join(t.TempDir(), "platforms.yaml")
 	require.NoError(t, os.WriteFile(platformsPath, []byte(yaml), 0o644))
-	r.env = []string{
-		"ORDERSYNC_TEMPORAL_ADDRESS=" + r.server.address(),
-		"ORDERSYNC_TEMPORAL_NAMESPACE=default",
-		// One SQLite file for every worker process: WAL and a busy timeout
-		// make concurrent writers safe.
-		"ORDERSYNC_STORE_DSN=sqlite://" + filepath.Join(dir, "orders.db"),
-		"ORDERSYNC_PLATFORMS_FILE=" + platformsPath,
-		"ORDERSYNC_METRICS_ADDRESS=127.0.0.1:0",
-		"ORDERSYNC_LOG_LEVEL=info",
-		"ORDERSYNC_SIM_ADMIN_TOKEN=" + adminToken,
+	// One store for every worker process (on SQLite, WAL and a busy
+	// timeout make concurrent writers safe).
+	r.env = append(st.env(r.server.address(), st.storeDSN(t), platformsPath),
+		"ORDERSYNC_SIM_ADMIN_TOKEN="+adminToken,
 		"ORDERSYNC_E2E_CHAOS_A_TOKEN=chaos-a-token",
 		"ORDERSYNC_E2E_CHAOS_B_TOKEN=chaos-b-token",
-	}
+	)
 	return r
 }
 
@@ -253,12 +260,14 @@ func (r *chaosRun) between(lo, hi time.Duration) time.Duration {
 
 // unleash runs the chaos for d: a SIGKILL of a random worker every few
 // seconds, each started again after a moment, and one stop and start of
-// the Temporal server somewhere in the middle.
+// the Temporal server somewhere in the middle. Gaps are at most d/5 (14s
+// for the 75s run), so a short run still kills at least twice.
 func (r *chaosRun) unleash(d time.Duration) {
 	end := time.Now().Add(d)
 	restartAt := time.Now().Add(d/3 + r.between(0, d/3))
+	maxGap := max(5*time.Second, min(14*time.Second, d/5))
 	for time.Now().Before(end) {
-		time.Sleep(min(r.between(4*time.Second, 14*time.Second), time.Until(end)))
+		time.Sleep(min(r.between(4*time.Second, maxGap), time.Until(end)))
 		if r.report.ServerRestarts == 0 && time.Now().After(restartAt) {
 			r.restartServer()
 			continue

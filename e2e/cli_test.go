@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/cli"
+	"github.com/ordersync/ordersync/internal/slicequeue"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -105,8 +106,8 @@ func TestCLICommandsAgainstTheServer(t *testing.T) {
 	require.Zero(t, code)
 	require.Contains(t, out, "BACKFILL")
 
-	// Reprocess exactly a range.
-	from := time.Now().Add(-90 * time.Second).UTC().Truncate(time.Second)
+	// Reprocess exactly a range, from a point of cli-a's slice grid.
+	from := slicequeue.GridOf("cli-a", 10*time.Second).Floor(time.Now().Add(-90 * time.Second))
 	to := from.Add(25 * time.Second)
 	code, out, errOut = s.runCLI("slices", "reprocess", "--platform", "cli-a", "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339))
 	require.Zero(t, code, errOut)

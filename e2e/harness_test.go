@@ -40,7 +40,12 @@ func startServer(t *testing.T, dbPath string) *devserver.Server {
 
 func dial(t *testing.T, srv *devserver.Server) client.Client {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: quietLogger{}})
+	return dialAt(t, srv.FrontendAddress(), srv.Namespace())
+}
+
+func dialAt(t *testing.T, address, namespace string) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, Logger: quietLogger{}})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -49,26 +54,34 @@ func dial(t *testing.T, srv *devserver.Server) client.Client {
 // system is a running ordersync: server, simulator, store, worker.
 type system struct {
 	t       *testing.T
-	srv     *devserver.Server
+	stack   stack
+	srv     temporalServer
 	client  client.Client
 	sim     *sim.Simulator
 	simSrv  *sim.Server
 	store   store.Store
-	workers *worker.Workers
+	workers *worker.Workers // in the test process, or
+	procs   []*workerProc   // `ordersync worker` processes (stack.workerProcesses)
 	file    *config.File
 	// platformsPath and storeDSN let CLI commands see the same system.
 	platformsPath string
 	storeDSN      string
 }
 
-// startSystem starts everything; platformsYAML may use {{SIM}} for the
-// simulator's base URL. Shop tokens are put in ORDERSYNC_E2E_<SHOP>_TOKEN.
+// startSystem starts everything on the embedded stack; platformsYAML may
+// use {{SIM}} for the simulator's base URL. Shop tokens are put in
+// ORDERSYNC_E2E_<SHOP>_TOKEN.
 func startSystem(t *testing.T, simCfg sim.Config, platformsYAML string) *system {
 	t.Helper()
-	s := &system{t: t}
-	s.srv = startServer(t, "")
-	t.Cleanup(func() { _ = s.srv.Stop() })
-	s.client = dial(t, s.srv)
+	return startSystemOn(t, embeddedStack, simCfg, platformsYAML)
+}
+
+// startSystemOn starts everything on the given stack.
+func startSystemOn(t *testing.T, st stack, simCfg sim.Config, platformsYAML string) *system {
+	t.Helper()
+	s := &system{t: t, stack: st}
+	s.srv = st.server(t)
+	s.client = dialAt(t, s.srv.FrontendAddress(), st.namespace)
 
 	simCfg.AdminToken = adminToken
 	for _, shop := range simCfg.Shops {
@@ -86,10 +99,19 @@ func startSystem(t *testing.T, simCfg sim.Config, platformsYAML string) *system 
 	require.NoError(t, err)
 	s.platformsPath = filepath.Join(t.TempDir(), "platforms.yaml")
 	require.NoError(t, os.WriteFile(s.platformsPath, []byte(yaml), 0o644))
-	s.storeDSN = "sqlite://" + filepath.Join(t.TempDir(), "orders.db")
+	s.storeDSN = st.storeDSN(t)
 	s.store, err = store.Open(context.Background(), s.storeDSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.store.Close() })
+	if st.workerProcesses > 0 {
+		env := st.env(s.srv.FrontendAddress(), s.storeDSN, s.platformsPath)
+		for i := range st.workerProcesses {
+			w := startWorkerProc(t, fmt.Sprintf("worker-%d", i+1), env, "--stop-timeout", "5s")
+			require.True(t, w.waitRunning(45*time.Second), "worker-%d did not start:\n%s", i+1, w.tail(4000))
+			s.procs = append(s.procs, w)
+		}
+		return s
+	}
 	s.startWorkers()
 	return s
 }

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +21,10 @@ import (
 // history from a real run: batches, a refused batch delivered one by one
 // with one change set aside (and its alert), a pause and a resume, and
 // continue-as-new. Like TestRecordHistories it runs only under
-// ORDERSYNC_RECORD_HISTORIES (make histories), and never re-records the
-// older histories on its own.
+// ORDERSYNC_RECORD_HISTORIES (make histories), into the same new release
+// folder.
 func TestRecordHistoriesDelivery(t *testing.T) {
-	dir := os.Getenv("ORDERSYNC_RECORD_HISTORIES")
-	if dir == "" {
-		t.Skip("set ORDERSYNC_RECORD_HISTORIES=<dir> (make histories) to record")
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	write := releaseWriter(t)
 	// The receiver refuses any batch holding change 7.
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -79,6 +73,5 @@ destinations:
 	require.GreaterOrEqual(t, len(runs), 2)
 	h := exportHistory(t, s.client, id, runs[0])
 	require.True(t, strings.Contains(string(h), "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "delivery_poison_continue_as_new.json"), h, 0o644))
-	t.Logf("recorded delivery_poison_continue_as_new.json (%d bytes)", len(h))
+	write("delivery_poison_continue_as_new.json", h)
 }

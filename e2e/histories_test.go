@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,17 +107,40 @@ func recordSim() sim.Config {
 // TestRecordHistories records the replay tests' histories from real runs:
 // a cursor across continue-as-new, a slice whose pages were retried, and a
 // dead-letter workflow with a reprocess. It runs only when
-// ORDERSYNC_RECORD_HISTORIES names the output directory (make histories).
-func TestRecordHistories(t *testing.T) {
+// ORDERSYNC_RECORD_HISTORIES names the output directory (make histories
+// RELEASE=...): a new release folder under testdata/histories. It refuses a
+// folder that exists, and never overwrites a file: histories of an earlier
+// release are what running workflows of that release look like, and the
+// code must keep replaying them.
+// releaseWriter returns a function that writes one recorded history into
+// the release folder ORDERSYNC_RECORD_HISTORIES names, skipping the test
+// when it is unset. The folder is made once per test process, and must not
+// exist before (Mkdir, not MkdirAll): an existing release folder is never
+// re-recorded; files are created, never overwritten.
+func releaseWriter(t *testing.T) func(name string, b []byte) {
+	t.Helper()
 	dir := os.Getenv("ORDERSYNC_RECORD_HISTORIES")
 	if dir == "" {
-		t.Skip("set ORDERSYNC_RECORD_HISTORIES=<dir> (make histories) to record")
+		t.Skip("set ORDERSYNC_RECORD_HISTORIES=<new dir> (make histories RELEASE=...) to record")
 	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	write := func(name string, b []byte) {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+	releaseDirOnce.Do(func() { releaseDirErr = os.Mkdir(dir, 0o755) })
+	require.NoError(t, releaseDirErr, "recorded histories are never rewritten: record into a new release folder")
+	return func(name string, b []byte) {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		require.NoError(t, err)
+		_, err = f.Write(b)
+		require.NoError(t, errors.Join(err, f.Close()))
 		t.Logf("recorded %s (%d bytes)", name, len(b))
 	}
+}
+
+var (
+	releaseDirOnce sync.Once
+	releaseDirErr  error
+)
+
+func TestRecordHistories(t *testing.T) {
+	write := releaseWriter(t)
 
 	cfg := recordSim()
 	cfg.Faults = sim.Faults{Err5xx: 0.35}
@@ -133,16 +158,11 @@ func TestRecordHistories(t *testing.T) {
 	eventually(t, 2*time.Minute, "two continue-as-new generations", func() bool { return s.status("rec").Runs >= 2 })
 	runs := runIDs(t, s.client, cursorID)
 	require.GreaterOrEqual(t, len(runs), 2)
-	// cursor_continue_as_new.json and cursor_after_continue_as_new.json were
-	// recorded before adaptive slice spans (version adaptive-backfill-span)
-	// and stay as the histories of cursors running during an upgrade.
-	write("cursor_spans_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[0]))
-	write("cursor_spans_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
+	write("cursor_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[0]))
+	write("cursor_after_continue_as_new.json", exportHistory(t, s.client, cursorID, runs[1]))
 
 	// A slice whose page failed its local first attempt and was retried as
-	// a regular activity (SliceInput.LocalFirst). slice_with_retries.json,
-	// recorded before that version, stays as the history of a slice that
-	// was running during an upgrade; this recording does not replace it.
+	// a regular activity (SliceInput.LocalFirst).
 	resp, err := s.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
 		Query: "WorkflowType = 'FetchSlice' AND ExecutionStatus = 'Completed'",
 	})
@@ -197,4 +217,42 @@ func TestRecordHistories(t *testing.T) {
 		}
 	}
 	write("cursor_resweep.json", exportHistory(t, s.client, cursorID, all[len(all)-2]))
+
+	// Messages: a reprocess by update (accepted, applied, answered) and a
+	// settings change by signal (its verdict recorded in history).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	from := time.Now().Add(-80 * time.Second).Truncate(10 * time.Second)
+	upd, err := s.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: cursorID, UpdateName: api.SignalReprocess, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{api.ReprocessRequest{From: from, To: from.Add(20 * time.Second)}},
+	})
+	require.NoError(t, err)
+	var queued int
+	require.NoError(t, upd.Get(ctx, &queued))
+	require.Positive(t, queued)
+	changed := p
+	changed.PageSize = 30
+	require.NoError(t, s.client.SignalWorkflow(ctx, cursorID, "", api.SignalConfig, changed))
+	messagesRuns := s.status("rec").Runs
+	eventually(t, 2*time.Minute, "a complete run after the messages", func() bool { return s.status("rec").Runs >= messagesRuns+1 })
+	// Both usually land in one run (cursor_messages.json); if a
+	// continue-as-new fell between them, each run is recorded.
+	var gotUpdate, gotSignal bool
+	all = runIDs(t, s.client, cursorID)
+	for _, run := range all[:len(all)-1] {
+		h := exportHistory(t, s.client, cursorID, run)
+		update := !gotUpdate && strings.Contains(string(h), "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED")
+		signal := !gotSignal && strings.Contains(string(h), `"signalName": "config"`) && strings.Contains(string(h), `"markerName": "SideEffect"`)
+		switch {
+		case update && signal:
+			write("cursor_messages.json", h)
+		case update:
+			write("cursor_reprocess_update.json", h)
+		case signal:
+			write("cursor_config_signal.json", h)
+		}
+		gotUpdate, gotSignal = gotUpdate || update, gotSignal || signal
+	}
+	require.True(t, gotUpdate && gotSignal, "the runs with the update and the config signal")
 }

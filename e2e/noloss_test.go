@@ -40,6 +40,17 @@ platforms:
 // stops the simulator's changes and checks that the store holds the newest
 // visible version of every order (invariants 1 and 2).
 func TestNoLossEndToEnd(t *testing.T) {
+	testNoLoss(t, embeddedStack)
+}
+
+// TestNoLossEndToEndPostgres is the same run on the production-shaped
+// stack: Temporal on PostgreSQL with 4 task-queue partitions, a PostgreSQL
+// store and three `ordersync worker` processes.
+func TestNoLossEndToEndPostgres(t *testing.T) {
+	testNoLoss(t, postgresStack)
+}
+
+func testNoLoss(t *testing.T, st stack) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -53,7 +64,7 @@ func TestNoLossEndToEnd(t *testing.T) {
 	cfg.UpdateSpread = 20 * time.Second
 	cfg.Late = 3 * time.Second
 	cfg.Faults = sim.Faults{Err5xx: 0.05, Malformed: 0.02, EmptyPageWithToken: 0.02}
-	s := startSystem(t, cfg, noLossPlatforms)
+	s := startSystemOn(t, st, cfg, noLossPlatforms)
 	s.startCursors()
 
 	// Catch up with the backlog, then follow the present for a while.
@@ -63,9 +74,9 @@ func TestNoLossEndToEnd(t *testing.T) {
 	// Once the watermark passes the moment after which nothing changes (plus
 	// the overlap, which re-fetches backwards), everything visible is covered.
 	for _, p := range []string{"e2e-alpha", "e2e-beta"} {
-		st := s.waitWatermark(p, quiet.Add(10*time.Second), 2*time.Minute)
-		require.Zero(t, st.Counts.SlicesFailed, "%s: no slice should fail with retries: %s", p, st.LastError)
-		require.Positive(t, st.Counts.Pages)
+		cur := s.waitWatermark(p, quiet.Add(10*time.Second), 2*time.Minute)
+		require.Zero(t, cur.Counts.SlicesFailed, "%s: no slice should fail with retries: %s", p, cur.LastError)
+		require.Positive(t, cur.Counts.Pages)
 	}
 	for p, shop := range map[string]string{"e2e-alpha": "alpha", "e2e-beta": "beta"} {
 		r := s.verify(p, shop)
@@ -76,4 +87,5 @@ func TestNoLossEndToEnd(t *testing.T) {
 		require.Empty(t, r.LinesDiffer, "%s: orders whose stored lines are not the platform's", p)
 		t.Logf("%s: %d orders checked, 0 missing, 0 stale, 0 lines differ", p, r.Checked)
 	}
+	require.Equal(t, st.partitions, partitionsPolled(t, s.client, "orders-e2e-alpha"), "task-queue partitions in use")
 }

@@ -56,13 +56,24 @@ platforms:
 // one-second count of requests), are almost never answered 429, and still
 // use at least 90% of the quota.
 func TestRateLimitHeldAcrossWorkerProcesses(t *testing.T) {
+	testRateLimit(t, embeddedStack)
+}
+
+// TestRateLimitHeldAcrossWorkerProcessesPostgres is the same on the
+// production-shaped stack: the task queue has 4 partitions there, each
+// polled apart, and the store (where the request slots are booked) is
+// PostgreSQL.
+func TestRateLimitHeldAcrossWorkerProcessesPostgres(t *testing.T) {
+	testRateLimit(t, postgresStack)
+}
+
+func testRateLimit(t *testing.T, st stack) {
 	if testing.Short() {
 		t.Skip("end-to-end: three worker processes for over a minute")
 	}
 	ordersyncBinary(t) // build before the clock starts
-	srv := startServer(t, "")
-	t.Cleanup(func() { _ = srv.Stop() })
-	c := dial(t, srv)
+	srv := st.server(t)
+	c := dialAt(t, srv.FrontendAddress(), st.namespace)
 
 	cfg := sim.DefaultConfig()
 	cfg.Seed = 11
@@ -82,18 +93,9 @@ func TestRateLimitHeldAcrossWorkerProcesses(t *testing.T) {
 	yaml := strings.ReplaceAll(fmt.Sprintf(rlPlatforms, rlLimit), "{{SIM}}", simSrv.URL)
 	file, err := config.Parse([]byte(yaml))
 	require.NoError(t, err)
-	dir := t.TempDir()
-	platformsPath := filepath.Join(dir, "platforms.yaml")
+	platformsPath := filepath.Join(t.TempDir(), "platforms.yaml")
 	require.NoError(t, os.WriteFile(platformsPath, []byte(yaml), 0o644))
-	env := []string{
-		"ORDERSYNC_TEMPORAL_ADDRESS=" + srv.FrontendAddress(),
-		"ORDERSYNC_TEMPORAL_NAMESPACE=" + srv.Namespace(),
-		"ORDERSYNC_STORE_DSN=sqlite://" + filepath.Join(dir, "orders.db"),
-		"ORDERSYNC_PLATFORMS_FILE=" + platformsPath,
-		"ORDERSYNC_METRICS_ADDRESS=127.0.0.1:0",
-		"ORDERSYNC_LOG_LEVEL=info",
-		"ORDERSYNC_E2E_BUSY_TOKEN=busy-token",
-	}
+	env := append(st.env(srv.FrontendAddress(), st.storeDSN(t), platformsPath), "ORDERSYNC_E2E_BUSY_TOKEN=busy-token")
 	workers := make([]*workerProc, rlWorkers)
 	for i := range workers {
 		workers[i] = startWorkerProc(t, fmt.Sprintf("worker-%d", i+1), env, "--stop-timeout", "5s")
@@ -121,15 +123,15 @@ func TestRateLimitHeldAcrossWorkerProcesses(t *testing.T) {
 		workerPages += max(0, metricValue(body, `ordersync_pages_total{platform="rl-shop"}`))
 		worker429 += max(0, metricValue(body, `ordersync_rate_limited_total{platform="rl-shop"}`))
 	}
-	st := statusOf(t, c, "rl-shop")
-	report := fmt.Sprintf("rate limit %.0f req/s, %d worker processes, measured %.1fs after a %s warm-up: "+
+	cur := statusOf(t, c, "rl-shop")
+	report := fmt.Sprintf("%s stack: rate limit %.0f req/s, %d worker processes, measured %.1fs after a %s warm-up: "+
 		"achieved %.2f pages/s (%.1f%% of the limit), offered %.2f req/s; peak %d req in one second; "+
 		"whole run: %d requests, %d pages, %d answered 429 (%.2f%%); workers' metrics: %.0f pages, %.0f 429s; "+
 		"watermark lag %.0fh, %d slices completed",
-		rlLimit, rlWorkers, elapsed.Seconds(), rlWarmup, achieved, 100*achieved/rlLimit, offered,
+		st.name, rlLimit, rlWorkers, elapsed.Seconds(), rlWarmup, achieved, 100*achieved/rlLimit, offered,
 		shop.PeakRequestsPerSecond, shop.Requests, shop.Pages, shop.RateLimited,
 		100*float64(shop.RateLimited)/float64(max(1, shop.Requests)), workerPages, worker429,
-		st.LagSeconds/3600, st.Counts.SlicesCompleted)
+		cur.LagSeconds/3600, cur.Counts.SlicesCompleted)
 	t.Log(report)
 	if out := os.Getenv("ORDERSYNC_RATELIMIT_REPORT"); out != "" {
 		require.NoError(t, os.WriteFile(out, []byte(report+"\n"), 0o644))

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/internal/slicequeue"
 )
 
 // TestRawJSONSignalsAndUpdates sends every signal and update as plain JSON
@@ -51,7 +52,8 @@ func TestRawJSONSignalsAndUpdates(t *testing.T) {
 	signal(cursor, api.SignalResume, "")
 	eventually(t, 10*time.Second, "resumed", func() bool { return !s.status("cli-a").Paused })
 
-	from := time.Now().Add(-100 * time.Second).UTC().Truncate(time.Second)
+	// On cli-a's slice grid, so [from, from+10s) is one slice.
+	from := slicequeue.GridOf("cli-a", 10*time.Second).Floor(time.Now().Add(-100 * time.Second))
 	signal(cursor, api.SignalReprocess, fmt.Sprintf(`{"from":%q,"to":%q}`, from.Format(time.RFC3339), from.Add(10*time.Second).Format(time.RFC3339)))
 	reprocessed := api.SliceWorkflowID("cli-a", from, from.Add(10*time.Second))
 	eventually(t, 20*time.Second, "the reprocessed slice to complete", func() bool {

@@ -47,8 +47,10 @@ type Options struct {
 	// StopTimeout bounds the drain on shutdown (default DefaultStopTimeout).
 	StopTimeout time.Duration
 	// Metrics, when set, receives the activities' counters and the served
-	// platforms' status gauges (see package metrics). The Temporal SDK's own
-	// metrics come from the client: dial it with Metrics.TemporalHandler().
+	// platforms' status gauges (see package metrics), and its Readiness
+	// learns the task queues to expect polls on (/readyz). The Temporal
+	// SDK's own metrics and the poll tracking come from the client: dial it
+	// with options from Metrics.InstrumentClient.
 	Metrics *metrics.Recorder
 	// RequestSlots, when set, paces each platform's requests across every
 	// worker process through the shared database (package quota); without
@@ -75,6 +77,8 @@ type Workers struct {
 	// stopPoller ends the status poller and unregisters it (nil without metrics).
 	stopPoller func()
 	deliveries *activities.Deliveries
+	// ready feeds /readyz (nil without metrics).
+	ready *metrics.Readiness
 }
 
 // QueuePlan groups platforms by task queue and sums their request rates:
@@ -140,10 +144,18 @@ func Start(opts Options) (*Workers, error) {
 		ws.queues = append(ws.queues, q)
 	}
 	sort.Strings(ws.queues)
+	ws.ready = opts.Metrics.Readiness()
+	ws.ready.Expect(ws.queues)
 	for _, q := range ws.queues {
 		w := sdkworker.New(opts.Client, q, sdkworker.Options{
 			TaskQueueActivitiesPerSecond: plan[q],
 			WorkerStopTimeout:            opts.StopTimeout,
+			// A worker the SDK gave up on (namespace gone, say) no longer
+			// polls: say so on /readyz rather than look healthy.
+			OnFatalError: func(err error) {
+				logger.Error("worker stopped", "task_queue", q, "error", err)
+				ws.ready.Down(fmt.Sprintf("worker for task queue %s stopped: %v", q, err))
+			},
 		})
 		workflows.Register(w)
 		w.RegisterActivity(acts)
@@ -205,6 +217,7 @@ func (ws *Workers) Queues() []string { return ws.queues }
 // Stop drains every worker: no new tasks are taken, running activities get
 // up to StopTimeout to finish.
 func (ws *Workers) Stop() {
+	ws.ready.Down("draining: the worker is stopping")
 	if ws.stopPoller != nil {
 		ws.stopPoller()
 		ws.stopPoller = nil

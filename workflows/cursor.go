@@ -11,6 +11,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/internal/slicequeue"
 )
 
 // DefaultMaxSlicesPerRun caps one cursor run's history when the input does
@@ -39,25 +40,35 @@ func PlatformCursor(ctx workflow.Context, in api.CursorInput) error {
 	return c.run(ctx)
 }
 
+// cursor drives the slice lifecycle (internal/slicequeue) with Temporal:
+// it starts the slices the queue hands out as child workflows, reports
+// their results back, sleeps on timers until the next thing can happen,
+// takes messages (cursor_messages.go) and continues as new with its state.
+// Every decision about slices is the queue's.
 type cursor struct {
 	platform config.Platform
 	windows  config.Windows
 	start    time.Time
-	st       api.CursorState
+	q        *slicequeue.Queue
+	rec      api.CursorRecord
 	// maxSlicesPerRun comes from the input (see api.CursorInput).
 	maxSlicesPerRun int
-	// adaptiveSpan is set for runs that size backfill slices (cursor_span.go).
+	// adaptiveSpan is set for runs that size backfill slices (versionAdaptiveSpan).
 	adaptiveSpan bool
+	// alignedGrid is set for runs that place slices on the platform's grid
+	// and name them in today's layout (versionSliceGrid).
+	alignedGrid bool
+	// in is the input the queue is built from once the run knows its versions.
+	in api.CursorInput
 
-	children       map[string]workflow.ChildWorkflowFuture // slices started by this run
+	children       map[string]workflow.ChildWorkflowFuture // running slices, by ID
 	alerts         int                                     // alert activities in flight
 	startedThisRun int
 	draining       bool
-	now            time.Time
-	waiting        string
-	waitUntil      time.Time
+	// now is the workflow's clock when the loop or a message last ran.
+	now time.Time
 
-	wake        workflow.Channel // lets update handlers wake the main loop
+	wake        workflow.Channel // a message changed the state: the loop takes another turn
 	timer       workflow.Future
 	timerAt     time.Time
 	cancelTimer workflow.CancelFunc
@@ -69,35 +80,63 @@ func newCursor(in api.CursorInput) (*cursor, error) {
 		return nil, err
 	}
 	c := &cursor{platform: in.Platform, windows: ws, start: in.Start, maxSlicesPerRun: in.MaxSlicesPerRun,
-		children: map[string]workflow.ChildWorkflowFuture{}}
+		children: map[string]workflow.ChildWorkflowFuture{}, in: in}
 	if c.maxSlicesPerRun <= 0 {
 		c.maxSlicesPerRun = DefaultMaxSlicesPerRun
 	}
 	if in.State != nil {
-		c.st = *in.State
-		// Nothing runs across continue-as-new (the cursor drains first); a
-		// slice marked running was started by a run that ended abnormally and
-		// is started again (its deterministic ID prevents a double run).
-		for _, list := range c.lists() {
-			for i := range *list {
-				(*list)[i].Running = false
-			}
-		}
-	} else {
-		c.st.Next = in.Start.UTC()
+		c.rec = in.State.CursorRecord
 	}
 	return c, nil
 }
 
+// newQueue builds the slice queue from the input, by the rules of the
+// versions this run asked for.
+func (c *cursor) newQueue() {
+	if c.in.State != nil {
+		c.q = slicequeue.Restore(carriedSlices(*c.in.State), c.rules(), c.sliceID)
+	} else {
+		c.q = slicequeue.New(c.in.Start, c.rules(), c.sliceID)
+	}
+}
+
+// sliceID names a slice's child workflow.
+func (c *cursor) sliceID(start, end time.Time) string {
+	if !c.alignedGrid {
+		return api.SliceWorkflowIDV01(c.platform.Name, start, end)
+	}
+	return api.SliceWorkflowID(c.platform.Name, start, end)
+}
+
+// rules are the settings the queue decides by.
+func (c *cursor) rules() slicequeue.Rules {
+	maxSpan := 1
+	if iv := c.platform.Interval.D(); c.adaptiveSpan && c.platform.BackfillMaxSpan > 0 && iv > 0 {
+		maxSpan = max(1, int(c.platform.BackfillMaxSpan.D()/iv))
+	}
+	return slicequeue.Rules{
+		Interval:     c.platform.Interval.D(),
+		Settle:       c.platform.Settle.D(),
+		MaxSpan:      maxSpan,
+		PageSize:     c.platform.PageSize,
+		MaxPages:     c.platform.MaxPages,
+		ResweepDelay: c.platform.ResweepDelay.D(),
+		Aligned:      c.alignedGrid,
+		Phase:        slicequeue.PhaseOf(c.platform.Name, c.platform.Interval.D()),
+	}
+}
+
 func (c *cursor) run(ctx workflow.Context) error {
 	c.adaptiveSpan = workflow.GetVersion(ctx, versionAdaptiveSpan, workflow.DefaultVersion, 1) == 1
+	c.alignedGrid = workflow.GetVersion(ctx, versionSliceGrid, workflow.DefaultVersion, 1) == 1
+	c.newQueue()
 	c.wake = workflow.NewBufferedChannel(ctx, 1)
-	if err := c.registerHandlers(ctx); err != nil {
+	if err := c.registerMessages(ctx); err != nil {
 		return err
 	}
-	sig := c.signalChannels(ctx)
 	for {
 		c.now = workflow.Now(ctx)
+		c.wake.ReceiveAsync(nil) // this turn sees every change a message made so far
 		if err := ctx.Err(); err != nil {
 			// Cancelled: stop here. Without this check every new timer and
 			// child is cancelled at once and the loop never blocks again.
@@ -107,24 +146,17 @@ func (c *cursor) run(ctx workflow.Context) error {
 			c.draining = true
 		}
 		if c.draining && c.running() == 0 && c.alerts == 0 {
-			sig.drain(ctx, c)
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-				return err
-			}
-			c.st.Runs++
-			next := workflow.WithWorkflowTaskQueue(ctx, c.platform.TaskQueue)
-			return workflow.NewContinueAsNewError(next, api.CursorWorkflowType,
-				api.CursorInput{Platform: c.platform, Start: c.start, State: &c.st, MaxSlicesPerRun: c.maxSlicesPerRun})
+			return c.continueAsNew(ctx)
 		}
 		if !c.draining {
 			c.launch(ctx)
 		}
 		c.checkLag(ctx)
-		wakeAt := c.computeWait()
+		wakeAt := c.wait().wake
 
 		sel := workflow.NewSelector(ctx)
 		c.addChildFutures(ctx, sel)
-		sig.addTo(ctx, sel, c)
+		c.addSignals(ctx, sel)
 		sel.AddReceive(c.wake, func(ch workflow.ReceiveChannel, _ bool) { ch.ReceiveAsync(nil) })
 		if !wakeAt.IsZero() {
 			sel.AddFuture(c.ensureTimer(ctx, wakeAt), func(workflow.Future) { c.timer = nil })
@@ -133,158 +165,109 @@ func (c *cursor) run(ctx workflow.Context) error {
 	}
 }
 
-// launch starts slices until the concurrency limit: waiting slices first
-// (split halves, retries, reprocess requests), then the next regular slice
-// once it has settled.
+// continueAsNew ends the run once nothing runs: it lets every message
+// handler finish, applies the signals already delivered (none is lost),
+// and carries the state to the next run.
+func (c *cursor) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	c.drainSignals(ctx)
+	c.rec.Runs++
+	next := workflow.WithWorkflowTaskQueue(ctx, c.platform.TaskQueue)
+	return workflow.NewContinueAsNewError(next, api.CursorWorkflowType,
+		api.CursorInput{Platform: c.platform, Start: c.start, State: c.carried(), MaxSlicesPerRun: c.maxSlicesPerRun})
+}
+
+// launch starts the slices the queue hands out, up to the concurrency limit.
 func (c *cursor) launch(ctx workflow.Context) {
-	if c.st.Paused {
+	if c.rec.Paused {
 		return
 	}
-	open := c.windows.OpenAt(c.now)
-	for c.running() < c.platform.Concurrency {
-		if ref := c.nextWaiting(open); ref != nil {
-			c.startChild(ctx, ref)
-			continue
-		}
-		end := c.nextSliceEnd()
-		if !open {
-			return
-		}
-		if end.After(c.now.Add(-c.platform.Settle.D())) {
-			// Caught up once every backfill slice has finished, not when the
-			// last one starts: the lag alert applies from then on.
-			if len(c.st.Pending) == 0 {
-				c.st.CaughtUp = true
-			}
-			return
-		}
-		c.st.Pending = append(c.st.Pending, api.SliceRef{
-			ID: api.SliceWorkflowID(c.platform.Name, c.st.Next, end), Start: c.st.Next, End: end,
-		})
-		c.st.Next = end
-		if _, busy := c.children[c.st.Pending[len(c.st.Pending)-1].ID]; busy {
-			continue // a reprocess of this very slice runs; it starts after that
-		}
-		c.startChild(ctx, &c.st.Pending[len(c.st.Pending)-1])
+	for _, s := range c.q.Launch(c.now, c.windows.OpenAt(c.now), c.platform.Concurrency) {
+		c.startChild(ctx, s)
 	}
 }
 
-func (c *cursor) nextWaiting(open bool) *api.SliceRef {
-	for _, list := range c.lists() {
-		for i := range *list {
-			r := &(*list)[i]
-			if _, busy := c.children[r.ID]; busy {
-				continue // one workflow ID, one run at a time
-			}
-			if !r.Running && !r.Done && !r.NotBefore.After(c.now) && (open || r.Force) {
-				return r
-			}
-		}
-	}
-	return nil
-}
-
-func (c *cursor) startChild(ctx workflow.Context, ref *api.SliceRef) {
+func (c *cursor) startChild(ctx workflow.Context, s slicequeue.Slice) {
 	opts := workflow.ChildWorkflowOptions{
-		WorkflowID:            ref.ID,
+		WorkflowID:            s.ID,
 		TaskQueue:             c.platform.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		// A slice finishes its fetch even if its cursor is terminated; storing is idempotent.
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			searchattr.Platform.ValueSet(c.platform.Name),
-			searchattr.SliceStart.ValueSet(ref.Start),
+			searchattr.SliceStart.ValueSet(s.Start),
 			searchattr.SliceState.ValueSet(searchattr.StateRunning),
 		),
 	}
-	c.children[ref.ID] = workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts),
-		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: ref.Start, End: ref.End, Resweep: ref.Resweep, LocalFirst: true})
-	ref.Running = true
-	ref.StartedAt = c.now
+	c.children[s.ID] = workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts),
+		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: s.Start, End: s.End, Resweep: s.Sweep, LocalFirst: true})
 	c.startedThisRun++
 }
 
-// addChildFutures adds running children in state order, so the selector is
-// built the same way on every replay.
+// addChildFutures adds the running slices in the queue's order, so the
+// selector is built the same way on every replay.
 func (c *cursor) addChildFutures(ctx workflow.Context, sel workflow.Selector) {
-	for _, list := range c.lists() {
-		for _, r := range *list {
-			f, ok := c.children[r.ID]
-			if !ok || !r.Running {
-				continue
-			}
-			id := r.ID
-			sel.AddFuture(f, func(f workflow.Future) { c.onChildDone(ctx, id, f) })
+	for _, s := range c.q.Running() {
+		f, ok := c.children[s.ID]
+		if !ok {
+			continue
 		}
+		id := s.ID
+		sel.AddFuture(f, func(f workflow.Future) { c.onChildDone(ctx, id, f) })
 	}
 }
 
+// onChildDone reports a slice's result to the queue.
 func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future) {
 	c.now = workflow.Now(ctx) // the loop read the clock before it blocked
 	delete(c.children, id)
 	var res api.SliceResult
-	err := f.Get(ctx, &res)
-	list, i := c.findRunning(id)
-	if i < 0 {
-		return
-	}
-	ref := &(*list)[i]
-	ref.Running = false
-	if err != nil {
+	if err := f.Get(ctx, &res); err != nil {
 		// The child could not start (another run of the same slice is open)
 		// or ended without reporting (terminated, timed out). Try again later;
 		// the watermark stays put, so nothing is skipped meanwhile.
-		ref.NotBefore = c.now.Add(max(c.platform.RetryInterval.D(), 10*time.Second))
-		c.st.LastError = fmt.Sprintf("slice %s: %v", id, err)
+		if _, ok := c.q.Retry(id, c.now.Add(max(c.platform.RetryInterval.D(), 10*time.Second))); !ok {
+			return
+		}
+		c.rec.LastError = fmt.Sprintf("slice %s: %v", id, err)
 		workflow.GetLogger(ctx).Warn("slice did not report; will retry", "slice", id, "error", err)
 		return
 	}
-	c.count(res, ref.Resweep)
+	done, ok := c.q.Finish(id, reportOf(res), c.now, func() bool {
+		return workflow.GetVersion(ctx, resweepFromFetchStart, workflow.DefaultVersion, 1) >= 1
+	})
+	if !ok {
+		return
+	}
+	if done.Span != 0 {
+		workflow.GetLogger(ctx).Debug("backfill slice span", "intervals", done.Span, "after", id, "pages", res.Pages)
+	}
+	c.count(res, done.Slice.Sweep)
 	c.trackFailures(ctx, res)
-	if list == &c.st.Pending {
-		c.adaptSpan(ctx, *ref, res)
+	if res.Outcome == api.SliceFailed {
+		c.rec.LastError = fmt.Sprintf("slice %s dead-lettered: %s", id, res.Error)
 	}
-	if res.Outcome == api.SliceCompleted && list == &c.st.Pending {
-		c.scheduleResweep(ctx, *ref)
-	}
-	switch res.Outcome {
-	case api.SliceSplit:
-		mid := ref.Start.Add(ref.End.Sub(ref.Start) / 2).Truncate(time.Microsecond)
-		halves := []api.SliceRef{
-			{ID: api.SliceWorkflowID(c.platform.Name, ref.Start, mid), Start: ref.Start, End: mid, Force: ref.Force},
-			{ID: api.SliceWorkflowID(c.platform.Name, mid, ref.End), Start: mid, End: ref.End, Force: ref.Force},
-		}
-		*list = append((*list)[:i], append(halves, (*list)[i+1:]...)...)
-	case api.SliceFailed:
-		c.st.LastError = fmt.Sprintf("slice %s dead-lettered: %s", id, res.Error)
-		ref.Done = true
-	default:
-		ref.Done = true
-	}
-	c.compact()
 }
 
-// compact drops finished reprocess slices and moves the watermark over the
-// contiguous finished prefix of regular slices.
-func (c *cursor) compact() {
-	n := 0
-	for n < len(c.st.Pending) && c.st.Pending[n].Done {
-		n++
+// reportOf is what the queue learns from a slice's result.
+func reportOf(res api.SliceResult) slicequeue.Report {
+	r := slicequeue.Report{Outcome: slicequeue.Unknown, Pages: res.Pages, Fetched: res.OrdersFetched}
+	switch res.Outcome {
+	case api.SliceCompleted:
+		r.Outcome = slicequeue.Completed
+	case api.SliceFailed:
+		r.Outcome = slicequeue.DeadLettered
+	case api.SliceSplit:
+		r.Outcome = slicequeue.Split
 	}
-	c.st.Pending = c.st.Pending[n:]
-	for _, list := range []*[]api.SliceRef{&c.st.Reprocess, &c.st.Resweep} {
-		kept := (*list)[:0]
-		for _, r := range *list {
-			if !r.Done {
-				kept = append(kept, r)
-			}
-		}
-		*list = kept
-	}
+	return r
 }
 
 func (c *cursor) count(res api.SliceResult, resweep bool) {
-	k := &c.st.Counts
+	k := &c.rec.Counts
 	if resweep && res.Outcome == api.SliceCompleted {
 		// Versions a re-sweep stored were missed by the first fetch: the
 		// platform showed them later than the overlap allowed for.
@@ -309,46 +292,6 @@ func (c *cursor) count(res api.SliceResult, resweep bool) {
 	k.OrdersFutureStamped += int64(res.OrdersFutureStamped)
 }
 
-// findRunning finds the ref whose child just ended: a regular slice and a
-// reprocess request may share an ID, but only one of them runs at a time.
-func (c *cursor) findRunning(id string) (*[]api.SliceRef, int) {
-	for _, list := range c.lists() {
-		for i := range *list {
-			if (*list)[i].ID == id && (*list)[i].Running {
-				return list, i
-			}
-		}
-	}
-	return nil, -1
-}
-
-// willRun says whether a slice with this ID is queued or running, so a
-// reprocess request need not queue it again.
-func (c *cursor) willRun(id string) bool {
-	for _, list := range c.lists() {
-		for _, r := range *list {
-			if r.ID == id && !r.Done {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// lists are the slice lists in launch priority: regular slices (they move
-// the watermark), then reprocess requests, then re-sweeps.
-func (c *cursor) lists() []*[]api.SliceRef {
-	return []*[]api.SliceRef{&c.st.Pending, &c.st.Reprocess, &c.st.Resweep}
-}
-
 func (c *cursor) running() int {
 	return len(c.children)
-}
-
-// watermark: every instant before it is covered by a finished slice.
-func (c *cursor) watermark() time.Time {
-	if len(c.st.Pending) > 0 {
-		return c.st.Pending[0].Start
-	}
-	return c.st.Next
 }

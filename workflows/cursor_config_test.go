@@ -55,7 +55,8 @@ func runConfigChange(t *testing.T, via string, change config.Platform) (*pageLog
 // TestConfigChangeAppliesFromNextSlice changes page_size and interval while
 // a slice is half done. That slice finishes with the settings it started
 // with; every slice started after the change uses the new ones, and the
-// slices still tile time without a gap.
+// slices still tile time without a gap: the first one after the change
+// bridges to the new interval's grid (-1h15m to -1h), then slices lie on it.
 func TestConfigChangeAppliesFromNextSlice(t *testing.T) {
 	for _, via := range []string{"signal", "update"} {
 		t.Run(via, func(t *testing.T) {
@@ -80,7 +81,10 @@ func TestConfigChangeAppliesFromNextSlice(t *testing.T) {
 				} else {
 					after++
 					require.Equal(t, 250, c.In.Platform.PageSize, "%s page %d", c.In.SliceID, c.In.Page)
-					require.Equal(t, 30*time.Minute, w.End.Sub(w.Start))
+					require.Zero(t, w.End.Sub(t0)%(30*time.Minute), "%s ends on the 30-minute grid", c.In.SliceID)
+					if !w.Start.Equal(at("-1h15m")) { // the bridge
+						require.Equal(t, 30*time.Minute, w.End.Sub(w.Start))
+					}
 				}
 			}
 			require.Equal(t, 3*2, before, "three slices of two pages started before the change")
@@ -95,6 +99,7 @@ func TestConfigChangeAppliesFromNextSlice(t *testing.T) {
 				require.Equal(t, window(t, ids[i-1]).End, window(t, ids[i]).Start, "gap or overlap between %s and %s", ids[i-1], ids[i])
 			}
 			require.Equal(t, at("-2h"), window(t, ids[0]).Start)
+			require.Contains(t, ids, api.SliceWorkflowID(platformName, at("-1h15m"), at("-1h")), "the bridge to the 30-minute grid")
 			if via == "update" {
 				require.True(t, upd.accepted && upd.done, "%+v", upd)
 				require.NoError(t, upd.err)
@@ -113,7 +118,7 @@ func TestInvalidConfigChangesNothing(t *testing.T) {
 		change func(p *config.Platform)
 		want   string
 	}{
-		{"other platform", func(p *config.Platform) { p.Name = "shop-y"; p.PageSize = 250 }, `settings are for platform "shop-y", this cursor is "shop-x"`},
+		{"other platform", func(p *config.Platform) { p.Name = "shop-y"; p.PageSize = 250 }, `settings are for platform "shop-y", this cursor is "shop-x38942"`},
 		{"invalid interval", func(p *config.Platform) { p.Interval = 0; p.PageSize = 250 }, `field "interval": must be positive`},
 		{"bad window", func(p *config.Platform) { p.Windows = []string{"SOMEDAY 25:00-26:00"}; p.PageSize = 250 }, `field "windows"`},
 	}

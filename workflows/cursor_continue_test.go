@@ -108,13 +108,18 @@ func TestContinuedCursorPicksUpCarriedState(t *testing.T) {
 	interrupted := api.SliceRef{ID: sliceID(at("-1h15m"), 15*time.Minute), Start: at("-1h15m"), End: at("-1h"), Running: true}
 	again := api.SliceRef{ID: sliceID(at("-2h"), 15*time.Minute), Start: at("-2h"), End: at("-1h45m"), Running: true}
 	in := api.CursorInput{Platform: p, Start: at("-2h"), State: &api.CursorState{
-		Next:        at("-1h"),
-		Pending:     []api.SliceRef{interrupted},
-		Reprocess:   []api.SliceRef{again},
-		Paused:      true,
-		PauseReason: "before CAN",
-		Counts:      api.Counts{SlicesCompleted: 3, Pages: 3},
-		Runs:        1,
+		CursorRecord: api.CursorRecord{
+			Paused:      true,
+			PauseReason: "before CAN",
+			Counts:      api.Counts{SlicesCompleted: 3, Pages: 3},
+			Runs:        1,
+		},
+		// The v0.1 form, as a cursor that continued as new before the upgrade carries it.
+		SlicesV01: api.SlicesV01{
+			Next:      at("-1h"),
+			Pending:   []api.SliceRef{interrupted},
+			Reprocess: []api.SliceRef{again},
+		},
 	}}
 	var paused api.CursorStatus
 	env.RegisterDelayedCallback(func() {

@@ -15,8 +15,9 @@ import (
 var reprocessAt = at("10m")
 
 // TestReprocessRunsExactlyTheRange asks for ranges that do not fall on
-// slice boundaries, by signal and by update. Exactly the tiles of [from, to)
-// run, the last one short, each widened by the overlap; the watermark does
+// slice boundaries, by signal and by update. Exactly [from, to) runs, cut
+// at the slice grid (the first and last slices short), each widened by
+// the overlap; the watermark does
 // not move while they run or after.
 func TestReprocessRunsExactlyTheRange(t *testing.T) {
 	cases := []struct {
@@ -35,7 +36,7 @@ func TestReprocessRunsExactlyTheRange(t *testing.T) {
 				env := newEnv(t)
 				p := testPlatform(t)
 				p.Start = at("-1h").Format(time.RFC3339)
-				want := tiles(tc.from, tc.to, p.Interval.D())
+				want := gridTiles(tc.from, tc.to, p.Interval.D())
 				delays := map[string]time.Duration{}
 				for _, id := range want {
 					delays[id] = 2 * time.Minute

@@ -6,53 +6,74 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/internal/slicequeue"
 )
 
-// computeWait says what the cursor waits for and returns when to wake up on
-// its own (zero: only a signal or a finishing slice can move it on).
-func (c *cursor) computeWait() time.Time {
-	c.waiting, c.waitUntil = "", time.Time{}
+// waiting is why the cursor starts no more slices now.
+type waiting struct {
+	// reason is one of the api.Wait reasons, never empty.
+	reason string
+	// until is when the reason ends, where that is known.
+	until time.Time
+	// wake is when the loop must wake by itself (zero: only a message or a
+	// finishing slice can move it on): the earliest of the lag alert, a
+	// queued slice's due time, a work window opening and the next slice
+	// settling.
+	wake time.Time
+}
+
+// wait says why the cursor waits and when it wakes. The loop sets its
+// timer by it and status reports it, so the two always agree.
+func (c *cursor) wait() waiting {
 	switch {
-	case c.st.Paused && c.st.BreakerOpen:
-		c.waiting = api.WaitBreaker
-		return time.Time{}
-	case c.st.Paused:
-		c.waiting = api.WaitPaused
-		return time.Time{}
+	case c.rec.Paused && c.rec.BreakerOpen:
+		return waiting{reason: api.WaitBreaker + c.pauseReason()}
+	case c.rec.Paused:
+		return waiting{reason: api.WaitPaused + c.pauseReason()}
 	case c.draining:
-		c.waiting = api.WaitDraining
-		return c.lagAlertDue()
+		return waiting{reason: api.WaitDraining, wake: c.lagAlertDue()}
 	case c.running() >= c.platform.Concurrency:
-		c.waiting = api.WaitConcurrency
-		return c.lagAlertDue()
+		return waiting{reason: api.WaitConcurrency, wake: c.lagAlertDue()}
 	}
-	open := c.windows.OpenAt(c.now)
-	var wake time.Time
+	var w waiting
 	earliest := func(t time.Time) {
-		if t.After(c.now) && (wake.IsZero() || t.Before(wake)) {
-			wake = t
+		if t.After(c.now) && (w.wake.IsZero() || t.Before(w.wake)) {
+			w.wake = t
 		}
 	}
 	earliest(c.lagAlertDue())
-	for _, list := range c.lists() {
-		for _, r := range *list {
-			if !r.Running && !r.Done && (open || r.Force) {
-				earliest(r.NotBefore)
-			}
-		}
+	open := c.windows.OpenAt(c.now)
+	due, hasDue := c.q.NextDue(c.now, open)
+	if hasDue {
+		earliest(due.Due)
 	}
 	if !open {
 		opens := c.windows.NextOpen(c.now)
-		c.waiting, c.waitUntil = api.WaitWindow, opens
+		w.reason, w.until = api.WaitWindow, opens
 		earliest(opens)
-		return wake
+		return w
 	}
-	settled := c.st.Next.Add(c.platform.Interval.D() + c.platform.Settle.D())
-	if settled.After(c.now) && (wake.IsZero() || !settled.After(wake)) {
-		c.waiting, c.waitUntil = api.WaitSettling, settled
-	}
+	settled := c.q.NextSettles()
 	earliest(settled)
-	return wake
+	switch {
+	case settled.After(c.now) && (!hasDue || !due.Due.Before(settled)):
+		w.reason, w.until = api.WaitSettling, settled
+	case hasDue && due.Kind == slicequeue.Resweep && due.Sweep:
+		w.reason, w.until = api.WaitResweep, due.Due
+	case hasDue:
+		w.reason, w.until = api.WaitRetry, due.Due
+	default:
+		// Room and a settled slice: the loop starts it on its next turn.
+		w.reason = api.WaitStarting
+	}
+	return w
+}
+
+func (c *cursor) pauseReason() string {
+	if c.rec.PauseReason == "" {
+		return ""
+	}
+	return ": " + c.rec.PauseReason
 }
 
 // ensureTimer keeps one timer for the wanted wake-up time instead of a new

@@ -244,8 +244,8 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 		case res.Outcome == api.SliceSplit:
 			mid := e.Start.Add(e.End.Sub(e.Start) / 2).Truncate(time.Microsecond)
 			first, second := *e, *e
-			first.SliceID, first.End = api.SliceWorkflowID(d.platform.Name, e.Start, mid), mid
-			second.SliceID, second.Start = api.SliceWorkflowID(d.platform.Name, mid, e.End), mid
+			first.SliceID, first.End = d.sliceID(ctx, e.Start, mid), mid
+			second.SliceID, second.Start = d.sliceID(ctx, mid, e.End), mid
 			d.entries = append(d.entries[:i], append([]api.DeadLetterEntry{first, second}, d.entries[i+1:]...)...)
 			d.startSlice(ctx, first.SliceID, first.Start, first.End)
 			d.startSlice(ctx, second.SliceID, second.Start, second.End)
@@ -273,4 +273,15 @@ func (d *deadLetter) index(id string) int {
 		}
 	}
 	return -1
+}
+
+// sliceID names a split half. Workflows that split before versionSliceIDLayout
+// named halves in the v0.1 layout; the version is asked only where the two
+// layouts differ, so most splits record no marker.
+func (d *deadLetter) sliceID(ctx workflow.Context, start, end time.Time) string {
+	id, v01 := api.SliceWorkflowID(d.platform.Name, start, end), api.SliceWorkflowIDV01(d.platform.Name, start, end)
+	if id == v01 || workflow.GetVersion(ctx, versionSliceIDLayout, workflow.DefaultVersion, 1) == 1 {
+		return id
+	}
+	return v01
 }

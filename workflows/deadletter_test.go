@@ -108,7 +108,7 @@ func TestDeadLetterAddListsAndAlerts(t *testing.T) {
 	require.Equal(t, api.AlertDeadLetter, sent[0].Kind)
 	require.Equal(t, platformName, sent[0].Platform)
 	require.Equal(t, a.SliceID, sent[0].SliceID)
-	require.Equal(t, "slice "+a.SliceID+" of shop-x failed after 3 attempt(s): HTTP 503", sent[0].Message)
+	require.Equal(t, "slice "+a.SliceID+" of "+platformName+" failed after 3 attempt(s): HTTP 503", sent[0].Message)
 	require.True(t, sent[1].At.Equal(at("2m")))
 }
 

@@ -28,7 +28,11 @@ import (
 // t0 is the test clock at the start of every test: a Monday noon.
 var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
-const platformName = "shop-x"
+// platformName's phase (slicequeue.PhaseOf) is zero for every interval that
+// divides a day, so its slice grid is whole intervals from UTC midnight and
+// the tests read in round times; cursor_grid_test.go covers a platform
+// whose phase is not zero.
+const platformName = "shop-x38942"
 
 // acts names activities for OnActivity. It is a method value on an
 // instance, not (*Activities).FetchPage: the SDK matches the registered
@@ -235,6 +239,21 @@ func tiles(from, to time.Time, d time.Duration) []string {
 	return ids
 }
 
+// gridTiles returns the IDs of [from, to) cut at the slice grid of
+// platformName (whole multiples of d from midnight: its phase is zero).
+func gridTiles(from, to time.Time, d time.Duration) []string {
+	var ids []string
+	for s := from; s.Before(to); {
+		e := s.Truncate(d).Add(d)
+		if e.After(to) {
+			e = to
+		}
+		ids = append(ids, api.SliceWorkflowID(platformName, s, e))
+		s = e
+	}
+	return ids
+}
+
 // cursorInput starts the cursor at the platform's configured start.
 func cursorInput(t *testing.T, p config.Platform) api.CursorInput {
 	t.Helper()
@@ -290,8 +309,8 @@ func continuedAs(t *testing.T, env *testsuite.TestWorkflowEnvironment, workflowT
 }
 
 // unfinished returns the status's in-flight and queued slices.
-func unfinished(s api.CursorStatus) []api.SliceRef {
-	return append(append([]api.SliceRef{}, s.InFlight...), s.Queued...)
+func unfinished(s api.CursorStatus) []api.SliceView {
+	return append(append([]api.SliceView{}, s.InFlight...), s.Queued...)
 }
 
 // covered says whether the union of ranges covers [from, to).

@@ -103,7 +103,7 @@ func TestDeadLetterSignalsTakePlainJSON(t *testing.T) {
 	require.Empty(t, empty)
 }
 
-func refIDs(refs []api.SliceRef) []string {
+func refIDs(refs []api.SliceView) []string {
 	out := []string{}
 	for _, r := range refs {
 		out = append(out, r.ID)

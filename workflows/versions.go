@@ -1,22 +1,28 @@
 package workflows
 
-// Every workflow.GetVersion change ID lives here, with what it guards. A
-// workflow change that would take another path on an existing history gets
-// a new ID in this list; recorded histories in testdata/histories are never
-// re-recorded to make a change pass (see replay_test.go).
+// Every way workflow code tells old runs from new ones is listed in this
+// file, with what it guards. doc.go ("Versioning") says which way to use
+// when; versions_test.go fails if workflow code asks workflow.GetVersion
+// for a change ID that is not declared here.
+
+// Change IDs: workflow.GetVersion markers.
 //
-// Several IDs are asked for lazily, only at the point where the new rule
-// would decide differently (a repeated token, a payload the old code
-// accepted): ordinary runs then record no marker at all, and a history
-// recorded before the change replays the old decision.
+// Most are asked lazily, only at the point where the new rule would decide
+// differently (a repeated token, a payload the old code accepted, a
+// re-sweep to judge): ordinary runs then record no marker at all, and a
+// history recorded before the change replays the old decision.
 const (
 	// versionAdaptiveSpan guards adaptive slice sizing: runs started before
 	// it keep one-interval slices, so their histories replay unchanged.
+	// Asked at the start of every cursor run (a run sizes its slices or
+	// not), so it marks every run from the release that added it.
 	versionAdaptiveSpan = "adaptive-backfill-span"
 
-	// resweepFromFetchStart guards scheduleResweep: the first version
-	// compared the delay with when the slice finished, so a fetch that
-	// started early but finished late (retried pages) got no re-sweep.
+	// resweepFromFetchStart guards how a completed slice's re-sweep is
+	// judged (slicequeue's scheduleResweep): the first version compared the
+	// due time with when the slice finished, so a fetch that started early
+	// but finished late (retried pages) got no re-sweep. Asked when a
+	// regular slice completes while re-sweeps are on.
 	resweepFromFetchStart = "resweep-from-fetch-start"
 
 	// versionRepeatedToken guards FetchSlice's check for a next-page token
@@ -34,6 +40,63 @@ const (
 	// version the verdict of the settings check is recorded in history (a
 	// side effect), so a check made stricter later cannot change how an
 	// accepted signal replays. Runs before it judge with the structural
-	// check of their time (config.Platform.ValidateStructure).
+	// check of their time (config.Platform.ValidateStructure). Asked when a
+	// config signal arrives.
 	versionConfigVerdict = "config-verdict-recorded"
+
+	// versionSliceGrid guards where a cursor places its slices and how it
+	// names them (internal/slicequeue, grid.go): on the platform's grid of
+	// whole intervals plus a stable per-platform phase, the start rounded
+	// down to it, reprocess requests cut at its points, IDs printed without
+	// zero microseconds (api.SliceWorkflowID). Before it, slices followed
+	// one another from the unrounded start and were named in the v0.1
+	// layout (api.SliceWorkflowIDV01). Asked at the start of every cursor
+	// run, like versionAdaptiveSpan: a run that began before the change
+	// (no marker) keeps its grid and its IDs until it continues as new;
+	// the next run, and every cursor started since, aligns. Nothing about
+	// the grid is carried: the phase follows from the platform's name and
+	// interval, and Next says where the grid continues; an off-grid Next
+	// (the old grid's, or an interval change) is bridged by one shorter
+	// slice that ends on the next grid point, so no instant is skipped or
+	// fetched twice. A v0.2 worker that continues an aligned run keeps
+	// stepping one interval from an aligned Next, so stays on the grid.
+	versionSliceGrid = "slice-grid"
+
+	// versionSliceIDLayout guards the ID layout of the halves a dead-letter
+	// workflow splits a reprocessed slice into (api.SliceWorkflowID, not
+	// SliceWorkflowIDV01). Asked lazily, only when the two layouts would
+	// name a half differently.
+	versionSliceIDLayout = "slice-id-layout"
 )
+
+// Input versions: fields of a workflow's input that tell the workflow which
+// rule to follow. They version a decision that belongs to another workflow
+// than the one that changed (a child), or one the caller must be able to
+// set; they need no marker, and a workflow started before the field existed
+// reads its zero value, the old rule.
+//
+//   - api.SliceInput.LocalFirst: FetchSlice makes each page's first attempt
+//     a local activity. Cursors and dead-letter workflows set it; slices
+//     started before it page with regular activities only. (A cursor that
+//     replays an older history asks for it too; the replayer does not
+//     compare inputs, and the slice it started keeps the old rule.)
+//   - api.CursorInput.MaxSlicesPerRun: the cap on one cursor run travels in
+//     the input, so changing the default never changes how a run replays.
+//
+// Carried state: what a cursor carries across continue-as-new is input to
+// its next run, so a change to its form is a version too. Today's code
+// reads the previous release's form, and writes it beside its own until no
+// worker of the previous release runs.
+//
+//   - api.CursorState.Slices (v0.2): the slice lifecycle's snapshot. Runs
+//     continued by v0.1 carry only api.SlicesV01, read when Slices is
+//     absent; v0.2 writes both, so a v0.1 worker that picks up a run during
+//     a rolling upgrade finds its slices. The v0.1 form can go in the
+//     release after every worker runs v0.2 or later.
+//
+// Recorded verdicts: a check that may grow stricter between releases
+// (settings validation) does not run in workflow code as such. Updates
+// judge in their validator, which never replays; signals record the
+// verdict (versionConfigVerdict, judgeSettings), so the next release's
+// stricter check cannot turn an accepted signal into a refused one on
+// replay.

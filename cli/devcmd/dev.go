@@ -1,6 +1,9 @@
-// Package devcmd is `ordersync dev`: the embedded Temporal server, the
-// simulator with demo shops, a worker and the demo cursors in one process.
-// It is apart from package cli because it links the whole Temporal server.
+// Package devcmd holds the commands that run a Temporal server of their
+// own: `ordersync dev` (the embedded server on SQLite, the simulator with
+// demo shops, a worker and the demo cursors in one process) and `ordersync
+// cluster` (the production-shaped stack: Temporal on PostgreSQL, `ordersync
+// setup`, worker processes). It is apart from package cli because it links
+// the whole Temporal server.
 package devcmd
 
 import (

@@ -15,6 +15,6 @@ import (
 func main() {
 	app := &cli.App{}
 	root := cli.NewRootCommand(app)
-	root.AddCommand(devcmd.New(app))
+	root.AddCommand(devcmd.New(app), devcmd.NewCluster(app))
 	os.Exit(cli.Execute(root, os.Args[1:], os.Stderr))
 }

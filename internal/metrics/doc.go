@@ -20,5 +20,9 @@
 //     temporal_workflow_task_schedule_to_start_latency_seconds, ...),
 //     bridged from OpenTelemetry into the same registry.
 //
+// The same server answers /readyz (Readiness): 200 once every task queue
+// of the process has a workflow and an activity poll accepted by Temporal,
+// 503 before that, while draining, and after a fatal worker error.
+//
 // docs/observability.md lists every series with its labels.
 package metrics

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/metrics"
 )
 
@@ -46,13 +47,17 @@ func TestRecorderCountsAndServes(t *testing.T) {
 	rec.Page("acme", 2, 0, 5)
 	rec.FetchError("acme", metrics.ClassRateLimited)
 	rec.FetchError("acme", metrics.ClassTransient)
+	rec.Request("acme")
+	rec.Request("acme")
 	rec.NotStored("acme", 0, 0)
 	rec.NotStored("acme", 2, 1)
 	rec.NotStored("quiet", 0, 0)
+	rec.Request("quiet")
 	var nilRec *metrics.Recorder
 	nilRec.Page("acme", 1, 1, 1) // nil-safe: activities without metrics
 	nilRec.FetchError("acme", metrics.ClassStore)
 	nilRec.NotStored("acme", 1, 1)
+	nilRec.Request("acme")
 
 	srv, err := rec.Serve("127.0.0.1:0", nil)
 	require.NoError(t, err)
@@ -66,9 +71,11 @@ func TestRecorderCountsAndServes(t *testing.T) {
 		`ordersync_api_errors_total{class="rate_limited",platform="acme"} 1`,
 		`ordersync_api_errors_total{class="transient",platform="acme"} 1`,
 		`ordersync_rate_limited_total{platform="acme"} 1`,
+		`ordersync_requests_total{platform="acme"} 2`,
 		`ordersync_orders_not_stored_total{platform="acme",reason="rejected"} 2`,
 		`ordersync_orders_not_stored_total{platform="acme",reason="future_stamped"} 1`,
 		`ordersync_orders_not_stored_total{platform="quiet",reason="future_stamped"} 0`,
+		`ordersync_rate_limited_total{platform="quiet"} 0`,
 		`go_goroutines `,
 	} {
 		require.Contains(t, body, line)
@@ -81,9 +88,12 @@ func TestStatusPollerExportsCursorAndDeadLetters(t *testing.T) {
 		status: map[string]api.CursorStatus{
 			"acme": {
 				Platform:  "acme",
+				Start:     now.Add(-10 * time.Hour),
 				Watermark: now.Add(-90 * time.Minute),
-				InFlight:  []api.SliceRef{{ID: "a"}, {ID: "b"}},
-				Queued:    []api.SliceRef{{ID: "c"}},
+				CaughtUp:  true,
+				Settings:  config.Platform{RateLimit: config.RateLimit{RPS: 2.5, Burst: 4}},
+				InFlight:  []api.SliceView{{ID: "a"}, {ID: "b"}},
+				Queued:    []api.SliceView{{ID: "c"}},
 				Counts:    api.Counts{SlicesCompleted: 40, SlicesFailed: 2, SlicesSplit: 1, LateArrivals: 7},
 				Paused:    true, BreakerOpen: true,
 			},
@@ -99,6 +109,12 @@ func TestStatusPollerExportsCursorAndDeadLetters(t *testing.T) {
 # HELP ordersync_breaker_open 1 while the circuit breaker holds the cursor.
 # TYPE ordersync_breaker_open gauge
 ordersync_breaker_open{platform="acme"} 1
+# HELP ordersync_backfill_progress_ratio How far the watermark has come from the backfill start to now, 0 to 1.
+# TYPE ordersync_backfill_progress_ratio gauge
+ordersync_backfill_progress_ratio{platform="acme"} 0.85
+# HELP ordersync_caught_up 1 once the cursor's backfill reached the present (lag alerts apply from then on).
+# TYPE ordersync_caught_up gauge
+ordersync_caught_up{platform="acme"} 1
 # HELP ordersync_cursor_status_up 1 if the last status query of the cursor succeeded; the other cursor series are from the last success.
 # TYPE ordersync_cursor_status_up gauge
 ordersync_cursor_status_up{platform="acme"} 1
@@ -113,6 +129,9 @@ ordersync_inflight_slices{platform="acme"} 2
 # HELP ordersync_late_arrivals_total Order versions first stored by a re-sweep: shown by the platform later than the overlap allowed for.
 # TYPE ordersync_late_arrivals_total counter
 ordersync_late_arrivals_total{platform="acme"} 7
+# HELP ordersync_rate_limit_rps The platform's rate_limit in requests per second, as the cursor runs with it now (across all workers).
+# TYPE ordersync_rate_limit_rps gauge
+ordersync_rate_limit_rps{platform="acme"} 2.5
 # HELP ordersync_slices_total Slices finished, by outcome (completed, failed, split); the cursor's running total.
 # TYPE ordersync_slices_total counter
 ordersync_slices_total{outcome="completed",platform="acme"} 40
@@ -124,7 +143,8 @@ ordersync_watermark_lag_seconds{platform="acme"} 5400
 `
 	require.NoError(t, testutil.GatherAndCompare(rec.Registry(), strings.NewReader(want),
 		"ordersync_breaker_open", "ordersync_cursor_status_up", "ordersync_dead_letters", "ordersync_inflight_slices",
-		"ordersync_late_arrivals_total", "ordersync_slices_total", "ordersync_watermark_lag_seconds"))
+		"ordersync_late_arrivals_total", "ordersync_slices_total", "ordersync_watermark_lag_seconds",
+		"ordersync_backfill_progress_ratio", "ordersync_caught_up", "ordersync_rate_limit_rps"))
 
 	// A failed poll keeps the last good values and says so.
 	delete(src.status, "acme")

@@ -47,6 +47,8 @@ type Recorder struct {
 	pages           *prometheus.CounterVec
 	apiErrors       *prometheus.CounterVec
 	rateLimited     *prometheus.CounterVec
+	requests        *prometheus.CounterVec
+	readiness       *Readiness
 }
 
 // New returns a Recorder with a fresh registry holding ordersync's counters
@@ -74,8 +76,13 @@ func New() *Recorder {
 			Namespace: Namespace, Name: "rate_limited_total",
 			Help: "Requests the platform answered with 429 Too Many Requests.",
 		}, []string{"platform"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "requests_total",
+			Help: "Page requests FetchPage sent to the platform, each after taking a slot of its rate_limit (compare with ordersync_rate_limit_rps).",
+		}, []string{"platform"}),
+		readiness: &Readiness{},
 	}
-	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited,
+	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited, r.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -108,6 +115,25 @@ func (r *Recorder) NotStored(platform string, rejected, futureStamped int) {
 	}
 	r.ordersNotStored.WithLabelValues(platform, ReasonRejected).Add(float64(rejected))
 	r.ordersNotStored.WithLabelValues(platform, ReasonFutureStamped).Add(float64(futureStamped))
+}
+
+// Request counts one page request sent to the platform (it took a rate
+// limit slot), whatever its outcome. It also creates the platform's 429
+// counter at 0, so "429s per minute" reads 0 rather than no data.
+func (r *Recorder) Request(platform string) {
+	if r == nil {
+		return
+	}
+	r.requests.WithLabelValues(platform).Inc()
+	r.rateLimited.WithLabelValues(platform)
+}
+
+// Readiness is what /readyz answers from (nil for a nil Recorder).
+func (r *Recorder) Readiness() *Readiness {
+	if r == nil {
+		return nil
+	}
+	return r.readiness
 }
 
 // FetchError counts one failed FetchPage attempt; a rate_limited one is

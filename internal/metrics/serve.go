@@ -17,7 +17,7 @@ type Server struct {
 }
 
 // Serve listens on addr (host:port; port 0 picks a free one) and serves the
-// registry at /metrics. It fails at once when the address is taken, so a
+// registry at /metrics and the workers' readiness at /readyz. It fails at once when the address is taken, so a
 // second worker on one host is told to pick another ORDERSYNC_METRICS_ADDRESS
 // instead of running without metrics.
 func (r *Recorder) Serve(addr string, logger *slog.Logger) (*Server, error) {
@@ -27,6 +27,9 @@ func (r *Recorder) Serve(addr string, logger *slog.Logger) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", r.Handler())
+	// /readyz: 200 once every task queue of this process is polled (see
+	// Readiness); orchestrators gate rollouts on it.
+	mux.Handle("/readyz", r.readiness)
 	s := &Server{
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		addr: ln.Addr().String(),

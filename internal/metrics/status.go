@@ -90,6 +90,12 @@ var (
 		"1 while the cursor is paused (by an operator or the circuit breaker).", []string{"platform"}, nil)
 	descBreaker = prometheus.NewDesc(Namespace+"_breaker_open",
 		"1 while the circuit breaker holds the cursor.", []string{"platform"}, nil)
+	descCaughtUp = prometheus.NewDesc(Namespace+"_caught_up",
+		"1 once the cursor's backfill reached the present (lag alerts apply from then on).", []string{"platform"}, nil)
+	descProgress = prometheus.NewDesc(Namespace+"_backfill_progress_ratio",
+		"How far the watermark has come from the backfill start to now, 0 to 1.", []string{"platform"}, nil)
+	descRateLimit = prometheus.NewDesc(Namespace+"_rate_limit_rps",
+		"The platform's rate_limit in requests per second, as the cursor runs with it now (across all workers).", []string{"platform"}, nil)
 	descUp = prometheus.NewDesc(Namespace+"_cursor_status_up",
 		"1 if the last status query of the cursor succeeded; the other cursor series are from the last success.",
 		[]string{"platform"}, nil)
@@ -97,7 +103,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (p *StatusPoller) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLag, descInFlight, descQueued, descSlices, descLate, descDeadLetters, descPaused, descBreaker, descUp} {
+	for _, d := range []*prometheus.Desc{descLag, descInFlight, descQueued, descSlices, descLate, descDeadLetters, descPaused, descBreaker, descCaughtUp, descProgress, descRateLimit, descUp} {
 		ch <- d
 	}
 }
@@ -131,11 +137,24 @@ func (p *StatusPoller) Collect(ch chan<- prometheus.Metric) {
 		gauge(descQueued, float64(len(st.Queued)))
 		gauge(descPaused, boolValue(st.Paused))
 		gauge(descBreaker, boolValue(st.BreakerOpen))
+		gauge(descCaughtUp, boolValue(st.CaughtUp))
+		gauge(descProgress, backfillProgress(st, s.polledAt))
+		gauge(descRateLimit, st.Settings.RateLimit.RPS)
 		counter(descSlices, st.Counts.SlicesCompleted, api.SliceCompleted)
 		counter(descSlices, st.Counts.SlicesFailed, api.SliceFailed)
 		counter(descSlices, st.Counts.SlicesSplit, api.SliceSplit)
 		counter(descLate, st.Counts.LateArrivals)
 	}
+}
+
+// backfillProgress is the share of [start, now) below the watermark, as
+// `ordersync platform status` draws it.
+func backfillProgress(st api.CursorStatus, now time.Time) float64 {
+	total := now.Sub(st.Start)
+	if total <= 0 {
+		return 1
+	}
+	return min(1, max(0, st.Watermark.Sub(st.Start).Seconds()/total.Seconds()))
 }
 
 func boolValue(b bool) float64 {

@@ -8,6 +8,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"google.golang.org/grpc"
 )
 
 // TemporalHandler returns a Temporal SDK metrics handler that exports into
@@ -41,4 +42,21 @@ func (r *Recorder) TemporalHandler() (client.MetricsHandler, error) {
 		// (rate() works) rather than gauges.
 		UseMonotonicCounters: true,
 	}), nil
+}
+
+// InstrumentClient sets up client options for the workers' client: the
+// SDK's metrics go to this registry (TemporalHandler) and its poll requests
+// feed Readiness. A nil Recorder leaves opts alone.
+func (r *Recorder) InstrumentClient(opts *client.Options) error {
+	if r == nil {
+		return nil
+	}
+	h, err := r.TemporalHandler()
+	if err != nil {
+		return err
+	}
+	opts.MetricsHandler = h
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions,
+		grpc.WithChainUnaryInterceptor(r.readiness.UnaryClientInterceptor()))
+	return nil
 }

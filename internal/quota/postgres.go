@@ -23,6 +23,15 @@ RETURNING s.tat_us, (extract(epoch FROM now()) * 1000000)::bigint`
 
 type postgresSlots struct{ pool *pgxpool.Pool }
 
+// createLockKey serializes the table's creation: CREATE TABLE IF NOT EXISTS
+// is not safe against itself in PostgreSQL, and worker processes starting
+// together on a new database met "duplicate key value violates unique
+// constraint pg_type_typname_nsp_index".
+const createLockKey int64 = 0x6f72_6465_7273_6c6f // "orderslo": not the store's migration lock
+
+const createTable = `CREATE TABLE IF NOT EXISTS ordersync_request_slots (
+	key TEXT PRIMARY KEY, tat_us BIGINT NOT NULL)`
+
 func openPostgres(ctx context.Context, dsn string) (Slots, error) {
 	cfg, err := pgxpool.ParseConfig(dsn) // its errors redact the password
 	if err != nil {
@@ -33,8 +42,14 @@ func openPostgres(ctx context.Context, dsn string) (Slots, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request slots: %w", err)
 	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS ordersync_request_slots (
-		key TEXT PRIMARY KEY, tat_us BIGINT NOT NULL)`); err != nil {
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, createLockKey); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, createTable)
+		return err
+	})
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("request slots: create table: %w", err)
 	}

@@ -2,13 +2,16 @@ package quota_test
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ordersync/ordersync/internal/quota"
@@ -109,5 +112,48 @@ func TestSlotsRefuseTooFarAhead(t *testing.T) {
 			_, err = s.Reserve(ctx, key, 0, 1, time.Second)
 			require.Error(t, err, "a zero rate is a configuration error, not a slot")
 		})
+	}
+}
+
+// TestOpenConcurrentlyOnANewDatabase opens the slots from many handles at
+// once on an empty PostgreSQL schema, as worker processes starting together
+// on a new database do: every one must succeed.
+func TestOpenConcurrentlyOnANewDatabase(t *testing.T) {
+	base := os.Getenv("ORDERSYNC_TEST_POSTGRES_DSN")
+	if base == "" {
+		t.Skip("ORDERSYNC_TEST_POSTGRES_DSN is not set")
+	}
+	ctx := context.Background()
+	schema := "quota_test_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	conn, err := pgx.Connect(ctx, base)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+
+	const handles = 8
+	errs := make(chan error, handles)
+	var wg sync.WaitGroup
+	for range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := quota.Open(ctx, u.String())
+			if err == nil {
+				_ = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
 	}
 }

@@ -23,12 +23,18 @@ var (
 	SliceState = temporal.NewSearchAttributeKeyKeyword("SliceState")
 )
 
-// All lists the attributes the dev server registers and a production
-// namespace must have (see README, "Using an existing Temporal cluster").
-var All = []Definition{
-	{Name: Platform.GetName(), Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
-	{Name: SliceStart.GetName(), Type: enumspb.INDEXED_VALUE_TYPE_DATETIME},
-	{Name: SliceState.GetName(), Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+// All lists the attributes the dev server registers and `ordersync setup`
+// creates on a production namespace. It is built from the keys above, so a
+// name or type cannot disagree with what the workflows write; a new key
+// goes into this list and nowhere else.
+var All = definitions(Platform, SliceStart, SliceState)
+
+func definitions(keys ...temporal.SearchAttributeKey) []Definition {
+	out := make([]Definition, len(keys))
+	for i, k := range keys {
+		out[i] = Definition{Name: k.GetName(), Type: k.GetValueType()}
+	}
+	return out
 }
 
 // Slice states written to SliceState.

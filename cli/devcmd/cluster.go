@@ -1,0 +1,265 @@
+package devcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync/cli"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/cluster"
+	"github.com/ordersync/ordersync/internal/tsetup"
+	"github.com/ordersync/ordersync/starter"
+)
+
+type clusterOptions struct {
+	postgres     string
+	frontendPort int
+	uiPort       int
+	workers      int
+	simListen    string
+}
+
+// NewCluster returns the cluster command.
+func NewCluster(app *cli.App) *cobra.Command {
+	var o clusterOptions
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Run the production-shaped stack locally: Temporal on PostgreSQL, setup, 3 worker processes",
+		Long: `Starts the stack the PostgreSQL end-to-end tests run on, for a person to look at:
+  - Temporal's databases on PostgreSQL (--postgres; the path names the main
+    database, visibility gets <name>_visibility), created and migrated with
+    temporal-sql-tool's code (create-database, setup-schema, update-schema);
+  - the Temporal server on them (SQL visibility, 4 task-queue partitions,
+    4 history shards) with its Web UI;
+  - ` + "`ordersync setup`" + ` for the namespace (ORDERSYNC_TEMPORAL_NAMESPACE);
+  - the simulator with the demo shops;
+  - --workers ` + "`ordersync worker`" + ` processes on the order store (ORDERSYNC_STORE_DSN,
+    a PostgreSQL database is created when missing) and the demo cursors.
+Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/cluster/.
+` + "`make cluster`" + ` runs it on the PostgreSQL that .ci/postgres.sh sets up.`,
+		Example: "  ordersync cluster --postgres postgres://temporal:temporal@127.0.0.1:5432/temporal -f examples/demo-platforms.yaml",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.postgres == "" {
+				return cli.Usage(errors.New("--postgres is required (a role that may create databases; .ci/postgres.sh prints one)"))
+			}
+			if o.workers < 1 {
+				return cli.Usage(fmt.Errorf("--workers %d: want at least 1", o.workers))
+			}
+			ctx, stop := cli.SignalContext()
+			defer stop()
+			return runCluster(ctx, app, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.postgres, "postgres", os.Getenv("ORDERSYNC_CLUSTER_POSTGRES_DSN"), "PostgreSQL URL for Temporal's databases (default $ORDERSYNC_CLUSTER_POSTGRES_DSN)")
+	cmd.Flags().IntVar(&o.frontendPort, "port", 7233, "Temporal frontend (gRPC) port")
+	cmd.Flags().IntVar(&o.uiPort, "ui-port", 8233, "Web UI port (0 disables the UI)")
+	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many `ordersync worker` processes to run")
+	cmd.Flags().StringVar(&o.simListen, "sim-listen", "127.0.0.1:8780", "simulator address")
+	return cmd
+}
+
+func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
+	pg, err := cluster.PostgresFromDSN(o.postgres)
+	if err != nil {
+		return cli.Usage(fmt.Errorf("--postgres: %w", err))
+	}
+	if !strings.HasPrefix(app.Process.StoreDSN, "postgres") {
+		return cli.Usage(fmt.Errorf("ORDERSYNC_STORE_DSN must be a postgres:// URL for the cluster (got %s)", app.Process.StoreDSN))
+	}
+	file, err := app.LoadPlatforms()
+	if err != nil {
+		return err
+	}
+	platformsPath, err := filepath.Abs(file.Path)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(app.Process.DataDir, "cluster")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+
+	began := time.Now()
+	if err := cluster.SetupSchema(pg, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(app.Out, "Temporal schema:   %s and %s on %s, up to date (%s)\n", pg.Database, pg.VisibilityDatabase, pg.Addr, time.Since(began).Round(time.Millisecond))
+	srv, err := cluster.Start(cluster.Options{Postgres: pg, FrontendPort: o.frontendPort, UIPort: o.uiPort,
+		Ports:            cluster.StandardPorts(o.frontendPort), // a restart finds its own membership entries
+		DefaultNamespace: app.Process.TemporalNamespace, LogFile: filepath.Join(dir, "temporal.log")})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := srv.Stop(); err != nil {
+			app.Logger.Warn("Temporal server stop", "error", err)
+		}
+	}()
+	app.Process.TemporalAddress = srv.FrontendAddress()
+	fmt.Fprintf(app.Out, "Temporal frontend: %s (4 partitions per task queue, %d history shards)\n", srv.FrontendAddress(), cluster.DefaultHistoryShards)
+	if ui := srv.UIAddress(); ui != "" {
+		fmt.Fprintf(app.Out, "Temporal Web UI:   %s\n", ui)
+	}
+	fmt.Fprintf(app.Out, "Temporal metrics:  %s\n", srv.MetricsAddress())
+	fmt.Fprintf(app.Out, "Temporal log:      %s\n", filepath.Join(dir, "temporal.log"))
+
+	// The operator's step, as against any cluster.
+	if err := app.RunSetup(ctx, tsetup.Options{Namespace: app.Process.TemporalNamespace}); err != nil {
+		return fmt.Errorf("ordersync setup: %w", err)
+	}
+
+	simSrv, err := startDemoSimulator(o.simListen, filepath.Join(dir, "sim-start"))
+	if err != nil {
+		return err
+	}
+	defer simSrv.Close()
+	fmt.Fprintf(app.Out, "Simulator:         %s (admin token %q)\n", simSrv.URL, demoAdminToken)
+	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {
+		return cli.Usage(err)
+	}
+	if err := ensureStoreDatabase(ctx, app.Process.StoreDSN); err != nil {
+		return err
+	}
+	fmt.Fprintf(app.Out, "Orders store:      %s\n", redactDSN(app.Process.StoreDSN))
+
+	procs, err := startWorkerProcesses(ctx, app, o.workers, dir, platformsPath)
+	defer stopWorkerProcesses(procs)
+	if err != nil {
+		return err
+	}
+	c, err := app.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	results, err := starter.EnsureCursors(ctx, c, file.Platforms, time.Now())
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		state := "running"
+		if r.Started {
+			state = "started"
+		}
+		fmt.Fprintf(app.Out, "Cursor %-28s %s\n", r.WorkflowID, state)
+	}
+	// The store's password is not printed: verify needs ORDERSYNC_STORE_DSN
+	// as this process got it; status and the rest need only the server.
+	fmt.Fprintf(app.Out, "\nIn another shell:\n  export ORDERSYNC_TEMPORAL_ADDRESS=%s ORDERSYNC_TEMPORAL_NAMESPACE=%s ORDERSYNC_PLATFORMS_FILE=%s\n  ./bin/ordersync platform status --watch\n",
+		srv.FrontendAddress(), app.Process.TemporalNamespace, platformsPath)
+	fmt.Fprintln(app.Out, "Press Ctrl-C to stop.")
+	<-ctx.Done()
+	fmt.Fprintln(app.Out, "stopping...")
+	return nil
+}
+
+// workerProcess is one `ordersync worker` child.
+type workerProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func startWorkerProcesses(ctx context.Context, app *cli.App, n int, dir, platformsPath string) ([]*workerProcess, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the ordersync binary: %w", err)
+	}
+	var procs []*workerProcess
+	for i := range n {
+		logPath := filepath.Join(dir, fmt.Sprintf("worker-%d.log", i+1))
+		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return procs, fmt.Errorf("open %s: %w", logPath, err)
+		}
+		metricsAddr := fmt.Sprintf("127.0.0.1:%d", 9464+i)
+		cmd := exec.Command(self, "worker")
+		// The demo tokens are in this process's environment already.
+		cmd.Env = append(os.Environ(),
+			"ORDERSYNC_TEMPORAL_ADDRESS="+app.Process.TemporalAddress,
+			"ORDERSYNC_TEMPORAL_NAMESPACE="+app.Process.TemporalNamespace,
+			"ORDERSYNC_STORE_DSN="+app.Process.StoreDSN,
+			"ORDERSYNC_PLATFORMS_FILE="+platformsPath,
+			"ORDERSYNC_METRICS_ADDRESS="+metricsAddr,
+		)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			logFile.Close()
+			return procs, fmt.Errorf("start worker %d: %w", i+1, err)
+		}
+		p := &workerProcess{cmd: cmd, done: make(chan struct{})}
+		go func() {
+			err := cmd.Wait()
+			logFile.Close()
+			close(p.done)
+			if ctx.Err() == nil {
+				app.Logger.Error("worker process exited", "worker", i+1, "error", err, "log", logPath)
+			}
+		}()
+		procs = append(procs, p)
+		fmt.Fprintf(app.Out, "Worker %d:          pid %d, metrics http://%s/metrics, log %s\n", i+1, cmd.Process.Pid, metricsAddr, logPath)
+	}
+	return procs, nil
+}
+
+// stopWorkerProcesses drains every worker (SIGTERM) before the server stops.
+func stopWorkerProcesses(procs []*workerProcess) {
+	for _, p := range procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+// ensureStoreDatabase creates the store's database when it does not exist,
+// so one PostgreSQL role is all `make cluster` needs.
+func ensureStoreDatabase(ctx context.Context, dsn string) error {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("ORDERSYNC_STORE_DSN: %w", err)
+	}
+	name := cfg.Database
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL %s:%d to create the store database: %w", cfg.Host, cfg.Port, err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("look for the store database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create the store database %s: %w", name, err)
+	}
+	return nil
+}
+
+// redactDSN hides the password when the DSN is printed.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparseable DSN)"
+	}
+	return u.Redacted()
+}
