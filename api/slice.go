@@ -21,7 +21,20 @@ type SliceInput struct {
 	// page with regular activities only, as their histories recorded. The
 	// input is the version, so a slice needs no GetVersion marker.
 	LocalFirst bool `json:"local_first,omitempty"`
+	// FailedAsError makes a dead-lettered slice end its workflow FAILED,
+	// with an ErrSliceDeadLettered application error that carries the
+	// SliceResult as its details, so the Web UI shows it as failed. Without
+	// it the slice completes with Outcome "failed", as before. Cursors and
+	// dead-letter workflows that understand the error set it; the input is
+	// the version (workflows/versions.go).
+	FailedAsError bool `json:"failed_as_error,omitempty"`
 }
+
+// ErrSliceDeadLettered is the application error type a FetchSlice
+// workflow fails with when it was asked to (SliceInput.FailedAsError) and
+// its failure is recorded in the dead-letter workflow. Its details are
+// the SliceResult, Outcome SliceFailed.
+const ErrSliceDeadLettered = "SliceDeadLettered"
 
 // Slice outcomes.
 const (

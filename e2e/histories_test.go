@@ -105,8 +105,9 @@ func recordSim() sim.Config {
 }
 
 // TestRecordHistories records the replay tests' histories from real runs:
-// a cursor across continue-as-new, a slice whose pages were retried, and a
-// dead-letter workflow with a reprocess. It runs only when
+// a cursor across continue-as-new, a slice whose pages were retried, a
+// dead-lettered slice, a dead-letter workflow with a reprocess, a cursor
+// whose breaker opened, one with messages and one paused and resumed. It runs only when
 // ORDERSYNC_RECORD_HISTORIES names the output directory (make histories
 // RELEASE=...): a new release folder under testdata/histories. It refuses a
 // folder that exists, and never overwrites a file: histories of an earlier
@@ -195,6 +196,17 @@ func TestRecordHistories(t *testing.T) {
 	// Three failed slices in a row also open the cursor's circuit breaker.
 	eventually(t, 2*time.Minute, "the breaker to open", func() bool { return s.status("rec").BreakerOpen })
 	require.NotEmpty(t, listDLQ())
+	// A dead-lettered slice ends FAILED with its result as the failure's
+	// details (api.SliceInput.FailedAsError).
+	var failed *workflowservice.ListWorkflowExecutionsResponse
+	eventually(t, time.Minute, "a failed slice in visibility", func() bool {
+		failed, err = s.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "WorkflowType = 'FetchSlice' AND ExecutionStatus = 'Failed'",
+		})
+		return err == nil && len(failed.GetExecutions()) > 0
+	})
+	fe := failed.GetExecutions()[0].GetExecution()
+	write("slice_dead_lettered.json", exportHistory(t, s.client, fe.GetWorkflowId(), fe.GetRunId()))
 	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
 	require.NoError(t, s.client.SignalWorkflow(context.Background(), dlqID, "", api.SignalDeadLetterReprocess, api.DeadLetterSelector{All: true}))
 	eventually(t, 2*time.Minute, "the dead-letter workflow to empty", func() bool { return len(listDLQ()) == 0 })
@@ -255,4 +267,23 @@ func TestRecordHistories(t *testing.T) {
 		gotUpdate, gotSignal = gotUpdate || update, gotSignal || signal
 	}
 	require.True(t, gotUpdate && gotSignal, "the runs with the update and the config signal")
+
+	// An operator pauses the cursor and resumes it: PlatformState goes
+	// paused and back, each an upsert in the run's history.
+	require.NoError(t, s.client.SignalWorkflow(ctx, cursorID, "", api.SignalPause, api.PauseRequest{Reason: "recording"}))
+	eventually(t, 30*time.Second, "paused", func() bool { return s.status("rec").Paused })
+	time.Sleep(3 * time.Second) // a pause that lasts: slices settle meanwhile
+	require.NoError(t, s.client.SignalWorkflow(ctx, cursorID, "", api.SignalResume, nil))
+	pausedRuns := s.status("rec").Runs
+	eventually(t, 2*time.Minute, "a complete run after the pause", func() bool { return s.status("rec").Runs >= pausedRuns+1 })
+	all = runIDs(t, s.client, cursorID)
+	var gotPause bool
+	for _, run := range all[:len(all)-1] {
+		if h := exportHistory(t, s.client, cursorID, run); strings.Contains(string(h), `"signalName": "pause"`) {
+			write("cursor_paused.json", h)
+			gotPause = true
+			break
+		}
+	}
+	require.True(t, gotPause, "the run with the pause")
 }

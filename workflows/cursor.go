@@ -68,7 +68,12 @@ type cursor struct {
 	// now is the workflow's clock when the loop or a message last ran.
 	now time.Time
 
-	wake        workflow.Channel // a message changed the state: the loop takes another turn
+	wake workflow.Channel // a message changed the state: the loop takes another turn
+	// shownState is the PlatformState search attribute as last upserted;
+	// shownDetails the current details without the lag (cursor_status.go).
+	shownState   string
+	shownDetails string
+
 	timer       workflow.Future
 	timerAt     time.Time
 	cancelTimer workflow.CancelFunc
@@ -131,6 +136,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 	c.alignedGrid = workflow.GetVersion(ctx, versionSliceGrid, workflow.DefaultVersion, 1) == 1
 	c.newQueue()
 	c.wake = workflow.NewBufferedChannel(ctx, 1)
+	c.shownState, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(searchattr.PlatformState)
 	if err := c.registerMessages(ctx); err != nil {
 		return err
 	}
@@ -153,6 +159,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 		}
 		c.checkLag(ctx)
 		wakeAt := c.wait().wake
+		c.publish(ctx)
 
 		sel := workflow.NewSelector(ctx)
 		c.addChildFutures(ctx, sel)
@@ -202,8 +209,12 @@ func (c *cursor) startChild(ctx workflow.Context, s slicequeue.Slice) {
 			searchattr.SliceState.ValueSet(searchattr.StateRunning),
 		),
 	}
+	// User metadata for the Web UI; the replayer compares none of it.
+	opts.StaticSummary = sliceSummary(s.Kind.String(), s.Start, s.End)
+	opts.StaticDetails = sliceStaticDetails(s.Kind.String(), c.platform.Name, s.Start, s.End, c.platform.Overlap.D(), kindWhy[s.Kind])
 	c.children[s.ID] = workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts),
-		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: s.Start, End: s.End, Resweep: s.Sweep, LocalFirst: true})
+		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: s.Start, End: s.End, Resweep: s.Sweep,
+			LocalFirst: true, FailedAsError: true})
 	c.startedThisRun++
 }
 
@@ -224,8 +235,8 @@ func (c *cursor) addChildFutures(ctx workflow.Context, sel workflow.Selector) {
 func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future) {
 	c.now = workflow.Now(ctx) // the loop read the clock before it blocked
 	delete(c.children, id)
-	var res api.SliceResult
-	if err := f.Get(ctx, &res); err != nil {
+	res, err := sliceOutcome(ctx, f)
+	if err != nil {
 		// The child could not start (another run of the same slice is open)
 		// or ended without reporting (terminated, timed out). Try again later;
 		// the watermark stays put, so nothing is skipped meanwhile.

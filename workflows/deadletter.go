@@ -223,12 +223,16 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 			searchattr.SliceState.ValueSet(searchattr.StateRunning),
 		),
 	}
+	opts.StaticSummary = sliceSummary("dead-letter reprocess", start, end)
+	opts.StaticDetails = sliceStaticDetails("dead-letter reprocess", d.platform.Name, start, end, d.platform.Overlap.D(),
+		"A dead-lettered slice run again on request: success removes it from the dead-letter workflow, a new failure updates its entry.")
 	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), api.SliceWorkflowType,
-		api.SliceInput{Platform: d.platform, Start: start, End: end, LocalFirst: true})
+		api.SliceInput{Platform: d.platform, Start: start, End: end, LocalFirst: true, FailedAsError: true})
 	d.running[id] = f
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		var res api.SliceResult
-		err := f.Get(ctx, &res)
+		// A slice that failed again ends FAILED (FailedAsError) with its
+		// result: the same outcome as a "failed" result, not "could not run".
+		res, err := sliceOutcome(ctx, f)
 		delete(d.running, id)
 		i := d.index(id)
 		if i < 0 {

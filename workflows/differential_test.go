@@ -80,9 +80,27 @@ func TestDifferentialAgainstV01(t *testing.T) {
 	}
 }
 
+// newerThanV01 are change IDs today's cursor asks that v0.1 did not know:
+// a run records their markers where v0.1 recorded nothing, and the
+// commands they guard (a search attribute upsert) are not commands the
+// recorder compares.
+var newerThanV01 = map[string]bool{versionPlatformState: true}
+
+// withoutNewerMarkers drops the markers of newerThanV01 from a run's commands.
+func withoutNewerMarkers(cmds []command) []command {
+	var out []command
+	for _, c := range cmds {
+		if c.Kind == "version" && newerThanV01[c.Name] {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 func requireSameRun(t *testing.T, sc *diffScenario, what string, want, got diffRun) {
 	t.Helper()
-	if d := diffCommands(want.cmds, got.cmds, sameForV01); d != "" {
+	if d := diffCommands(withoutNewerMarkers(want.cmds), withoutNewerMarkers(got.cmds), sameForV01); d != "" {
 		t.Fatalf("%s (%s): %s\nscenario: %s", what, got.impl, d, sc)
 	}
 	require.Equal(t, want.updates, got.updates, "%s (%s): update answers\nscenario: %s", what, got.impl, sc)
@@ -116,9 +134,14 @@ func v01View(raw []byte) ([]byte, error) {
 	return json.Marshal(v01)
 }
 
-// sameForV01 compares two continue-as-new inputs as v0.1 reads them; every
+// sameForV01 compares two continue-as-new inputs as v0.1 reads them, and
+// two slice inputs but for the input versions v0.1 did not set; every
 // other input must be equal byte for byte.
 func sameForV01(kind, want, got string) error {
+	if kind == "child" {
+		want = withoutNewerSliceInputVersions(got, want)
+		got = withoutNewerSliceInputVersions(want, got)
+	}
 	if kind == "continue-as-new" {
 		w, err := v01View([]byte(want))
 		if err != nil {
@@ -297,6 +320,11 @@ func (sc *diffScenario) child(id string, n int, in api.SliceInput) (time.Duratio
 		res.Outcome, res.Pages = api.SliceSplit, in.Platform.MaxPages
 	case r < 24:
 		res.Outcome, res.Error = api.SliceFailed, "HTTP 503"
+		if in.FailedAsError {
+			// Today's cursor asks for the failed form and must read it as
+			// v0.1 read the result.
+			return d, api.SliceResult{}, temporal.NewNonRetryableApplicationError("dead-lettered", api.ErrSliceDeadLettered, nil, res)
+		}
 	case r < 25:
 		res.Outcome = "" // a result from a release that says something else
 	default:

@@ -93,7 +93,12 @@
 // A page that fails is retried as the platform's retry settings say (first
 // attempt a local activity, retries regular activities); a slice whose
 // retries are exhausted, or that meets a permanent error, is recorded in
-// the dead-letter workflow and reports "failed". breaker_failures failed
+// the dead-letter workflow and then reports "failed": it ends FAILED with
+// an api.ErrSliceDeadLettered error carrying its result, so the Web UI
+// shows it failed, when its caller set api.SliceInput.FailedAsError (as
+// cursors and the dead-letter workflow do), or else completes with
+// Outcome "failed"; both callers read both (sliceOutcome). A slice that
+// ended FAILED with any other error did not report. breaker_failures failed
 // slices in a row pause the cursor (circuit breaker) and alert; resume
 // closes it. A child that ends without reporting (it could not start
 // because another run of its ID was open, or it was terminated or timed
@@ -142,6 +147,16 @@
 //     content with the recorded event, which the SDK's replayer does not.
 //     A history that stops replaying means the change needs rule 1 or 2:
 //     fix the code, never re-record.
+//
+// # What the Web UI shows
+//
+// A cursor upserts the PlatformState search attribute when its state
+// changes (backfilling, caught_up, paused, breaker_open) and keeps its
+// current details (workflow.SetCurrentDetails: state, wait, watermark,
+// lag, counts, breaker) up to date; children carry a static summary and
+// details (kind, window), and a slice its progress and outcome as current
+// details (details.go). Current details and user metadata are not
+// versioned: the replayer ignores them and no decision depends on them.
 //
 // Work windows name time zones; the zone database is compiled in
 // (tzdata.go) so that every worker opens a window at the same instant.

@@ -83,6 +83,7 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		s.res.OrdersOutsideRange += r.OutsideRange
 		s.res.OrdersRejected += r.Rejected
 		s.res.OrdersFutureStamped += r.FutureStamped
+		workflow.SetCurrentDetails(ctx, sliceDetails(searchattr.StateRunning, s.res))
 		if r.NextToken == "" {
 			break
 		}
@@ -254,14 +255,51 @@ func (s *sliceRun) fail(ctx workflow.Context, cause error, attempts int) (api.Sl
 		return s.res, fmt.Errorf("record %s in the dead-letter workflow: %w", s.id, err)
 	}
 	workflow.GetLogger(ctx).Warn("slice dead-lettered", "slice", s.id, "error", s.res.Error)
-	return s.finish(ctx, searchattr.StateFailed)
+	res, _ := s.finish(ctx, searchattr.StateFailed)
+	if !s.in.FailedAsError {
+		return res, nil // a caller of before api.SliceInput.FailedAsError reads the outcome
+	}
+	// Ending FAILED is what the Web UI shows as failed (status, Failures);
+	// the details carry the result, so the caller learns the outcome as
+	// from a completed slice.
+	return res, temporal.NewNonRetryableApplicationError(deadLetteredMessage(s.res, attempts),
+		api.ErrSliceDeadLettered, nil, s.res)
 }
 
 func (s *sliceRun) finish(ctx workflow.Context, state string) (api.SliceResult, error) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.SliceState.ValueSet(state)); err != nil {
 		workflow.GetLogger(ctx).Warn("could not set SliceState", "error", err)
 	}
+	workflow.SetCurrentDetails(ctx, sliceDetails(state, s.res))
 	return s.res, nil
+}
+
+// deadLettered reads the result of a slice that ended FAILED with
+// ErrSliceDeadLettered (api.SliceInput.FailedAsError): a slice whose
+// failure is recorded in the dead-letter workflow. Any other error is a
+// slice that did not report.
+func deadLettered(err error) (api.SliceResult, bool) {
+	var app *temporal.ApplicationError
+	if err == nil || !errors.As(err, &app) || app.Type() != api.ErrSliceDeadLettered || !app.HasDetails() {
+		return api.SliceResult{}, false
+	}
+	var res api.SliceResult
+	if app.Details(&res) != nil || res.Outcome != api.SliceFailed {
+		return api.SliceResult{}, false
+	}
+	return res, true
+}
+
+// sliceOutcome reads a finished slice child: its result, from a completed
+// run or from one that failed dead-lettered; err is set when it did not
+// report.
+func sliceOutcome(ctx workflow.Context, f workflow.Future) (api.SliceResult, error) {
+	var res api.SliceResult
+	err := f.Get(ctx, &res)
+	if r, ok := deadLettered(err); ok {
+		return r, nil
+	}
+	return res, err
 }
 
 // rootMessage is the innermost failure message, without Temporal's wrapping.

@@ -67,6 +67,13 @@ const (
 	// SliceWorkflowIDV01). Asked lazily, only when the two layouts would
 	// name a half differently.
 	versionSliceIDLayout = "slice-id-layout"
+
+	// versionPlatformState guards the cursor's PlatformState search
+	// attribute: from this version the cursor upserts its state (paused,
+	// breaker_open, backfilling, caught_up) when it changes, an event the
+	// histories of before do not hold. Asked when the state differs from
+	// the attribute, which for a new run is its first loop turn.
+	versionPlatformState = "platform-state-search-attribute"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
@@ -80,6 +87,13 @@ const (
 //     started before it page with regular activities only. (A cursor that
 //     replays an older history asks for it too; the replayer does not
 //     compare inputs, and the slice it started keeps the old rule.)
+//   - api.SliceInput.FailedAsError: a dead-lettered slice ends its
+//     workflow FAILED with an api.ErrSliceDeadLettered error carrying its
+//     result, so the Web UI shows it failed. Cursors and dead-letter
+//     workflows that read that error set it; a slice without it completes
+//     with Outcome "failed" as before, and both callers read both forms,
+//     so a rolling upgrade mixes them safely. (Like LocalFirst, a caller
+//     replaying an older history asks for it too.)
 //   - api.CursorInput.MaxSlicesPerRun: the cap on one cursor run travels in
 //     the input, so changing the default never changes how a run replays.
 //
@@ -93,6 +107,13 @@ const (
 //     absent; v0.2 writes both, so a v0.1 worker that picks up a run during
 //     a rolling upgrade finds its slices. The v0.1 form can go in the
 //     release after every worker runs v0.2 or later.
+//
+// Not versioned: what only the Web UI reads. A child's user metadata
+// (ChildWorkflowOptions.StaticSummary and StaticDetails) rides on its
+// start command, which the replayer matches by type and the replay tests
+// by ID, input, policies and search attributes; and current details
+// (workflow.SetCurrentDetails) are answered by a query, never recorded.
+// No decision depends on either.
 //
 // Recorded verdicts: a check that may grow stricter between releases
 // (settings validation) does not run in workflow code as such. Updates

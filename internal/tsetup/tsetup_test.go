@@ -115,21 +115,21 @@ func TestRun(t *testing.T) {
 			name:   "creates a missing namespace with every attribute",
 			server: fakeServer{},
 			want: map[string]string{"namespace": StateCreated, "retention": StateOK, "search attribute Platform": StateAdded,
-				"search attribute SliceStart": StateAdded, "search attribute SliceState": StateAdded},
+				"search attribute SliceStart": StateAdded, "search attribute SliceState": StateAdded, "search attribute PlatformState": StateAdded},
 			retention: 30 * day, writes: 2, complete: true,
 		},
 		{
 			name:   "raises a short retention and adds the missing attribute",
 			server: fakeServer{exists: true, retention: 3 * day, attrs: map[string]enumspb.IndexedValueType{"Platform": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "SliceState": enumspb.INDEXED_VALUE_TYPE_KEYWORD}},
 			want: map[string]string{"namespace": StateOK, "retention": StateRaised, "search attribute Platform": StateOK,
-				"search attribute SliceStart": StateAdded, "search attribute SliceState": StateOK},
+				"search attribute SliceStart": StateAdded, "search attribute SliceState": StateOK, "search attribute PlatformState": StateAdded},
 			retention: 30 * day, writes: 2, complete: true,
 		},
 		{
 			name:   "never lowers a longer retention; nothing to do",
 			server: fakeServer{exists: true, retention: 90 * day, attrs: allAttrs()},
 			want: map[string]string{"namespace": StateOK, "retention": StateOK, "search attribute Platform": StateOK,
-				"search attribute SliceStart": StateOK, "search attribute SliceState": StateOK},
+				"search attribute SliceStart": StateOK, "search attribute SliceState": StateOK, "search attribute PlatformState": StateOK},
 			retention: 90 * day, complete: true,
 		},
 		{
@@ -137,7 +137,7 @@ func TestRun(t *testing.T) {
 			server: fakeServer{exists: true, retention: day, attrs: map[string]enumspb.IndexedValueType{"Platform": enumspb.INDEXED_VALUE_TYPE_KEYWORD}},
 			opts:   Options{DryRun: true},
 			want: map[string]string{"namespace": StateOK, "retention": StateMissing, "search attribute Platform": StateOK,
-				"search attribute SliceStart": StateMissing, "search attribute SliceState": StateMissing},
+				"search attribute SliceStart": StateMissing, "search attribute SliceState": StateMissing, "search attribute PlatformState": StateMissing},
 			retention: day,
 		},
 		{
@@ -145,14 +145,14 @@ func TestRun(t *testing.T) {
 			server: fakeServer{},
 			opts:   Options{DryRun: true},
 			want: map[string]string{"namespace": StateMissing, "search attribute Platform": StateMissing,
-				"search attribute SliceStart": StateMissing, "search attribute SliceState": StateMissing},
+				"search attribute SliceStart": StateMissing, "search attribute SliceState": StateMissing, "search attribute PlatformState": StateMissing},
 		},
 		{
 			name:    "an attribute of another type is a conflict, not changed",
-			server:  fakeServer{exists: true, retention: 30 * day, attrs: map[string]enumspb.IndexedValueType{"Platform": enumspb.INDEXED_VALUE_TYPE_TEXT, "SliceStart": enumspb.INDEXED_VALUE_TYPE_DATETIME, "SliceState": enumspb.INDEXED_VALUE_TYPE_KEYWORD}},
+			server:  fakeServer{exists: true, retention: 30 * day, attrs: map[string]enumspb.IndexedValueType{"Platform": enumspb.INDEXED_VALUE_TYPE_TEXT, "SliceStart": enumspb.INDEXED_VALUE_TYPE_DATETIME, "SliceState": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "PlatformState": enumspb.INDEXED_VALUE_TYPE_KEYWORD}},
 			wantErr: "search attribute Platform has another type",
 			want: map[string]string{"namespace": StateOK, "retention": StateOK, "search attribute Platform": StateConflict,
-				"search attribute SliceStart": StateOK, "search attribute SliceState": StateOK},
+				"search attribute SliceStart": StateOK, "search attribute SliceState": StateOK, "search attribute PlatformState": StateOK},
 			retention: 30 * day,
 		},
 		{
@@ -160,14 +160,14 @@ func TestRun(t *testing.T) {
 			server: fakeServer{refuse: true},
 			opts:   Options{Cloud: true},
 			want: map[string]string{"namespace": StateMissing, "search attribute Platform": StateMissing,
-				"search attribute SliceStart": StateMissing, "search attribute SliceState": StateMissing},
+				"search attribute SliceStart": StateMissing, "search attribute SliceState": StateMissing, "search attribute PlatformState": StateMissing},
 		},
 		{
 			name:   "Cloud: retention and refused attributes are reported, not failed",
 			server: fakeServer{exists: true, retention: 7 * day, refuse: true},
 			opts:   Options{Cloud: true},
 			want: map[string]string{"namespace": StateOK, "retention": StateMissing, "search attribute Platform": StateMissing,
-				"search attribute SliceStart": StateMissing, "search attribute SliceState": StateMissing},
+				"search attribute SliceStart": StateMissing, "search attribute SliceState": StateMissing, "search attribute PlatformState": StateMissing},
 			retention: 7 * day,
 		},
 		{
@@ -223,7 +223,7 @@ func TestMissingAttributes(t *testing.T) {
 		{name: "no namespace", server: fakeServer{}, wantErr: ErrNoNamespace},
 		{name: "one missing, one of another type", server: fakeServer{exists: true, attrs: map[string]enumspb.IndexedValueType{
 			"Platform": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "SliceStart": enumspb.INDEXED_VALUE_TYPE_KEYWORD}},
-			want: []string{"SliceStart", "SliceState"}},
+			want: []string{"SliceStart", "SliceState", "PlatformState"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
