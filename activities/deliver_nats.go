@@ -87,23 +87,32 @@ func (n *natsSender) send(ctx context.Context, b batch) error {
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
 		}
+		// No client-side retries: a retried publish lands after the
+		// publishes that followed it, out of order, possibly after this
+		// call returned; the activity's own retry sends the batch again.
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: NATSSubject(n.d.Subject, c.Platform), Data: data,
-			Header: nats.Header{jetstream.MsgIDHeader: []string{ChangeID(b.Destination, c.Seq)}}})
+			Header: nats.Header{jetstream.MsgIDHeader: []string{ChangeID(b.Destination, c.Seq)}}},
+			jetstream.WithRetryAttempts(0))
 		if err != nil {
 			return fmt.Errorf("publish change %d of batch %s: %w", c.Seq, b.ID, err)
 		}
 		futures = append(futures, f)
 	}
+	// Wait for every ack, even after a failure, so no publish of this
+	// batch is still in flight when the next attempt starts.
+	var first error
 	for i, f := range futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			return natsError(b.Changes[i], err)
+			if first == nil {
+				first = natsError(b.Changes[i], err)
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("batch %s: no JetStream ack for change %d: %w", b.ID, b.Changes[i].Seq, ctx.Err())
 		}
 	}
-	return nil
+	return first
 }
 
 // natsError: no stream captures the subject is a refusal only an operator

@@ -9,9 +9,10 @@ import (
 
 func TestAllNamesEveryKeyWithItsType(t *testing.T) {
 	want := map[string]enumspb.IndexedValueType{
-		"Platform":   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		"SliceStart": enumspb.INDEXED_VALUE_TYPE_DATETIME,
-		"SliceState": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"Platform":      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"SliceStart":    enumspb.INDEXED_VALUE_TYPE_DATETIME,
+		"SliceState":    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"PlatformState": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 	got := map[string]enumspb.IndexedValueType{}
 	for _, d := range All {
