@@ -36,23 +36,24 @@ work not yet due is not reported). For the simulator the comparison is with
 its ground truth; for other kinds verify lists the platform's orders itself
 through the connector, from the platform's start.
 
-  missing       the platform showed the order, updated before --until, and
-                the store does not have it
-  stale         the store holds an older version than the one the platform
-                showed as of --until (a newer stored version is fine: the
-                platform moved on and the cursor already fetched it)
+  missing       the platform shows the order at a version updated before
+                --until, and the store does not have it
+  stale         the store holds an older version than that one (a newer
+                stored version is fine: the cursor already fetched it)
   lines differ  the store holds the platform's version, but not its lines:
                 a line is missing, extra, changed or out of place, or the
                 store has no lines for it
   extra         the store holds an order, stored at a version updated before
                 --until, that the platform does not show at all
 
-For the simulator "showed" means its ground truth as of --until (the
-versions that were visible then), so orders updated after the cutoff are
-neither missing nor extra. Other kinds are listed through the connector by
-update time; an order updated again after --until is listed at its new time,
-so until the cutoff's version is fetched it can show as extra there (never
-as missing or stale).
+Platforms list orders by their current update time, so an order updated
+again after --until is judged later, at its new version: it is neither
+missing (during a backfill its old window no longer lists it) nor extra
+(the platform still shows it). For the simulator "shows" is its ground
+truth now; other kinds are listed through the connector by update time,
+where an order that moved past --until cannot be told from one the
+platform dropped, so there it can show as extra (never as missing or
+stale).
 
 Lines are compared where the platform lists them (every kind but amazon
 with api_version v0, and http without options.lines) and the store holds
@@ -203,28 +204,25 @@ func expectedOrders(ctx context.Context, p config.Platform, cutoff time.Time, ad
 		}
 		admin := &sim.AdminClient{BaseURL: u.Scheme + "://" + u.Host, Token: adminToken}
 		shop := path.Base(u.Path)
-		// The truth as of the cutoff: an order updated after it is judged by
-		// the version that was visible then, not reported as extra.
-		then, err := admin.TruthAsOf(ctx, shop, cutoff)
+		// The truth as the platform shows it now, filtered by each order's
+		// current updated_at, as the platform's own listing is: an order
+		// updated since the cutoff is listed (and fetched) at its new time,
+		// so it is not expected yet. The truth as of the cutoff would expect
+		// its older version, which no listing returns any more.
+		now, err := admin.TruthAsOf(ctx, shop, time.Time{})
 		if lines {
-			then, err = admin.TruthWithLines(ctx, shop, cutoff)
+			now, err = admin.TruthWithLines(ctx, shop, time.Time{})
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("simulator ground truth of %s as of %s: %w", p.Name, cutoff.Format(time.RFC3339), err)
-		}
-		var out []verify.Expected
-		for _, o := range then.Orders {
-			if o.UpdatedAt.Before(cutoff) {
-				out = append(out, verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt, HasLines: lines, Lines: simLines(o.Lines)})
-			}
-		}
-		current, err := admin.Truth(ctx, shop)
 		if err != nil {
 			return nil, nil, fmt.Errorf("simulator ground truth of %s: %w", p.Name, err)
 		}
-		shown := make(map[string]bool, len(current.Orders))
-		for _, o := range current.Orders {
+		var out []verify.Expected
+		shown := make(map[string]bool, len(now.Orders))
+		for _, o := range now.Orders {
 			shown[o.ID] = true
+			if o.UpdatedAt.Before(cutoff) {
+				out = append(out, verify.Expected{ID: o.ID, UpdatedAt: o.UpdatedAt, HasLines: lines, Lines: simLines(o.Lines)})
+			}
 		}
 		return out, shown, nil
 	}
