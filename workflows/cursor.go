@@ -77,6 +77,9 @@ type cursor struct {
 	timer       workflow.Future
 	timerAt     time.Time
 	cancelTimer workflow.CancelFunc
+	// deafToCancel replays a history recorded before versionCancelWhileIdle:
+	// its waits did not watch the cancellation.
+	deafToCancel bool
 }
 
 func newCursor(in api.CursorInput) (*cursor, error) {
@@ -161,6 +164,18 @@ func (c *cursor) run(ctx workflow.Context) error {
 		wakeAt := c.wait().wake
 		c.publish(ctx)
 
+		c.block(ctx, wakeAt)
+	}
+}
+
+// block waits for the next thing that moves the cursor: a slice ending, a
+// message, its timer, or its cancellation. Before versionCancelWhileIdle
+// the wait did not watch the cancellation, so a cursor with no timer and
+// no slice in flight (paused, nothing running) stayed open after a cancel
+// request; a history recorded so replays the old wait.
+func (c *cursor) block(ctx workflow.Context, wakeAt time.Time) {
+	for {
+		cancelled := false
 		sel := workflow.NewSelector(ctx)
 		c.addChildFutures(ctx, sel)
 		c.addSignals(ctx, sel)
@@ -168,7 +183,18 @@ func (c *cursor) run(ctx workflow.Context) error {
 		if !wakeAt.IsZero() {
 			sel.AddFuture(c.ensureTimer(ctx, wakeAt), func(workflow.Future) { c.timer = nil })
 		}
+		if !c.deafToCancel {
+			// Added last: any other ready case is handled first, as before.
+			sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancelled = true })
+		}
 		sel.Select(ctx)
+		if !cancelled {
+			return
+		}
+		if workflow.GetVersion(ctx, versionCancelWhileIdle, workflow.DefaultVersion, 1) >= 1 {
+			return // the loop's next turn sees ctx.Err and ends the run
+		}
+		c.deafToCancel = true
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/workflows"
@@ -77,6 +78,45 @@ func TestPauseStopsNewSlicesAndResumeContinues(t *testing.T) {
 				require.True(t, resumeUpd.accepted && resumeUpd.done, "resume update: %+v", resumeUpd)
 				require.NoError(t, resumeUpd.err)
 				require.False(t, resumeUpd.result.(api.CursorStatus).Paused)
+			}
+		})
+	}
+}
+
+// TestCancelWhilePausedAndIdle cancels a paused cursor that has nothing in
+// flight, so no timer or slice can wake it: it ends cancelled at once. A
+// history recorded before versionCancelWhileIdle (GetVersion answers the
+// default) keeps the old wait, which noticed the request only when the
+// next message woke it.
+func TestCancelWhilePausedAndIdle(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		t.Run(map[bool]string{false: "current", true: "before-version"}[old], func(t *testing.T) {
+			env := newEnv(t)
+			if old {
+				env.OnGetVersion("cancel-while-idle", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			p := testPlatform(t)
+			mockPages(env, watchPages(env), onePage, nil)
+			env.RegisterDelayedCallback(func() {
+				env.SignalWorkflow(api.SignalPause, api.PauseRequest{Reason: "maintenance"})
+			}, 15*time.Minute)
+			var idle api.CursorStatus
+			env.RegisterDelayedCallback(func() {
+				idle = status(t, env)
+				env.CancelWorkflow()
+			}, 2*time.Hour)
+			resumeAt := 3 * time.Hour
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalResume, nil) }, resumeAt)
+
+			env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+			requireStopped(t, env)
+			require.True(t, idle.Paused)
+			require.Empty(t, idle.InFlight, "the case needs a cursor with nothing in flight")
+			ended := env.Now().Sub(t0)
+			if old {
+				require.Equal(t, resumeAt, ended, "the old wait should notice the cancellation only when the resume woke it")
+			} else {
+				require.Equal(t, 2*time.Hour, ended, "a paused, idle cursor ignored its cancellation")
 			}
 		})
 	}

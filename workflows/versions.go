@@ -74,6 +74,14 @@ const (
 	// histories of before do not hold. Asked when the state differs from
 	// the attribute, which for a new run is its first loop turn.
 	versionPlatformState = "platform-state-search-attribute"
+
+	// versionCancelWhileIdle guards the cursor's reaction to a cancel
+	// request while it waits with no timer and no slice in flight (paused
+	// with nothing running): from this version it ends the run cancelled
+	// at once; before it, the request went unnoticed until a message or a
+	// slice woke the loop. Asked lazily, when the wait is woken by the
+	// cancellation itself.
+	versionCancelWhileIdle = "cancel-while-idle"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
