@@ -224,6 +224,10 @@ type CursorStatus struct {
 	AsOf       time.Time `json:"as_of"`
 	LagSeconds float64   `json:"lag_seconds"`
 	Paused     bool      `json:"paused"`
+	// PlatformState is the cursor's state in one word, the value of its
+	// PlatformState search attribute: backfilling, caught_up, paused or
+	// breaker_open (empty from workers older than that attribute).
+	PlatformState string `json:"platform_state,omitempty"`
 	// Waiting says why the cursor starts no more slices now (a Wait
 	// reason), and WaitUntil until when, where that is known.
 	Waiting   string    `json:"waiting,omitempty"`

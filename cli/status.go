@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/internal/searchattr"
 )
 
 // platformStatus is one row of `platform status`.
@@ -120,7 +121,7 @@ func collectStatus(ctx context.Context, c client.Client, names []string) ([]plat
 		}
 		if found {
 			st.LagSeconds = math.Max(0, now.Sub(st.Watermark).Seconds())
-			row.Running, row.Cursor, row.State = true, &st, describeWait(&st)
+			row.Running, row.Cursor, row.State = true, &st, describeState(&st)
 			if total := now.Sub(st.Start); total > 0 {
 				row.Progress = math.Max(0, math.Min(1, st.Watermark.Sub(st.Start).Seconds()/total.Seconds()))
 			}
@@ -154,7 +155,7 @@ func renderStatusTable(w io.Writer, rows []platformStatus, now time.Time) error 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Platform, progressBar(r.Progress, 20),
 			fmtTime(st.Watermark), fmtLag(now.Sub(st.Watermark)), len(st.InFlight), r.DeadLetters,
 			st.Counts.LateArrivals, st.Counts.OrdersRejected+st.Counts.OrdersFutureStamped,
-			describeWait(st), clipText(causeFirst(st.LastError, r.Platform), 80))
+			describeState(st), clipText(causeFirst(st.LastError, r.Platform), 80))
 	}
 	return tw.Flush()
 }
@@ -169,6 +170,19 @@ func fmtLag(d time.Duration) string {
 		d = 0
 	}
 	return d.Round(time.Second).String()
+}
+
+// describeState is the STATE column: the cursor's state in the word its
+// PlatformState search attribute holds (so the same word filters the Web
+// UI's list), then why it waits. A paused cursor's or an open breaker's
+// wait reason already says so, and stands alone.
+func describeState(st *api.CursorStatus) string {
+	wait := describeWait(st)
+	switch st.PlatformState {
+	case "", searchattr.PlatformPaused, searchattr.PlatformBreakerOpen:
+		return wait
+	}
+	return st.PlatformState + ", " + wait
 }
 
 func describeWait(st *api.CursorStatus) string {

@@ -57,6 +57,7 @@ func TestPauseStopsNewSlicesAndResumeContinues(t *testing.T) {
 			// The two slices started at 12:10 finished; none started while paused.
 			require.True(t, paused.Paused)
 			require.Equal(t, api.WaitPaused+": maintenance", paused.Waiting)
+			require.Equal(t, "paused", paused.PlatformState)
 			require.Empty(t, paused.InFlight)
 			require.Equal(t, at("-1h"), paused.Watermark)
 			for _, c := range pages.all() {

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ordersync/ordersync/api"
+)
+
+// TestStatusTableShowsPlatformState: the STATE column leads with the word
+// the PlatformState search attribute holds, then the wait; a paused cursor
+// or an open breaker is said once, by its wait reason.
+func TestStatusTableShowsPlatformState(t *testing.T) {
+	now := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
+	row := func(name, state, waiting string, until time.Time) platformStatus {
+		return platformStatus{Platform: name, Running: true, Cursor: &api.CursorStatus{
+			Platform: name, Watermark: now.Add(-time.Hour), PlatformState: state, Waiting: waiting, WaitUntil: until,
+			Paused: state == "paused" || state == "breaker_open", InFlight: []api.SliceView{},
+		}}
+	}
+	rows := []platformStatus{
+		row("a", "backfilling", api.WaitConcurrency, time.Time{}),
+		row("b", "caught_up", api.WaitSettling, now.Add(time.Minute)),
+		row("c", "paused", api.WaitPaused+": maintenance", time.Time{}),
+		row("d", "breaker_open", api.WaitBreaker+": 5 failed slices in a row", time.Time{}),
+		row("e", "", api.WaitSettling, time.Time{}), // a worker older than PlatformState
+	}
+	var out bytes.Buffer
+	require.NoError(t, renderStatusTable(&out, rows, now))
+	for _, want := range []string{
+		"backfilling, concurrency limit",
+		"caught_up, settling until 11-22 13:01:00Z",
+		"  paused: maintenance",
+		"  circuit breaker open: 5 failed slices in a row",
+	} {
+		require.Contains(t, out.String(), want)
+	}
+	require.NotContains(t, out.String(), "paused, paused")
+	require.Equal(t, "settling", describeState(rows[4].Cursor))
+}
