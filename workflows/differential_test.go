@@ -370,6 +370,8 @@ func (sc *diffScenario) run(t *testing.T, impl string, input any) diffRun {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	// Without this a slice can start late in workflow time under load.
+	freezeWallClock(t, env)
 	rec := &commandRecorder{workflowType: api.CursorWorkflowType, stamp: true,
 		answer: map[string]time.Duration{"SendAlert": sc.alertDelay}}
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}})
@@ -380,7 +382,8 @@ func (sc *diffScenario) run(t *testing.T, impl string, input any) diffRun {
 	}
 	// Slices are a workflow of the scenario's, not a mock: the test
 	// environment runs mocks on goroutines and meanwhile fires timers by
-	// wall-clock time, which makes identical runs differ under load.
+	// wall-clock time, which makes identical runs differ under load. It
+	// starts child workflows on goroutines too, hence freezeWallClock.
 	starts := map[string]int{}
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in api.SliceInput) (api.SliceResult, error) {
 		id := workflow.GetInfo(ctx).WorkflowExecution.ID
