@@ -23,10 +23,10 @@ type amazonV0 struct {
 // Both bounds of getOrders are inclusive and times have whole seconds, so
 // the request covers [floor(From), last second before To].
 func (c *amazonV0) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
-	before := LastInstantBefore(req.To.UTC(), time.Second)
+	before := lastInstantBefore(req.To.UTC(), time.Second)
 	if err := c.checkSettled(before, "getOrders", time.RFC3339); err != nil {
 		return Page{}, err
 	}
@@ -53,11 +53,11 @@ func (c *amazonV0) ListOrders(ctx context.Context, req PageRequest) (Page, error
 	if err != nil {
 		return Page{}, err
 	}
-	if err := ResponseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
+	if err := responseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
 		return Page{}, err
 	}
 	page, err := c.decodePage(resp.Body(), req.Page)
-	page.RateLimit = HeaderFloat(resp.Header(), amazonRateHeader)
+	page.RateLimit = headerFloat(resp.Header(), amazonRateHeader)
 	return page, err
 }
 
@@ -76,7 +76,7 @@ type amazonOrder struct {
 }
 
 func (c *amazonV0) decodePage(body []byte, page int) (Page, error) {
-	items, err := DecodeArrayPath(c.platform, page, body, []string{"payload", "Orders"})
+	items, err := decodeArrayPath(c.platform, page, body, []string{"payload", "Orders"})
 	if err != nil {
 		return Page{}, err
 	}
@@ -85,10 +85,10 @@ func (c *amazonV0) decodePage(body []byte, page int) (Page, error) {
 			NextToken string `json:"NextToken"`
 		} `json:"payload"`
 	}
-	if err := DecodeJSON(c.platform, page, body, &env); err != nil {
+	if err := decodeJSON(c.platform, page, body, &env); err != nil {
 		return Page{}, err
 	}
-	orders, err := DecodeItems(c.platform, page, items, c.order)
+	orders, err := decodeOrders(c.platform, page, items, c.order)
 	if err != nil {
 		return Page{}, err
 	}

@@ -65,18 +65,18 @@ type Connector interface {
 	ListOrders(ctx context.Context, req PageRequest) (Page, error)
 }
 
-// Factory builds a connector for a platform's settings. It resolves
+// factory builds a connector for a platform's settings. It resolves
 // credentials itself, so secrets never leave the process that uses them.
-type Factory func(p config.Platform) (Connector, error)
+type factory func(p config.Platform) (Connector, error)
 
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
+	registry   = map[string]factory{}
 )
 
-// Register makes a connector kind available. It is called from init
+// register makes a connector kind available. It is called from init
 // functions; registering a kind twice panics, as that is a programming error.
-func Register(kind string, f Factory) {
+func register(kind string, f factory) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if _, dup := registry[kind]; dup {

@@ -15,7 +15,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 )
 
-func init() { Register("ebay", NewEbay) }
+func init() { register("ebay", newEbay) }
 
 // ebayMaxLimit is getOrders' largest limit ("If a requested limit is more
 // than 200, the call fails").
@@ -47,16 +47,16 @@ type ebayConnector struct {
 	tokens   *tokenSource
 }
 
-// NewEbay builds the connector of kind "ebay". Endpoint is
+// newEbay builds the connector of kind "ebay". Endpoint is
 // https://api.ebay.com (or https://api.sandbox.ebay.com); the credential is a
 // JSON object {"client_id","client_secret","refresh_token"}: the app's keys
 // and the seller's refresh token from the authorization code grant.
-func NewEbay(p config.Platform) (Connector, error) {
+func newEbay(p config.Platform) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := p.EbayOptions()
+	opts, err := config.KindOptions[config.EbayOptions](p)
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
@@ -65,7 +65,7 @@ func NewEbay(p config.Platform) (Connector, error) {
 		return nil, err
 	}
 	c := &ebayConnector{platform: p.Name, cred: p.Credentials, url: base + "/sell/fulfillment/v1/order",
-		pageSize: p.PageSize, http: NewHTTPClient(p)}
+		pageSize: p.PageSize, http: newHTTPClient(p)}
 	c.tokens = &tokenSource{platform: p.Name, now: time.Now, refresh: func(ctx context.Context) (string, time.Duration, error) {
 		secret, err := jsonSecret(p, fields...)
 		if err != nil {
@@ -86,7 +86,7 @@ func NewEbay(p config.Platform) (Connector, error) {
 func (c *ebayConnector) runtimeSecrets() []string { return c.tokens.issuedTokens() }
 
 func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
 	offset, anchor := 0, ""
@@ -105,7 +105,7 @@ func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, 
 	const ms = "2006-01-02T15:04:05.000Z07:00"
 	q := map[string]string{
 		"filter": fmt.Sprintf("lastmodifieddate:[%s..%s]", req.From.UTC().Truncate(time.Millisecond).Format(ms),
-			LastInstantBefore(req.To.UTC(), time.Millisecond).Format(ms)),
+			lastInstantBefore(req.To.UTC(), time.Millisecond).Format(ms)),
 		"limit":  strconv.Itoa(limit),
 		"offset": strconv.Itoa(offset),
 	}
@@ -115,7 +115,7 @@ func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, 
 	if err != nil {
 		return Page{}, asTransportError(c.platform, err)
 	}
-	if err := ResponseError(c.platform, c.cred, resp, ""); err != nil {
+	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return Page{}, err
 	}
 	orders, err := c.decodePage(resp.Body(), req.Page)
@@ -169,11 +169,11 @@ type ebayLineItem struct {
 }
 
 func (c *ebayConnector) decodePage(body []byte, page int) ([]Order, error) {
-	items, err := DecodeArrayField(c.platform, page, body, "orders")
+	items, err := decodeArrayField(c.platform, page, body, "orders")
 	if err != nil {
 		return nil, err
 	}
-	orders, err := DecodeItems(c.platform, page, items, c.order)
+	orders, err := decodeOrders(c.platform, page, items, c.order)
 	if err != nil {
 		return nil, err
 	}

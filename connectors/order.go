@@ -107,3 +107,24 @@ func wantedKind(t reflect.Type) string {
 	}
 	return t.String()
 }
+
+// ValidDecimal reports whether s is a plain decimal number such as "12",
+// "-3.50" or "0.125": what money amounts look like, with no exponent, so
+// they can be stored exactly and never pass through a float.
+func ValidDecimal(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, hasDot := strings.Cut(s, ".")
+	return allDigits(intPart) && (!hasDot || allDigits(frac))
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
