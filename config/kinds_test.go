@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,37 @@ platforms:
 	require.Equal(t, "https://api.ebay.com/identity/v1/oauth2/token", eo.TokenURL)
 	require.Equal(t, BuiltinDefaults().PageSize, get("simmy").PageSize, "sim has no kind defaults")
 	require.Equal(t, BuiltinDefaults().Settle, get("simmy").Settle)
+}
+
+// TestKindSpecs: every kind's defaults keep its own limits at each API it
+// speaks, and a kind that picks defaults by an option has that option.
+func TestKindSpecs(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range kindSpecs {
+		require.NotEmpty(t, s.name)
+		require.False(t, seen[s.name], "kind %s has two specs", s.name)
+		seen[s.name] = true
+		require.Equal(t, s.apiOption != "", len(s.apiDefaults) > 0, "kind %s: apiOption and apiDefaults go together", s.name)
+		if s.apiOption != "" {
+			require.NotNil(t, s.options, "kind %s", s.name)
+			require.Contains(t, yamlFields(reflect.TypeOf(s.options()).Elem()), s.apiOption, "kind %s", s.name)
+		}
+		infos := map[string]KindInfo{"": s.defaults}
+		for api, k := range s.apiDefaults {
+			infos[api] = k
+		}
+		for api, k := range infos {
+			if k.MaxPageSize > 0 {
+				require.LessOrEqual(t, k.PageSize, k.MaxPageSize, "kind %s api %q", s.name, api)
+			}
+			settle := k.Settle
+			if settle == 0 {
+				settle = BuiltinDefaults().Settle
+			}
+			require.GreaterOrEqual(t, settle, k.MinSettle, "kind %s api %q", s.name, api)
+		}
+	}
+	require.Len(t, Kinds, len(kindSpecs))
 }
 
 func TestKindValidation(t *testing.T) {
