@@ -237,20 +237,11 @@ type amazon2026Item struct {
 // (which the API marks required) keeps HasLines false, so the store keeps
 // the lines it has rather than dropping them.
 func (c *amazon2026) order(ao amazon2026Order, raw json.RawMessage) (Order, error) {
-	if ao.OrderID == "" {
-		return Order{}, errors.New("missing orderId")
-	}
-	updated, err := time.Parse(time.RFC3339Nano, ao.LastUpdatedTime)
+	updated, created, err := orderHead(platformField{"orderId", ao.OrderID}, platformField{"lastUpdatedTime", ao.LastUpdatedTime}, platformField{"createdTime", ao.CreatedTime})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: lastUpdatedTime %q is not an ISO 8601 time", ao.OrderID, ao.LastUpdatedTime)
+		return Order{}, err
 	}
-	var created time.Time
-	if ao.CreatedTime != "" {
-		if created, err = time.Parse(time.RFC3339Nano, ao.CreatedTime); err != nil {
-			return Order{}, fmt.Errorf("id %s: createdTime %q is not an ISO 8601 time", ao.OrderID, ao.CreatedTime)
-		}
-	}
-	o := Order{Platform: c.platform, ID: ao.OrderID, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(), Raw: raw}
+	o := Order{Platform: c.platform, ID: ao.OrderID, CreatedAt: created, UpdatedAt: updated, Raw: raw}
 	if f := ao.Fulfillment; f != nil {
 		o.Status = f.FulfillmentStatus
 	}

@@ -3,7 +3,6 @@ package connectors
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -99,21 +98,12 @@ func (c *amazonV0) decodePage(body []byte, page int) (Page, error) {
 // (the total is then ""); getOrders lists no line items, so LineCount is the
 // number of units, shipped plus unshipped, and Lines stay unknown.
 func (c *amazonV0) order(ao amazonOrder, raw json.RawMessage) (Order, error) {
-	if ao.AmazonOrderID == "" {
-		return Order{}, errors.New("missing AmazonOrderId")
-	}
-	updated, err := time.Parse(time.RFC3339Nano, ao.LastUpdateDate)
+	updated, created, err := orderHead(platformField{"AmazonOrderId", ao.AmazonOrderID}, platformField{"LastUpdateDate", ao.LastUpdateDate}, platformField{"PurchaseDate", ao.PurchaseDate})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: LastUpdateDate %q is not an ISO 8601 time", ao.AmazonOrderID, ao.LastUpdateDate)
+		return Order{}, err
 	}
-	var created time.Time
-	if ao.PurchaseDate != "" {
-		if created, err = time.Parse(time.RFC3339Nano, ao.PurchaseDate); err != nil {
-			return Order{}, fmt.Errorf("id %s: PurchaseDate %q is not an ISO 8601 time", ao.AmazonOrderID, ao.PurchaseDate)
-		}
-	}
-	o := Order{Platform: c.platform, ID: ao.AmazonOrderID, Status: ao.OrderStatus, CreatedAt: created.UTC(),
-		UpdatedAt: updated.UTC(), LineCount: ao.NumberOfItemsShipped + ao.NumberOfItemsUnshipped, Raw: raw}
+	o := Order{Platform: c.platform, ID: ao.AmazonOrderID, Status: ao.OrderStatus, CreatedAt: created,
+		UpdatedAt: updated, LineCount: ao.NumberOfItemsShipped + ao.NumberOfItemsUnshipped, Raw: raw}
 	if t := ao.OrderTotal; t != nil {
 		if !ValidDecimal(t.Amount) {
 			return Order{}, fmt.Errorf("id %s: OrderTotal.Amount %q is not a decimal number", ao.AmazonOrderID, t.Amount)

@@ -3,7 +3,6 @@ package connectors
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -186,18 +185,9 @@ func (c *ebayConnector) decodePage(body []byte, page int) ([]Order, error) {
 // and the unit price from lineItemCost, which eBay documents as the unit
 // price times the quantity, before discounts (see ebayUnitPrice).
 func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) {
-	if eo.OrderID == "" {
-		return Order{}, errors.New("missing orderId")
-	}
-	updated, err := time.Parse(time.RFC3339Nano, eo.LastModifiedDate)
+	updated, created, err := orderHead(platformField{"orderId", eo.OrderID}, platformField{"lastModifiedDate", eo.LastModifiedDate}, platformField{"creationDate", eo.CreationDate})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: lastModifiedDate %q is not an ISO 8601 time", eo.OrderID, eo.LastModifiedDate)
-	}
-	var created time.Time
-	if eo.CreationDate != "" {
-		if created, err = time.Parse(time.RFC3339Nano, eo.CreationDate); err != nil {
-			return Order{}, fmt.Errorf("id %s: creationDate %q is not an ISO 8601 time", eo.OrderID, eo.CreationDate)
-		}
+		return Order{}, err
 	}
 	total := eo.PricingSummary.Total
 	if !ValidDecimal(total.Value) {
@@ -207,7 +197,7 @@ func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) 
 	if eo.CancelStatus.CancelState == "CANCELED" {
 		status = "CANCELED"
 	}
-	o := Order{Platform: c.platform, ID: eo.OrderID, Status: status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
+	o := Order{Platform: c.platform, ID: eo.OrderID, Status: status, CreatedAt: created, UpdatedAt: updated,
 		Currency: total.Currency, Total: total.Value, Raw: raw}
 	if eo.LineItems == nil {
 		return o, nil
