@@ -132,7 +132,10 @@ func KindDefaults(kind string) KindInfo {
 // request bucket.
 func kindInfoOf(p Platform) KindInfo {
 	s, _ := kindSpecOf(p.Kind)
-	if api, ok := p.Options[s.apiOption].(string); ok && s.apiOption != "" {
+	if s.apiOption == "" {
+		return s.defaults
+	}
+	if api, ok := p.Options[s.apiOption].(string); ok {
 		if k, ok := s.apiDefaults[api]; ok {
 			return k
 		}
