@@ -24,70 +24,130 @@ type KindInfo struct {
 	MinSettle   Duration  // the platform rejects windows that end closer to now
 }
 
-var kindInfo = map[string]KindInfo{
+// kindSpec is one connector kind as config knows it: the defaults its
+// platform's documentation gives, its options type and the checks only it
+// knows. Package connectors registers a constructor under the same name in
+// the kind's own file; connectors/kinds_test.go fails when the two lists
+// differ. Adding a kind is one entry here plus that file (docs/connectors.md,
+// "Adding a kind").
+type kindSpec struct {
+	name string
+	// defaults are the kind's at its default API; a zero field keeps
+	// ordersync's own default.
+	defaults KindInfo
+	// apiOption names the option that picks another API of the platform,
+	// and apiDefaults are the defaults by its value (amazon's v0, Shopify's
+	// REST): a different API has different limits.
+	apiOption   string
+	apiDefaults map[string]KindInfo
+	// options returns a new value of the kind's options type; nil: the kind
+	// takes no options and ignores any it is given.
+	options func() kindOptions
+	// check reports what else only the kind knows, after its limits and
+	// before its options; ve holds the problems found so far. nil: nothing.
+	check func(p Platform, ve *ValidationError)
+}
+
+var kindSpecs = []kindSpec{
+	// The built-in simulator: ordersync's own defaults, no options.
+	{name: "sim"},
 	// Shopify GraphQL Admin API, the orders query (the default API of kind
-	// shopify; options.api: rest is shopifyRESTInfo): first is 1..250
+	// shopify): first is 1..250
 	// (https://shopify.dev/docs/api/usage/pagination-graphql). A query may
 	// cost at most 1,000 points: 50 orders with 4 lines each cost about 852
 	// (ShopifyOrdersQueryCost). Points, not requests, are the limit
 	// (options.restore_rate, options.max_cost_available); rate_limit only
 	// caps the pages a second, at a rate no plan's points allow anyway.
-	"shopify": {PageSize: 50, MaxPageSize: 250, RateLimit: RateLimit{RPS: 10, Burst: 10}},
+	{name: "shopify", defaults: KindInfo{PageSize: 50, MaxPageSize: 250, RateLimit: RateLimit{RPS: 10, Burst: 10}},
+		// options.api: rest, the REST Admin API, GET
+		// /admin/api/{version}/orders.json: limit is 1..250
+		// (https://shopify.dev/docs/api/admin-rest/latest/resources/order);
+		// requests are a leaky bucket of 40 that leaks 2/s on standard plans
+		// (https://shopify.dev/docs/api/admin-rest/usage/rate-limits).
+		apiOption:   "api",
+		apiDefaults: map[string]KindInfo{ShopifyREST: {PageSize: 250, MaxPageSize: 250, RateLimit: RateLimit{RPS: 2, Burst: 40}}},
+		options:     func() kindOptions { return &ShopifyOptions{} },
+		check:       checkShopifyGraphQL},
 	// Amazon SP-API Orders v2026-01-01 searchOrders (models/orders-api-model/
 	// orders_2026-01-01.json in amzn/selling-partner-api-models):
 	// maxResultsPerPage 1..100, usage plan 0.0056 requests/s with burst 20,
 	// lastUpdatedBefore at least 2 minutes before now. Settle 3m adds a
 	// minute for clock skew and timer latency; hourly slices keep the
-	// steady state at one request an hour. With api_version v0 the rate is
-	// getOrders' own (amazonV0Info).
-	"amazon": {PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0056, Burst: 20},
+	// steady state at one request an hour.
+	{name: "amazon", defaults: KindInfo{PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0056, Burst: 20},
 		Interval: Duration(time.Hour), Settle: Duration(3 * time.Minute), MinSettle: Duration(2 * time.Minute)},
+		// options.api_version v0: Orders v0 getOrders
+		// (models/orders-api-model/ordersV0.json): MaxResultsPerPage
+		// 1..100, usage plan 0.0167 requests/s with burst 20, the same
+		// 2-minute rule.
+		apiOption: "api_version",
+		apiDefaults: map[string]KindInfo{AmazonAPIV0: {PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0167, Burst: 20},
+			Interval: Duration(time.Hour), Settle: Duration(3 * time.Minute), MinSettle: Duration(2 * time.Minute)}},
+		options: func() kindOptions { return &AmazonOptions{} }},
 	// eBay Sell Fulfillment getOrders: limit 1..200
 	// (https://developer.ebay.com/api-docs/sell/fulfillment/resources/order/methods/getOrders);
 	// 100,000 calls a day by default (https://developer.ebay.com/develop/api/sell/api_call_limits):
 	// 1 request/s stays under it.
-	"ebay": {PageSize: 200, MaxPageSize: 200, RateLimit: RateLimit{RPS: 1, Burst: 5}},
+	{name: "ebay", defaults: KindInfo{PageSize: 200, MaxPageSize: 200, RateLimit: RateLimit{RPS: 1, Burst: 5}},
+		options: func() kindOptions { return &EbayOptions{} }},
 	// WooCommerce REST v3 GET /wp-json/wc/v3/orders: per_page 1..100
 	// (https://woocommerce.github.io/woocommerce-rest-api-docs/#list-all-orders).
 	// WooCommerce sets no rate limit; the host does, so ordersync's default stays.
-	"woocommerce": {PageSize: 100, MaxPageSize: 100},
+	{name: "woocommerce", defaults: KindInfo{PageSize: 100, MaxPageSize: 100},
+		options: func() kindOptions { return &WooCommerceOptions{} },
+		check:   checkWooCommerceEndpoint},
+	// Any JSON API, described by its options (kinds_http.go): nothing is
+	// known of its limits.
+	{name: "http", options: func() kindOptions { return &HTTPOptions{} }},
 }
 
-// amazonV0Info is kind amazon with options.api_version v0: Orders v0
-// getOrders (models/orders-api-model/ordersV0.json): MaxResultsPerPage
-// 1..100, usage plan 0.0167 requests/s with burst 20, the same 2-minute rule.
-var amazonV0Info = KindInfo{PageSize: 100, MaxPageSize: 100, RateLimit: RateLimit{RPS: 0.0167, Burst: 20},
-	Interval: Duration(time.Hour), Settle: Duration(3 * time.Minute), MinSettle: Duration(2 * time.Minute)}
+// Kinds lists the connector kinds a platform may name, in kindSpecs order.
+var Kinds = func() []string {
+	names := make([]string, len(kindSpecs))
+	for i, s := range kindSpecs {
+		names[i] = s.name
+	}
+	return names
+}()
 
-// shopifyRESTInfo is kind shopify with options.api: rest, the REST Admin
-// API, GET /admin/api/{version}/orders.json: limit is 1..250
-// (https://shopify.dev/docs/api/admin-rest/latest/resources/order);
-// requests are a leaky bucket of 40 that leaks 2/s on standard plans
-// (https://shopify.dev/docs/api/admin-rest/usage/rate-limits).
-var shopifyRESTInfo = KindInfo{PageSize: 250, MaxPageSize: 250, RateLimit: RateLimit{RPS: 2, Burst: 40}}
+// kindSpecOf is the spec of a kind; false for a kind config does not know.
+func kindSpecOf(kind string) (kindSpec, bool) {
+	for _, s := range kindSpecs {
+		if s.name == kind {
+			return s, true
+		}
+	}
+	return kindSpec{}, false
+}
 
 // KindDefaults returns what ordersync knows about a kind (zero for kinds with
 // no documented limits, such as sim and http), for the kind's default API.
-func KindDefaults(kind string) KindInfo { return kindInfo[kind] }
+func KindDefaults(kind string) KindInfo {
+	s, _ := kindSpecOf(kind)
+	return s.defaults
+}
 
 // kindInfoOf is what ordersync knows about p's kind at the API its options
 // choose: amazon on the legacy v0 API has v0's rate, shopify on REST its
 // request bucket.
 func kindInfoOf(p Platform) KindInfo {
-	if p.Kind == "amazon" && p.Options["api_version"] == AmazonAPIV0 {
-		return amazonV0Info
+	s, _ := kindSpecOf(p.Kind)
+	if s.apiOption == "" {
+		return s.defaults
 	}
-	if p.Kind == "shopify" && p.Options["api"] == ShopifyREST {
-		return shopifyRESTInfo
+	if api, ok := p.Options[s.apiOption].(string); ok {
+		if k, ok := s.apiDefaults[api]; ok {
+			return k
+		}
 	}
-	return kindInfo[p.Kind]
+	return s.defaults
 }
 
 // applyKindDefaults sets the kind's defaults on every field that neither the
 // default block nor the platform entry set; explicit holds the field paths
 // they did set ("page_size", "rate_limit.rps", ...).
 func applyKindDefaults(p *Platform, explicit map[string]bool) {
-	if _, ok := kindInfo[p.Kind]; !ok {
+	if _, ok := kindSpecOf(p.Kind); !ok {
 		return
 	}
 	k := kindInfoOf(*p)
@@ -110,7 +170,7 @@ func applyKindDefaults(p *Platform, explicit map[string]bool) {
 }
 
 // validateKind checks what only the kind knows: page size and settle limits,
-// and the kind's options.
+// the kind's own checks and its options.
 func (p Platform) validateKind() *ValidationError {
 	ve := &ValidationError{}
 	k := kindInfoOf(p)
@@ -120,14 +180,12 @@ func (p Platform) validateKind() *ValidationError {
 	if p.Settle < k.MinSettle {
 		ve.add(p.Name, "settle", "%s rejects windows ending less than %s before now; must be at least %s, got %s", p.Kind, k.MinSettle, k.MinSettle, p.Settle)
 	}
-	if p.Kind == "woocommerce" && strings.HasPrefix(p.Endpoint, "http://") {
-		ve.add(p.Name, "endpoint", "WooCommerce accepts a consumer key and secret only over HTTPS (plain HTTP needs OAuth 1.0a, which ordersync does not implement)")
+	s, _ := kindSpecOf(p.Kind)
+	if s.check != nil {
+		s.check(p, ve)
 	}
-	if newOpts, ok := kindOptionTypes[p.Kind]; ok {
-		ve.merge(p.decodeKindOptions(newOpts()))
-	}
-	if p.Kind == "shopify" && len(ve.Problems) == 0 {
-		ve.merge(p.validateShopifyGraphQL())
+	if s.options != nil {
+		ve.merge(p.decodeKindOptions(s.options()))
 	}
 	if len(ve.Problems) == 0 {
 		return nil
@@ -144,26 +202,22 @@ type kindOptions interface {
 	finish(p Platform, bad problemFunc)
 }
 
-var kindOptionTypes = map[string]func() kindOptions{
-	"shopify":     func() kindOptions { return &ShopifyOptions{} },
-	"amazon":      func() kindOptions { return &AmazonOptions{} },
-	"ebay":        func() kindOptions { return &EbayOptions{} },
-	"woocommerce": func() kindOptions { return &WooCommerceOptions{} },
-	"http":        func() kindOptions { return &HTTPOptions{} },
-}
-
 // anyKindOption lists the top-level option names some kind knows. A key one
 // kind does not know but another does is ignored rather than reported, so a
 // default block can carry options for several kinds; a typo is reported.
-var anyKindOption = func() map[string]bool {
-	known := map[string]bool{}
-	for _, newOpts := range kindOptionTypes {
-		for name := range yamlFields(reflect.TypeOf(newOpts()).Elem()) {
-			known[name] = true
+// It is filled in init: kinds' checks decode options, which reads it.
+var anyKindOption = map[string]bool{}
+
+func init() {
+	for _, s := range kindSpecs {
+		if s.options == nil {
+			continue
+		}
+		for name := range yamlFields(reflect.TypeOf(s.options()).Elem()) {
+			anyKindOption[name] = true
 		}
 	}
-	return known
-}()
+}
 
 // decodeKindOptions decodes p.Options into target, fills in defaults and
 // validates; problems name the field as "options.<path>".
@@ -180,7 +234,11 @@ func (p Platform) decodeKindOptions(target kindOptions) *ValidationError {
 	return ve
 }
 
-func kindOptionsOf[T any, PT interface {
+// KindOptions decodes, defaults and validates p's options as T, the
+// options type of p's kind (ShopifyOptions, AmazonOptions, ...): what a
+// connector calls to read its settings. Problems name the field as
+// "options.<path>".
+func KindOptions[T any, PT interface {
 	*T
 	kindOptions
 }](p Platform) (T, error) {
@@ -362,9 +420,6 @@ type ShopifyOptions struct {
 	LineItemsPageSize int `yaml:"line_items_page_size"`
 }
 
-// ShopifyOptions decodes, defaults and validates the options of a shopify platform.
-func (p Platform) ShopifyOptions() (ShopifyOptions, error) { return kindOptionsOf[ShopifyOptions](p) }
-
 var shopifyVersion = regexp.MustCompile(`^(20\d\d-(01|04|07|10)|unstable)$`)
 
 func (o *ShopifyOptions) finish(_ Platform, bad problemFunc) {
@@ -400,14 +455,16 @@ func (o *ShopifyOptions) finish(_ Platform, bad problemFunc) {
 	}
 }
 
-// validateShopifyGraphQL checks what the GraphQL Admin API's limits mean for
-// the platform's page settings, once its options are valid.
-func (p Platform) validateShopifyGraphQL() *ValidationError {
-	o, err := p.ShopifyOptions()
-	if err != nil || o.API != ShopifyGraphQL {
-		return nil
+// checkShopifyGraphQL checks what the GraphQL Admin API's limits mean for
+// the platform's page settings, once its limits and options are valid.
+func checkShopifyGraphQL(p Platform, ve *ValidationError) {
+	if len(ve.Problems) > 0 {
+		return
 	}
-	ve := &ValidationError{}
+	o, err := KindOptions[ShopifyOptions](p)
+	if err != nil || o.API != ShopifyGraphQL {
+		return
+	}
 	if cost := ShopifyOrdersQueryCost(p.PageSize, o.LineItemsPageSize); cost > ShopifyMaxQueryCost {
 		fit := (ShopifyMaxQueryCost - 2) / (ShopifyOrdersQueryCost(1, o.LineItemsPageSize) - 2)
 		ve.add(p.Name, "page_size", "a page of %d orders listing %d lines each costs %d points, over Shopify's single-query maximum of %d: use at most %d, or lower options.line_items_page_size",
@@ -419,10 +476,6 @@ func (p Platform) validateShopifyGraphQL() *ValidationError {
 		ve.add(p.Name, "max_pages", "%d pages of %d orders page through %d orders in one query, past Shopify's limit of %d: use at most %d",
 			p.MaxPages, p.PageSize, n, ShopifyPaginationLimit, ShopifyPaginationLimit/max(p.PageSize, 1))
 	}
-	if len(ve.Problems) == 0 {
-		return nil
-	}
-	return ve
 }
 
 // DefaultAmazonTokenURL is the Login with Amazon token endpoint SP-API uses in every region.
@@ -457,9 +510,6 @@ type AmazonOptions struct {
 	// RECIPIENT (personal data) are stored only when listed here.
 	IncludedData []string `yaml:"included_data"`
 }
-
-// AmazonOptions decodes, defaults and validates the options of an amazon platform.
-func (p Platform) AmazonOptions() (AmazonOptions, error) { return kindOptionsOf[AmazonOptions](p) }
 
 var marketplaceID = regexp.MustCompile(`^[A-Z0-9]{5,20}$`)
 
@@ -505,9 +555,6 @@ type EbayOptions struct {
 	Scopes []string `yaml:"scopes"`
 }
 
-// EbayOptions decodes, defaults and validates the options of an ebay platform.
-func (p Platform) EbayOptions() (EbayOptions, error) { return kindOptionsOf[EbayOptions](p) }
-
 func (o *EbayOptions) finish(p Platform, bad problemFunc) {
 	o.TokenURL = defaultURL(o.TokenURL, strings.TrimRight(p.Endpoint, "/")+"/identity/v1/oauth2/token", "token_url", bad)
 	if len(o.Scopes) == 0 {
@@ -523,9 +570,12 @@ type WooCommerceOptions struct {
 	Auth string `yaml:"auth"`
 }
 
-// WooCommerceOptions decodes, defaults and validates the options of a woocommerce platform.
-func (p Platform) WooCommerceOptions() (WooCommerceOptions, error) {
-	return kindOptionsOf[WooCommerceOptions](p)
+// checkWooCommerceEndpoint refuses plain HTTP, over which WooCommerce
+// takes no consumer key and secret.
+func checkWooCommerceEndpoint(p Platform, ve *ValidationError) {
+	if strings.HasPrefix(p.Endpoint, "http://") {
+		ve.add(p.Name, "endpoint", "WooCommerce accepts a consumer key and secret only over HTTPS (plain HTTP needs OAuth 1.0a, which ordersync does not implement)")
+	}
 }
 
 func (o *WooCommerceOptions) finish(_ Platform, bad problemFunc) {

@@ -111,9 +111,6 @@ type HTTPErrors struct {
 	RateLimitHeader  string `yaml:"rate_limit_header"`  // requests/s; default X-RateLimit-Limit
 }
 
-// HTTPOptions decodes, defaults and validates the options of an http platform.
-func (p Platform) HTTPOptions() (HTTPOptions, error) { return kindOptionsOf[HTTPOptions](p) }
-
 var (
 	jsonPath  = regexp.MustCompile(`^[^.\s]+(\.[^.\s]+)*$`)
 	paramName = regexp.MustCompile(`^[A-Za-z0-9_.\-\[\]]+$`)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ platforms:
 	require.Equal(t, 5*time.Minute, tuned.Settle.D(), "the platform entry wins")
 	require.Equal(t, 50, tuned.PageSize)
 	require.Equal(t, 30*time.Minute, tuned.Interval.D())
-	o, err := tuned.AmazonOptions()
+	o, err := KindOptions[AmazonOptions](tuned)
 	require.NoError(t, err)
 	require.Equal(t, []string{"A1PA6795UKMFR9"}, o.MarketplaceIDs, "a single value is a list of one")
 	require.Equal(t, DefaultAmazonTokenURL, o.TokenURL)
@@ -73,7 +74,7 @@ platforms:
 	shop := get("shop")
 	require.Equal(t, 50, shop.PageSize, "GraphQL, the default API: a page within the single-query cost")
 	require.Equal(t, RateLimit{RPS: 10, Burst: 3}, shop.RateLimit)
-	so, err := shop.ShopifyOptions()
+	so, err := KindOptions[ShopifyOptions](shop)
 	require.NoError(t, err)
 	require.Equal(t, ShopifyOptions{API: ShopifyGraphQL, APIVersion: DefaultShopifyAPIVersion, RestoreRate: 100,
 		MaxCostAvailable: 2000, LineItemsPageSize: 4}, so)
@@ -83,11 +84,42 @@ platforms:
 
 	require.Equal(t, 100, get("woo").PageSize)
 	require.Equal(t, 200, get("bay").PageSize)
-	eo, err := get("bay").EbayOptions()
+	eo, err := KindOptions[EbayOptions](get("bay"))
 	require.NoError(t, err)
 	require.Equal(t, "https://api.ebay.com/identity/v1/oauth2/token", eo.TokenURL)
 	require.Equal(t, BuiltinDefaults().PageSize, get("simmy").PageSize, "sim has no kind defaults")
 	require.Equal(t, BuiltinDefaults().Settle, get("simmy").Settle)
+}
+
+// TestKindSpecs: every kind's defaults keep its own limits at each API it
+// speaks, and a kind that picks defaults by an option has that option.
+func TestKindSpecs(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range kindSpecs {
+		require.NotEmpty(t, s.name)
+		require.False(t, seen[s.name], "kind %s has two specs", s.name)
+		seen[s.name] = true
+		require.Equal(t, s.apiOption != "", len(s.apiDefaults) > 0, "kind %s: apiOption and apiDefaults go together", s.name)
+		if s.apiOption != "" {
+			require.NotNil(t, s.options, "kind %s", s.name)
+			require.Contains(t, yamlFields(reflect.TypeOf(s.options()).Elem()), s.apiOption, "kind %s", s.name)
+		}
+		infos := map[string]KindInfo{"": s.defaults}
+		for api, k := range s.apiDefaults {
+			infos[api] = k
+		}
+		for api, k := range infos {
+			if k.MaxPageSize > 0 {
+				require.LessOrEqual(t, k.PageSize, k.MaxPageSize, "kind %s api %q", s.name, api)
+			}
+			settle := k.Settle
+			if settle == 0 {
+				settle = BuiltinDefaults().Settle
+			}
+			require.GreaterOrEqual(t, settle, k.MinSettle, "kind %s api %q", s.name, api)
+		}
+	}
+	require.Len(t, Kinds, len(kindSpecs))
 }
 
 func TestKindValidation(t *testing.T) {
@@ -154,7 +186,7 @@ platforms:
 `))
 	require.NoError(t, err, "an option of another kind is not a typo")
 	p, _ := f.Get("woo")
-	o, err := p.WooCommerceOptions()
+	o, err := KindOptions[WooCommerceOptions](p)
 	require.NoError(t, err)
 	require.Equal(t, "query", o.Auth)
 
@@ -204,7 +236,7 @@ func TestAmazonAPIVersions(t *testing.T) {
 			f, err := Parse([]byte(tt.yaml))
 			require.NoError(t, err)
 			p, _ := f.Get("amz")
-			o, err := p.AmazonOptions()
+			o, err := KindOptions[AmazonOptions](p)
 			require.NoError(t, err)
 			require.Equal(t, tt.version, o.APIVersion)
 			require.Equal(t, tt.included, o.IncludedData)
@@ -244,7 +276,7 @@ func TestKindOptionsSurviveJSON(t *testing.T) {
 		"records_path": ".", "fields": {"id": "id", "updated_at": "meta.updated"},
 		"errors": {"retryable_status": [500, 503]}, "extra_query": {"status": "any", "n": 5}
 	}`), &p.Options))
-	o, err := p.HTTPOptions()
+	o, err := KindOptions[HTTPOptions](p)
 	require.NoError(t, err)
 	require.Equal(t, []int{500, 503}, o.Errors.RetryableStatus)
 	require.Equal(t, []int{429}, o.Errors.RateLimitStatus)
@@ -270,7 +302,7 @@ func TestHTTPKindOptionsAreValidatedAtLoad(t *testing.T) {
 	f, err := Parse([]byte(good))
 	require.NoError(t, err)
 	p, _ := f.Get("api")
-	o, err := p.HTTPOptions()
+	o, err := KindOptions[HTTPOptions](p)
 	require.NoError(t, err)
 	require.Equal(t, "X-Api-Key", o.Auth.Name)
 	require.Equal(t, "meta.next", o.Pagination.TokenPath)
@@ -410,7 +442,7 @@ func TestHTTPKindLinesOption(t *testing.T) {
 			}
 			require.NoError(t, err)
 			p, _ := f.Get("api")
-			o, err := p.HTTPOptions()
+			o, err := KindOptions[HTTPOptions](p)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, o.Lines)
 		})

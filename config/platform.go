@@ -10,9 +10,6 @@ import (
 	"time"
 )
 
-// Kinds lists the connector kinds a platform may name.
-var Kinds = []string{"sim", "shopify", "amazon", "ebay", "woocommerce", "http"}
-
 // Platform is one configured source account after the default block has been
 // merged in. It travels in workflow inputs and the `config` signal as JSON, so
 // it holds credential references, never secrets.

@@ -27,13 +27,13 @@ func (p Platform) warnings(now time.Time) []Problem {
 	}
 	switch p.Kind {
 	case "amazon":
-		if o, err := p.AmazonOptions(); err == nil && o.APIVersion == AmazonAPIV0 {
+		if o, err := KindOptions[AmazonOptions](p); err == nil && o.APIVersion == AmazonAPIV0 {
 			warn("options.api_version", "Amazon removes Orders API v0 (getOrders) on %s; set api_version %s (or remove it: it is the default). "+
 				"Order ids stay the same, so the switch loses and duplicates nothing (docs/connectors.md, amazon)",
 				AmazonV0Removal, AmazonAPI20260101)
 		}
 	case "shopify":
-		o, err := p.ShopifyOptions()
+		o, err := KindOptions[ShopifyOptions](p)
 		if err != nil {
 			return nil // the load reports it
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 )
 
-func init() { Register("amazon", NewAmazon) }
+func init() { register("amazon", newAmazon) }
 
 // Kind amazon lists a seller's orders through the SP-API Orders API, in one
 // of two versions (options.api_version):
@@ -27,11 +27,11 @@ func init() { Register("amazon", NewAmazon) }
 // x-amzn-RateLimit-Limit. Order ids are the same in both, so a platform can
 // move from one to the other without losing or duplicating an order.
 
-// AmazonMinSettle is how far behind now a window must end: getOrders and
+// amazonMinSettle is how far behind now a window must end: getOrders and
 // searchOrders want lastUpdatedBefore "at least 2 minutes before the time of
 // the request", and most order data is visible two minutes after an update
 // (ordersV0.json and orders_2026-01-01.json in amzn/selling-partner-api-models).
-const AmazonMinSettle = 2 * time.Minute
+const amazonMinSettle = 2 * time.Minute
 
 // amazonRateHeader carries the usage plan's requests/s on SP-API responses.
 const amazonRateHeader = "x-amzn-RateLimit-Limit"
@@ -48,16 +48,16 @@ type amazonAPI struct {
 	now          func() time.Time
 }
 
-// NewAmazon builds the connector of kind "amazon". The credential is a JSON
+// newAmazon builds the connector of kind "amazon". The credential is a JSON
 // object {"client_id","client_secret","refresh_token"} of an LWA app; the
 // endpoint is the region's SP-API host, e.g.
 // https://sellingpartnerapi-eu.amazon.com.
-func NewAmazon(p config.Platform) (Connector, error) {
+func newAmazon(p config.Platform) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := p.AmazonOptions()
+	opts, err := config.KindOptions[config.AmazonOptions](p)
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
@@ -70,7 +70,7 @@ func NewAmazon(p config.Platform) (Connector, error) {
 		cred:         p.Credentials,
 		marketplaces: strings.Join(opts.MarketplaceIDs, ","),
 		pageSize:     p.PageSize,
-		http:         NewHTTPClient(p),
+		http:         newHTTPClient(p),
 		now:          time.Now,
 	}
 	a.tokens = &tokenSource{platform: p.Name, now: time.Now, refresh: func(ctx context.Context) (string, time.Duration, error) {
@@ -93,16 +93,16 @@ func NewAmazon(p config.Platform) (Connector, error) {
 func (a *amazonAPI) runtimeSecrets() []string { return a.tokens.issuedTokens() }
 
 // checkSettled refuses a window whose inclusive upper bound before lies less
-// than AmazonMinSettle before now, with a TransientError rather than a
+// than amazonMinSettle before now, with a TransientError rather than a
 // clamp: clamping would silently shorten the window and lose the orders of
 // its last minutes, while a retry a little later succeeds. Config
 // validation keeps settle >= 2m, so this only guards reprocessing and clock
 // skew.
 func (a *amazonAPI) checkSettled(before time.Time, operation, layout string) error {
-	if latest := a.now().Add(-AmazonMinSettle); before.After(latest) {
+	if latest := a.now().Add(-amazonMinSettle); before.After(latest) {
 		return &TransientError{Platform: a.platform, Msg: fmt.Sprintf(
 			"window end %s is less than %s before now, which %s rejects; retry in %s",
-			before.Format(layout), AmazonMinSettle, operation, before.Sub(latest).Round(time.Second))}
+			before.Format(layout), amazonMinSettle, operation, before.Sub(latest).Round(time.Second))}
 	}
 	return nil
 }

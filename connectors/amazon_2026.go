@@ -92,11 +92,11 @@ func amazon2026Included(extra []string) string {
 // the window is read again from the start) and the caller needs no special
 // case; orders read twice are harmless. A token from v0 starts over too.
 func (c *amazon2026) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
 	after := req.From.UTC().Truncate(time.Millisecond)
-	before := CeilTime(req.To.UTC(), time.Millisecond)
+	before := ceilTime(req.To.UTC(), time.Millisecond)
 	if err := c.checkSettled(before, "searchOrders", amazonMillis); err != nil {
 		return Page{}, err
 	}
@@ -148,10 +148,10 @@ func (c *amazon2026) search(ctx context.Context, req PageRequest, after, before 
 		return Page{}, err
 	}
 	if code := resp.StatusCode(); token != "" && code == http.StatusBadRequest &&
-		strings.Contains(strings.ToLower(ErrorMessage(code, resp.Body())), "expired") {
+		strings.Contains(strings.ToLower(errorMessage(code, resp.Body())), "expired") {
 		return Page{}, errAmazonTokenExpired
 	}
-	if err := ResponseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
+	if err := responseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
 		return Page{}, err
 	}
 	page, answered, err := c.decodePage(resp.Body(), req.Page)
@@ -167,13 +167,13 @@ func (c *amazon2026) search(ctx context.Context, req PageRequest, after, before 
 			"searchOrders listed orders updated until %s, not until %s as asked; retrying rather than skipping the rest of the window",
 			answered, before.Format(amazonMillis))}
 	}
-	page.RateLimit = HeaderFloat(resp.Header(), amazonRateHeader)
+	page.RateLimit = headerFloat(resp.Header(), amazonRateHeader)
 	return page, nil
 }
 
 // decodePage returns a page and the response's lastUpdatedBefore.
 func (c *amazon2026) decodePage(body []byte, page int) (Page, string, error) {
-	items, err := DecodeArrayPath(c.platform, page, body, []string{"orders"})
+	items, err := decodeArrayPath(c.platform, page, body, []string{"orders"})
 	if err != nil {
 		return Page{}, "", err
 	}
@@ -183,10 +183,10 @@ func (c *amazon2026) decodePage(body []byte, page int) (Page, string, error) {
 		} `json:"pagination"`
 		LastUpdatedBefore string `json:"lastUpdatedBefore"`
 	}
-	if err := DecodeJSON(c.platform, page, body, &env); err != nil {
+	if err := decodeJSON(c.platform, page, body, &env); err != nil {
 		return Page{}, "", err
 	}
-	orders, err := DecodeItems(c.platform, page, items, c.order)
+	orders, err := decodeOrders(c.platform, page, items, c.order)
 	if err != nil {
 		return Page{}, "", err
 	}
@@ -237,20 +237,11 @@ type amazon2026Item struct {
 // (which the API marks required) keeps HasLines false, so the store keeps
 // the lines it has rather than dropping them.
 func (c *amazon2026) order(ao amazon2026Order, raw json.RawMessage) (Order, error) {
-	if ao.OrderID == "" {
-		return Order{}, errors.New("missing orderId")
-	}
-	updated, err := time.Parse(time.RFC3339Nano, ao.LastUpdatedTime)
+	updated, created, err := orderHead(platformField{"orderId", ao.OrderID}, platformField{"lastUpdatedTime", ao.LastUpdatedTime}, platformField{"createdTime", ao.CreatedTime})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: lastUpdatedTime %q is not an ISO 8601 time", ao.OrderID, ao.LastUpdatedTime)
+		return Order{}, err
 	}
-	var created time.Time
-	if ao.CreatedTime != "" {
-		if created, err = time.Parse(time.RFC3339Nano, ao.CreatedTime); err != nil {
-			return Order{}, fmt.Errorf("id %s: createdTime %q is not an ISO 8601 time", ao.OrderID, ao.CreatedTime)
-		}
-	}
-	o := Order{Platform: c.platform, ID: ao.OrderID, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(), Raw: raw}
+	o := Order{Platform: c.platform, ID: ao.OrderID, CreatedAt: created, UpdatedAt: updated, Raw: raw}
 	if f := ao.Fulfillment; f != nil {
 		o.Status = f.FulfillmentStatus
 	}
@@ -274,7 +265,7 @@ func (c *amazon2026) order(ao amazon2026Order, raw json.RawMessage) (Order, erro
 // offset, moved from the item to the order, so the MalformedError points at
 // the bad byte in the page.
 func (c *amazon2026) lines(raw json.RawMessage) ([]OrderLine, error) {
-	items, err := DecodeArrayPath(c.platform, 0, raw, []string{"orderItems"})
+	items, err := decodeArrayPath(c.platform, 0, raw, []string{"orderItems"})
 	if err != nil {
 		var me *MalformedError
 		if errors.As(err, &me) {

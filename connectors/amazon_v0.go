@@ -3,7 +3,6 @@ package connectors
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,10 +22,10 @@ type amazonV0 struct {
 // Both bounds of getOrders are inclusive and times have whole seconds, so
 // the request covers [floor(From), last second before To].
 func (c *amazonV0) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
-	before := LastInstantBefore(req.To.UTC(), time.Second)
+	before := lastInstantBefore(req.To.UTC(), time.Second)
 	if err := c.checkSettled(before, "getOrders", time.RFC3339); err != nil {
 		return Page{}, err
 	}
@@ -53,11 +52,11 @@ func (c *amazonV0) ListOrders(ctx context.Context, req PageRequest) (Page, error
 	if err != nil {
 		return Page{}, err
 	}
-	if err := ResponseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
+	if err := responseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
 		return Page{}, err
 	}
 	page, err := c.decodePage(resp.Body(), req.Page)
-	page.RateLimit = HeaderFloat(resp.Header(), amazonRateHeader)
+	page.RateLimit = headerFloat(resp.Header(), amazonRateHeader)
 	return page, err
 }
 
@@ -76,7 +75,7 @@ type amazonOrder struct {
 }
 
 func (c *amazonV0) decodePage(body []byte, page int) (Page, error) {
-	items, err := DecodeArrayPath(c.platform, page, body, []string{"payload", "Orders"})
+	items, err := decodeArrayPath(c.platform, page, body, []string{"payload", "Orders"})
 	if err != nil {
 		return Page{}, err
 	}
@@ -85,10 +84,10 @@ func (c *amazonV0) decodePage(body []byte, page int) (Page, error) {
 			NextToken string `json:"NextToken"`
 		} `json:"payload"`
 	}
-	if err := DecodeJSON(c.platform, page, body, &env); err != nil {
+	if err := decodeJSON(c.platform, page, body, &env); err != nil {
 		return Page{}, err
 	}
-	orders, err := DecodeItems(c.platform, page, items, c.order)
+	orders, err := decodeOrders(c.platform, page, items, c.order)
 	if err != nil {
 		return Page{}, err
 	}
@@ -99,21 +98,12 @@ func (c *amazonV0) decodePage(body []byte, page int) (Page, error) {
 // (the total is then ""); getOrders lists no line items, so LineCount is the
 // number of units, shipped plus unshipped, and Lines stay unknown.
 func (c *amazonV0) order(ao amazonOrder, raw json.RawMessage) (Order, error) {
-	if ao.AmazonOrderID == "" {
-		return Order{}, errors.New("missing AmazonOrderId")
-	}
-	updated, err := time.Parse(time.RFC3339Nano, ao.LastUpdateDate)
+	updated, created, err := orderHead(platformField{"AmazonOrderId", ao.AmazonOrderID}, platformField{"LastUpdateDate", ao.LastUpdateDate}, platformField{"PurchaseDate", ao.PurchaseDate})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: LastUpdateDate %q is not an ISO 8601 time", ao.AmazonOrderID, ao.LastUpdateDate)
+		return Order{}, err
 	}
-	var created time.Time
-	if ao.PurchaseDate != "" {
-		if created, err = time.Parse(time.RFC3339Nano, ao.PurchaseDate); err != nil {
-			return Order{}, fmt.Errorf("id %s: PurchaseDate %q is not an ISO 8601 time", ao.AmazonOrderID, ao.PurchaseDate)
-		}
-	}
-	o := Order{Platform: c.platform, ID: ao.AmazonOrderID, Status: ao.OrderStatus, CreatedAt: created.UTC(),
-		UpdatedAt: updated.UTC(), LineCount: ao.NumberOfItemsShipped + ao.NumberOfItemsUnshipped, Raw: raw}
+	o := Order{Platform: c.platform, ID: ao.AmazonOrderID, Status: ao.OrderStatus, CreatedAt: created,
+		UpdatedAt: updated, LineCount: ao.NumberOfItemsShipped + ao.NumberOfItemsUnshipped, Raw: raw}
 	if t := ao.OrderTotal; t != nil {
 		if !ValidDecimal(t.Amount) {
 			return Order{}, fmt.Errorf("id %s: OrderTotal.Amount %q is not a decimal number", ao.AmazonOrderID, t.Amount)

@@ -3,6 +3,34 @@
 // page at a time. Errors are classified so workflows can act on them: rate
 // limits wait, transient failures retry, permanent ones go to the dead-letter
 // workflow at once.
+//
+// # Adding a kind
+//
+// A kind is one spec in config and one file here:
+//
+//  1. config/kinds.go: an entry in kindSpecs with the kind's name, the
+//     defaults its platform documents (page size and its maximum, rate,
+//     interval, settle and its minimum), and, if it takes options, an
+//     options type with a finish method that fills in defaults and
+//     reports problems. config.Kinds, the defaults at load and the checks
+//     at load all come from that entry.
+//  2. connectors/<kind>.go: the connector, registered under the same name
+//     by func init() { register("<kind>", new<Kind>) }. Its constructor
+//     reads its options with config.KindOptions[config.<Kind>Options](p).
+//
+// TestKindsAgree (kinds_test.go) fails until both exist, and loads a
+// platform of every kind through config to build its connector: add the
+// kind's fixture to kindFixtures (kindfixtures_test.go) and the shared
+// origin, decoding and redaction tests cover it too. docs/connectors.md,
+// "Adding a kind", says the same for readers of the docs.
+//
+// # Shared helpers
+//
+// By concern: httpclient.go builds a platform's HTTP client and requests,
+// httperrors.go classifies failures and statuses into the error types
+// below, jsondecode.go decodes pages and orders with byte offsets in
+// errors, timewindow.go turns windows and timestamps into a platform's
+// formats, order.go holds the Order every kind returns.
 package connectors
 
 import (
@@ -65,18 +93,18 @@ type Connector interface {
 	ListOrders(ctx context.Context, req PageRequest) (Page, error)
 }
 
-// Factory builds a connector for a platform's settings. It resolves
+// factory builds a connector for a platform's settings. It resolves
 // credentials itself, so secrets never leave the process that uses them.
-type Factory func(p config.Platform) (Connector, error)
+type factory func(p config.Platform) (Connector, error)
 
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
+	registry   = map[string]factory{}
 )
 
-// Register makes a connector kind available. It is called from init
+// register makes a connector kind available. It is called from init
 // functions; registering a kind twice panics, as that is a programming error.
-func Register(kind string, f Factory) {
+func register(kind string, f factory) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if _, dup := registry[kind]; dup {

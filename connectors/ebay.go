@@ -3,7 +3,6 @@ package connectors
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -15,7 +14,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 )
 
-func init() { Register("ebay", NewEbay) }
+func init() { register("ebay", newEbay) }
 
 // ebayMaxLimit is getOrders' largest limit ("If a requested limit is more
 // than 200, the call fails").
@@ -47,16 +46,16 @@ type ebayConnector struct {
 	tokens   *tokenSource
 }
 
-// NewEbay builds the connector of kind "ebay". Endpoint is
+// newEbay builds the connector of kind "ebay". Endpoint is
 // https://api.ebay.com (or https://api.sandbox.ebay.com); the credential is a
 // JSON object {"client_id","client_secret","refresh_token"}: the app's keys
 // and the seller's refresh token from the authorization code grant.
-func NewEbay(p config.Platform) (Connector, error) {
+func newEbay(p config.Platform) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := p.EbayOptions()
+	opts, err := config.KindOptions[config.EbayOptions](p)
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
@@ -65,7 +64,7 @@ func NewEbay(p config.Platform) (Connector, error) {
 		return nil, err
 	}
 	c := &ebayConnector{platform: p.Name, cred: p.Credentials, url: base + "/sell/fulfillment/v1/order",
-		pageSize: p.PageSize, http: NewHTTPClient(p)}
+		pageSize: p.PageSize, http: newHTTPClient(p)}
 	c.tokens = &tokenSource{platform: p.Name, now: time.Now, refresh: func(ctx context.Context) (string, time.Duration, error) {
 		secret, err := jsonSecret(p, fields...)
 		if err != nil {
@@ -86,7 +85,7 @@ func NewEbay(p config.Platform) (Connector, error) {
 func (c *ebayConnector) runtimeSecrets() []string { return c.tokens.issuedTokens() }
 
 func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
 	offset, anchor := 0, ""
@@ -105,7 +104,7 @@ func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, 
 	const ms = "2006-01-02T15:04:05.000Z07:00"
 	q := map[string]string{
 		"filter": fmt.Sprintf("lastmodifieddate:[%s..%s]", req.From.UTC().Truncate(time.Millisecond).Format(ms),
-			LastInstantBefore(req.To.UTC(), time.Millisecond).Format(ms)),
+			lastInstantBefore(req.To.UTC(), time.Millisecond).Format(ms)),
 		"limit":  strconv.Itoa(limit),
 		"offset": strconv.Itoa(offset),
 	}
@@ -115,7 +114,7 @@ func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, 
 	if err != nil {
 		return Page{}, asTransportError(c.platform, err)
 	}
-	if err := ResponseError(c.platform, c.cred, resp, ""); err != nil {
+	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return Page{}, err
 	}
 	orders, err := c.decodePage(resp.Body(), req.Page)
@@ -169,11 +168,11 @@ type ebayLineItem struct {
 }
 
 func (c *ebayConnector) decodePage(body []byte, page int) ([]Order, error) {
-	items, err := DecodeArrayField(c.platform, page, body, "orders")
+	items, err := decodeArrayField(c.platform, page, body, "orders")
 	if err != nil {
 		return nil, err
 	}
-	orders, err := DecodeItems(c.platform, page, items, c.order)
+	orders, err := decodeOrders(c.platform, page, items, c.order)
 	if err != nil {
 		return nil, err
 	}
@@ -186,18 +185,9 @@ func (c *ebayConnector) decodePage(body []byte, page int) ([]Order, error) {
 // and the unit price from lineItemCost, which eBay documents as the unit
 // price times the quantity, before discounts (see ebayUnitPrice).
 func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) {
-	if eo.OrderID == "" {
-		return Order{}, errors.New("missing orderId")
-	}
-	updated, err := time.Parse(time.RFC3339Nano, eo.LastModifiedDate)
+	updated, created, err := orderHead(platformField{"orderId", eo.OrderID}, platformField{"lastModifiedDate", eo.LastModifiedDate}, platformField{"creationDate", eo.CreationDate})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: lastModifiedDate %q is not an ISO 8601 time", eo.OrderID, eo.LastModifiedDate)
-	}
-	var created time.Time
-	if eo.CreationDate != "" {
-		if created, err = time.Parse(time.RFC3339Nano, eo.CreationDate); err != nil {
-			return Order{}, fmt.Errorf("id %s: creationDate %q is not an ISO 8601 time", eo.OrderID, eo.CreationDate)
-		}
+		return Order{}, err
 	}
 	total := eo.PricingSummary.Total
 	if !ValidDecimal(total.Value) {
@@ -207,7 +197,7 @@ func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) 
 	if eo.CancelStatus.CancelState == "CANCELED" {
 		status = "CANCELED"
 	}
-	o := Order{Platform: c.platform, ID: eo.OrderID, Status: status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
+	o := Order{Platform: c.platform, ID: eo.OrderID, Status: status, CreatedAt: created, UpdatedAt: updated,
 		Currency: total.Currency, Total: total.Value, Raw: raw}
 	if eo.LineItems == nil {
 		return o, nil

@@ -12,7 +12,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 )
 
-func init() { Register("http", NewHTTPKind) }
+func init() { register("http", newHTTPKind) }
 
 // httpKindConnector is the declarative connector: everything it knows about
 // the platform comes from the platform's options (config.HTTPOptions), so a
@@ -28,15 +28,15 @@ type httpKindConnector struct {
 	authQuery map[string]string
 }
 
-// NewHTTPKind builds the connector of kind "http" from its options (see
+// newHTTPKind builds the connector of kind "http" from its options (see
 // config.HTTPOptions and docs/connectors.md). The secret is resolved here
 // and kept only inside the HTTP client (or its query parameters).
-func NewHTTPKind(p config.Platform) (Connector, error) {
+func newHTTPKind(p config.Platform) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := p.HTTPOptions()
+	opts, err := config.KindOptions[config.HTTPOptions](p)
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
@@ -46,7 +46,7 @@ func NewHTTPKind(p config.Platform) (Connector, error) {
 	}
 	u, _ := url.Parse(base)
 	c := &httpKindConnector{platform: p.Name, cred: p.Credentials, opts: opts, url: base + opts.Path,
-		origin: originOf(u), pageSize: p.PageSize, http: NewHTTPClient(p)}
+		origin: originOf(u), pageSize: p.PageSize, http: newHTTPClient(p)}
 	for k, v := range opts.Headers {
 		c.http.SetHeader(k, v)
 	}
@@ -71,7 +71,7 @@ func NewHTTPKind(p config.Platform) (Connector, error) {
 // The token is the cursor (cursor), the next URL (link), the next offset
 // (offset) or the next page number (page).
 func (c *httpKindConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
 	pg := c.opts.Pagination
@@ -82,7 +82,7 @@ func (c *httpKindConnector) ListOrders(ctx context.Context, req PageRequest) (Pa
 	}
 	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).Get(target)
 	if err != nil {
-		return Page{}, TransportError(c.platform, err)
+		return Page{}, transportError(c.platform, err)
 	}
 	if err := c.classify(resp); err != nil {
 		return Page{}, err
@@ -92,15 +92,15 @@ func (c *httpKindConnector) ListOrders(ctx context.Context, req PageRequest) (Pa
 	if c.opts.RecordsPath != "." {
 		path = strings.Split(c.opts.RecordsPath, ".")
 	}
-	items, err := DecodeArrayPath(c.platform, req.Page, body, path)
+	items, err := decodeArrayPath(c.platform, req.Page, body, path)
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{Orders: make([]Order, 0, len(items)), RateLimit: HeaderFloat(resp.Header(), c.opts.Errors.RateLimitHeader)}
+	page := Page{Orders: make([]Order, 0, len(items)), RateLimit: headerFloat(resp.Header(), c.opts.Errors.RateLimitHeader)}
 	for i, it := range items {
 		o, err := c.order(it.Raw)
 		if err != nil {
-			return Page{}, ItemError(c.platform, req.Page, i, it, err)
+			return Page{}, itemError(c.platform, req.Page, i, it, err)
 		}
 		page.Orders = append(page.Orders, o)
 	}
@@ -155,9 +155,9 @@ func (c *httpKindConnector) request(req PageRequest, size int) (string, map[stri
 	}
 	if req.Token == "" || !pg.TokenOnly {
 		prec := timePrecision(w.Format)
-		to := CeilTime(req.To, prec)
+		to := ceilTime(req.To, prec)
 		if w.ToInclusive {
-			to = LastInstantBefore(req.To, prec)
+			to = lastInstantBefore(req.To, prec)
 		}
 		q[w.FromParam] = formatTime(w.Format, req.From)
 		q[w.ToParam] = formatTime(w.Format, to)
@@ -214,7 +214,7 @@ func (c *httpKindConnector) cursor(body []byte, page int) (string, error) {
 // link to another origin fails the page that carries it, before any
 // request is made to it.
 func (c *httpKindConnector) nextLink(resp *resty.Response, page int) (string, error) {
-	next := NextLink(resp.Header())
+	next := relNextLink(resp.Header())
 	if next == "" {
 		return "", nil
 	}

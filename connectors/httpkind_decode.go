@@ -169,7 +169,7 @@ func (c *httpKindConnector) classify(resp *resty.Response) error {
 		return nil
 	}
 	e := c.opts.Errors
-	msg := ErrorMessage(code, resp.Body())
+	msg := errorMessage(code, resp.Body())
 	if e.MessagePath != "" {
 		if m, err := decodeObject(resp.Body()); err == nil {
 			if v, ok := lookup(m, e.MessagePath); ok {
@@ -185,9 +185,9 @@ func (c *httpKindConnector) classify(resp *resty.Response) error {
 	}
 	switch {
 	case slices.Contains(e.RateLimitStatus, code):
-		return RateLimited(c.platform, resp.Header(), e.RetryAfterHeader, e.RateLimitHeader)
+		return rateLimited(c.platform, resp.Header(), e.RetryAfterHeader, e.RateLimitHeader)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return AuthError(c.platform, c.cred, code, msg)
+		return authError(c.platform, c.cred, code, msg)
 	case retryable:
 		return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("HTTP %d: %s", code, msg)}
 	}

@@ -59,7 +59,7 @@ type tokenRequest struct {
 
 // fetchToken performs a refresh and returns the access token and its
 // lifetime. A rejected refresh (400/401/403: invalid_grant, invalid_client)
-// is an AuthError; 429 and 5xx are retryable like any other request.
+// is an authError; 429 and 5xx are retryable like any other request.
 func fetchToken(ctx context.Context, c *resty.Client, platform string, tr tokenRequest) (string, time.Duration, error) {
 	r := c.R().SetContext(ctx).SetFormData(tr.form)
 	if tr.basicUser != "" {
@@ -67,20 +67,20 @@ func fetchToken(ctx context.Context, c *resty.Client, platform string, tr tokenR
 	}
 	resp, err := r.Post(tr.url)
 	if err != nil {
-		return "", 0, TransportError(platform, err)
+		return "", 0, transportError(platform, err)
 	}
 	switch code := resp.StatusCode(); {
 	case code == http.StatusBadRequest || code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return "", 0, AuthError(platform, tr.credential, code, "token refresh rejected: "+ErrorMessage(code, resp.Body()))
+		return "", 0, authError(platform, tr.credential, code, "token refresh rejected: "+errorMessage(code, resp.Body()))
 	case code < 200 || code > 299:
-		return "", 0, ResponseError(platform, tr.credential, resp, "")
+		return "", 0, responseError(platform, tr.credential, resp, "")
 	}
 	var body struct {
 		AccessToken string `json:"access_token"`
 		ExpiresIn   int64  `json:"expires_in"`
 	}
 	if err := json.Unmarshal(resp.Body(), &body); err != nil {
-		return "", 0, &MalformedError{Platform: platform, Offset: JSONErrorOffset(err, len(resp.Body())), Err: fmt.Errorf("token response from %s: %w", tr.url, err)}
+		return "", 0, &MalformedError{Platform: platform, Offset: jsonErrorOffset(err, len(resp.Body())), Err: fmt.Errorf("token response from %s: %w", tr.url, err)}
 	}
 	if body.AccessToken == "" {
 		return "", 0, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("token response from %s has no access_token", tr.url)}
@@ -150,7 +150,7 @@ func (ts *tokenSource) get(ctx context.Context) (token string, fresh bool, err e
 	case <-call.done:
 		return call.token, true, call.err
 	case <-ctx.Done():
-		return "", false, TransportError(ts.platform, ctx.Err())
+		return "", false, transportError(ts.platform, ctx.Err())
 	}
 }
 

@@ -107,3 +107,50 @@ func wantedKind(t reflect.Type) string {
 	}
 	return t.String()
 }
+
+// platformField is one of an order's fields as the platform names and
+// writes it, so an error can quote both.
+type platformField struct{ name, value string }
+
+// orderHead checks what every order must have, an id and an update time
+// (the slicing key), and reads the creation time it may have. Times are
+// RFC 3339 (ISO 8601 as platforms write it), returned in UTC; an error names
+// the order, the field and the value.
+func orderHead(id, updated, created platformField) (updatedAt, createdAt time.Time, err error) {
+	if id.value == "" {
+		return time.Time{}, time.Time{}, errors.New("missing " + id.name)
+	}
+	parse := func(f platformField) (time.Time, error) {
+		t, err := time.Parse(time.RFC3339Nano, f.value)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("id %s: %s %q is not an ISO 8601 time", id.value, f.name, f.value)
+		}
+		return t.UTC(), nil
+	}
+	if updatedAt, err = parse(updated); err != nil || created.value == "" {
+		return updatedAt, time.Time{}, err
+	}
+	createdAt, err = parse(created)
+	return updatedAt, createdAt, err
+}
+
+// ValidDecimal reports whether s is a plain decimal number such as "12",
+// "-3.50" or "0.125": what money amounts look like, with no exponent, so
+// they can be stored exactly and never pass through a float.
+func ValidDecimal(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, hasDot := strings.Cut(s, ".")
+	return allDigits(intPart) && (!hasDot || allDigits(frac))
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 )
 
-func init() { Register("shopify", NewShopify) }
+func init() { register("shopify", newShopify) }
 
 // shopifyConnector lists a shop's orders through the legacy REST Admin API
 // (options.api: rest):
@@ -31,17 +31,17 @@ type shopifyConnector struct {
 	http     *resty.Client
 }
 
-// NewShopify builds the connector of kind "shopify". Endpoint is the shop,
+// newShopify builds the connector of kind "shopify". Endpoint is the shop,
 // e.g. https://acme.myshopify.com; the credential is the Admin API access
 // token (shpat_...); options.api picks the GraphQL Admin API (the default,
 // shopify_graphql.go) or the legacy REST Admin API, options.api_version
 // the API version.
-func NewShopify(p config.Platform) (Connector, error) {
+func newShopify(p config.Platform) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := p.ShopifyOptions()
+	opts, err := config.KindOptions[config.ShopifyOptions](p)
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
@@ -59,7 +59,7 @@ func NewShopify(p config.Platform) (Connector, error) {
 		url:      base + "/admin/api/" + opts.APIVersion + "/orders.json",
 		origin:   originOf(u),
 		pageSize: p.PageSize,
-		http:     NewHTTPClient(p).SetHeader("X-Shopify-Access-Token", token),
+		http:     newHTTPClient(p).SetHeader("X-Shopify-Access-Token", token),
 	}, nil
 }
 
@@ -74,7 +74,7 @@ func NewShopify(p config.Platform) (Connector, error) {
 // continues after the last order seen, so orders changing meanwhile do not
 // shift pages.
 func (c *shopifyConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
 	q := map[string]string{}
@@ -91,20 +91,20 @@ func (c *shopifyConnector) ListOrders(ctx context.Context, req PageRequest) (Pag
 	} else {
 		q["status"] = "any"
 		q["updated_at_min"] = req.From.UTC().Truncate(time.Second).Format(time.RFC3339)
-		q["updated_at_max"] = LastInstantBefore(req.To.UTC(), time.Second).Format(time.RFC3339)
+		q["updated_at_max"] = lastInstantBefore(req.To.UTC(), time.Second).Format(time.RFC3339)
 	}
 	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).Get(c.url)
 	if err != nil {
-		return Page{}, TransportError(c.platform, err)
+		return Page{}, transportError(c.platform, err)
 	}
-	if err := ResponseError(c.platform, c.cred, resp, ""); err != nil {
+	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return Page{}, err
 	}
 	page, err := c.decodePage(resp.Body(), req.Page)
 	if err != nil {
 		return Page{}, err
 	}
-	if next := NextLink(resp.Header()); next != "" {
+	if next := relNextLink(resp.Header()); next != "" {
 		// Only page_info is taken from the link, and it goes to the shop;
 		// still, a link to another origin is refused like any other.
 		u, err := sameOriginLink(c.platform, req.Page, c.origin, resp.RawResponse.Request.URL, next)
@@ -143,11 +143,11 @@ type shopifyLineItem struct {
 }
 
 func (c *shopifyConnector) decodePage(body []byte, page int) (Page, error) {
-	items, err := DecodeArrayField(c.platform, page, body, "orders")
+	items, err := decodeArrayField(c.platform, page, body, "orders")
 	if err != nil {
 		return Page{}, err
 	}
-	orders, err := DecodeItems(c.platform, page, items, c.order)
+	orders, err := decodeOrders(c.platform, page, items, c.order)
 	if err != nil {
 		return Page{}, err
 	}

@@ -71,7 +71,7 @@ func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base, toke
 		pageSize: p.PageSize,
 		lines:    opts.LineItemsPageSize,
 		budget:   CostBudget{Rate: opts.RestoreRate, Capacity: opts.MaxCostAvailable},
-		http: NewHTTPClient(p).SetHeader("X-Shopify-Access-Token", token).
+		http: newHTTPClient(p).SetHeader("X-Shopify-Access-Token", token).
 			SetHeader("Content-Type", "application/json"),
 	}
 }
@@ -120,15 +120,15 @@ fragment OrderLine on LineItem {
 }` + shopifyLineFragment
 )
 
-// ShopifySearchWindow is the orders query's filter for [from, to): the
+// shopifySearchWindow is the orders query's filter for [from, to): the
 // search syntax wants dates quoted
 // (https://shopify.dev/docs/api/usage/search-syntax), and Shopify keeps
 // updatedAt in whole seconds, so the bounds are whole seconds rounded
 // outwards: floor(from) inclusive, ceil(to) exclusive. Nothing updated
 // inside the window is left out.
-func ShopifySearchWindow(from, to time.Time) string {
+func shopifySearchWindow(from, to time.Time) string {
 	return fmt.Sprintf("updated_at:>='%s' AND updated_at:<'%s'",
-		from.UTC().Truncate(time.Second).Format(time.RFC3339), CeilTime(to.UTC(), time.Second).Format(time.RFC3339))
+		from.UTC().Truncate(time.Second).Format(time.RFC3339), ceilTime(to.UTC(), time.Second).Format(time.RFC3339))
 }
 
 // ListOrders fetches one page of the orders updated in [req.From, req.To),
@@ -140,7 +140,7 @@ func ShopifySearchWindow(from, to time.Time) string {
 // before it gets there. A window that cannot split (a second with more
 // orders) gets its last page shortened to the limit, then a PermanentError.
 func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
 	listed, cursor, err := c.parseToken(req.Token)
@@ -157,7 +157,7 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 		size = config.KindDefaults("shopify").PageSize
 	}
 	size = min(size, config.ShopifyMaxConnectionSize, config.ShopifyPaginationLimit-listed)
-	vars := map[string]any{"first": size, "query": ShopifySearchWindow(req.From, req.To), "lines": c.lines, "after": nil}
+	vars := map[string]any{"first": size, "query": shopifySearchWindow(req.From, req.To), "lines": c.lines, "after": nil}
 	if cursor != "" {
 		vars["after"] = cursor
 	}
@@ -165,7 +165,7 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 	if err != nil {
 		return Page{}, err
 	}
-	items, err := DecodeArrayPath(c.platform, req.Page, body, []string{"data", "orders", "nodes"})
+	items, err := decodeArrayPath(c.platform, req.Page, body, []string{"data", "orders", "nodes"})
 	if err != nil {
 		return Page{}, err
 	}
@@ -177,7 +177,7 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 			} `json:"orders"`
 		} `json:"data"`
 	}
-	if err := DecodeJSON(c.platform, req.Page, body, &env); err != nil {
+	if err := decodeJSON(c.platform, req.Page, body, &env); err != nil {
 		return Page{}, err
 	}
 	next := ""
@@ -190,7 +190,7 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 	}
 	var more []moreLines // the orders whose lines go on
 	index := 0
-	orders, err := DecodeItems(c.platform, req.Page, items, func(n shopifyNode, raw json.RawMessage) (Order, error) {
+	orders, err := decodeOrders(c.platform, req.Page, items, func(n shopifyNode, raw json.RawMessage) (Order, error) {
 		o, after, err := c.order(n, raw)
 		if err == nil && after != "" {
 			more = append(more, moreLines{index: index, offset: items[index].Offset, gid: n.ID, after: after})
@@ -259,13 +259,13 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 				} `json:"order"`
 			} `json:"data"`
 		}
-		if err := DecodeJSON(c.platform, req.Page, body, &env); err != nil {
+		if err := decodeJSON(c.platform, req.Page, body, &env); err != nil {
 			return err
 		}
 		if env.Data.Order == nil {
 			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its lines were listed; the page is listed again", o.ID)}
 		}
-		items, err := DecodeArrayPath(c.platform, req.Page, body, []string{"data", "order", "lineItems", "nodes"})
+		items, err := decodeArrayPath(c.platform, req.Page, body, []string{"data", "order", "lineItems", "nodes"})
 		if err != nil {
 			return err
 		}
@@ -278,7 +278,7 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 			}
 			if err != nil {
 				off := it.Offset
-				if jo := JSONErrorOffset(err, len(it.Raw)); jo >= 0 {
+				if jo := jsonErrorOffset(err, len(it.Raw)); jo >= 0 {
 					off += jo // a JSON error points into the line
 				}
 				return bad(off, fmt.Errorf("follow-up %d, line %d: %w", n+1, i, err))
@@ -474,14 +474,14 @@ func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, 
 		SetBody(map[string]any{"query": query, "operationName": operation, "variables": vars}).
 		Post(c.url)
 	if err != nil {
-		return nil, TransportError(c.platform, err)
+		return nil, transportError(c.platform, err)
 	}
-	if err := ResponseError(c.platform, c.cred, resp, ""); err != nil {
+	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return nil, err
 	}
 	body := resp.Body()
 	var r shopifyResponse
-	if err := DecodeJSON(c.platform, req.Page, body, &r); err != nil {
+	if err := decodeJSON(c.platform, req.Page, body, &r); err != nil {
 		return nil, err
 	}
 	if qc := r.Extensions.Cost; qc != nil {

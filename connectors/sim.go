@@ -15,7 +15,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 )
 
-func init() { Register("sim", NewSim) }
+func init() { register("sim", newSim) }
 
 // simConnector lists one shop of the ordersync simulator (package sim):
 // GET <endpoint>/orders?updated_from&updated_to&limit&page_token with a
@@ -27,10 +27,10 @@ type simConnector struct {
 	http     *resty.Client
 }
 
-// NewSim builds the connector of kind "sim". Endpoint is the shop's base URL,
+// newSim builds the connector of kind "sim". Endpoint is the shop's base URL,
 // e.g. http://127.0.0.1:8780/shops/acme. The bearer token is resolved here
 // and kept only inside the HTTP client; it is never logged or returned.
-func NewSim(p config.Platform) (Connector, error) {
+func newSim(p config.Platform) (Connector, error) {
 	u, err := url.Parse(p.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("endpoint %q is not an http(s) URL", p.Endpoint)}
@@ -43,7 +43,7 @@ func NewSim(p config.Platform) (Connector, error) {
 		platform: p.Name,
 		url:      strings.TrimRight(p.Endpoint, "/") + "/orders",
 		pageSize: p.PageSize,
-		http:     NewHTTPClient(p).SetAuthToken(token),
+		http:     newHTTPClient(p).SetAuthToken(token),
 	}, nil
 }
 
@@ -68,16 +68,16 @@ func (c *simConnector) ListOrders(ctx context.Context, req PageRequest) (Page, e
 	}
 	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).Get(c.url)
 	if err != nil {
-		return Page{}, TransportError(c.platform, err)
+		return Page{}, transportError(c.platform, err)
 	}
-	if err := StatusError(c.platform, resp); err != nil {
+	if err := statusError(c.platform, resp); err != nil {
 		return Page{}, err
 	}
 	page, err := c.decodePage(resp.Body(), req.Page)
 	if err != nil {
 		return Page{}, err
 	}
-	page.RateLimit = HeaderFloat(resp.Header(), "X-RateLimit-Limit")
+	page.RateLimit = headerFloat(resp.Header(), "X-RateLimit-Limit")
 	return page, nil
 }
 
@@ -106,14 +106,14 @@ type simLineItem struct {
 }
 
 func (c *simConnector) decodePage(body []byte, page int) (Page, error) {
-	items, err := DecodeArrayField(c.platform, page, body, "orders")
+	items, err := decodeArrayField(c.platform, page, body, "orders")
 	if err != nil {
 		return Page{}, err
 	}
 	var env struct {
 		NextPageToken string `json:"next_page_token"`
 	}
-	if err := DecodeJSON(c.platform, page, body, &env); err != nil {
+	if err := decodeJSON(c.platform, page, body, &env); err != nil {
 		return Page{}, err
 	}
 	orders := make([]Order, 0, len(items))
@@ -124,7 +124,7 @@ func (c *simConnector) decodePage(body []byte, page int) (Page, error) {
 			var se *json.SyntaxError
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &se) || errors.As(err, &te) {
-				off += JSONErrorOffset(err, len(it.Raw))
+				off += jsonErrorOffset(err, len(it.Raw))
 			}
 			return Page{}, &MalformedError{Platform: c.platform, Page: page, Offset: off, Err: fmt.Errorf("order %d: %w", i, err)}
 		}

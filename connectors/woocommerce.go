@@ -14,7 +14,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 )
 
-func init() { Register("woocommerce", NewWooCommerce) }
+func init() { register("woocommerce", newWooCommerce) }
 
 // wooTime is how WooCommerce writes and reads GMT times: no zone suffix.
 const wooTime = "2006-01-02T15:04:05"
@@ -31,15 +31,15 @@ type wooConnector struct {
 	query    map[string]string // consumer_key/consumer_secret when options.auth is query
 }
 
-// NewWooCommerce builds the connector of kind "woocommerce". Endpoint is the
+// newWooCommerce builds the connector of kind "woocommerce". Endpoint is the
 // site, e.g. https://shop.example.com; the credential is a JSON object
 // {"consumer_key":"ck_...","consumer_secret":"cs_..."}.
-func NewWooCommerce(p config.Platform) (Connector, error) {
+func newWooCommerce(p config.Platform) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := p.WooCommerceOptions()
+	opts, err := config.KindOptions[config.WooCommerceOptions](p)
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
@@ -47,7 +47,7 @@ func NewWooCommerce(p config.Platform) (Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &wooConnector{platform: p.Name, cred: p.Credentials, url: base + "/wp-json/wc/v3/orders", pageSize: p.PageSize, http: NewHTTPClient(p)}
+	c := &wooConnector{platform: p.Name, cred: p.Credentials, url: base + "/wp-json/wc/v3/orders", pageSize: p.PageSize, http: newHTTPClient(p)}
 	if opts.Auth == "query" {
 		c.query = map[string]string{"consumer_key": secret["consumer_key"], "consumer_secret": secret["consumer_secret"]}
 	} else {
@@ -71,7 +71,7 @@ func NewWooCommerce(p config.Platform) (Connector, error) {
 // adds no tiebreaker to orderby=modified, and orders modified in the same
 // second could swap places between two page requests.
 func (c *wooConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
-	if err := CheckWindow(c.platform, req); err != nil {
+	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
 	}
 	pageNo, total := 1, -1
@@ -87,7 +87,7 @@ func (c *wooConnector) ListOrders(ctx context.Context, req PageRequest) (Page, e
 	size := min(max(pageSize(req, c.pageSize), 1), 100)
 	q := map[string]string{
 		"modified_after":  req.From.UTC().Truncate(time.Second).Add(-time.Second).Format(wooTime),
-		"modified_before": CeilTime(req.To.UTC(), time.Second).Format(wooTime),
+		"modified_before": ceilTime(req.To.UTC(), time.Second).Format(wooTime),
 		"dates_are_gmt":   "true",
 		"orderby":         "id",
 		"order":           "asc",
@@ -96,9 +96,9 @@ func (c *wooConnector) ListOrders(ctx context.Context, req PageRequest) (Page, e
 	}
 	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).SetQueryParams(c.query).Get(c.url)
 	if err != nil {
-		return Page{}, TransportError(c.platform, err)
+		return Page{}, transportError(c.platform, err)
 	}
-	if err := ResponseError(c.platform, c.cred, resp, ""); err != nil {
+	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return Page{}, err
 	}
 	orders, err := c.decodePage(resp.Body(), req.Page)
@@ -153,11 +153,11 @@ type wooLineItem struct {
 }
 
 func (c *wooConnector) decodePage(body []byte, page int) ([]Order, error) {
-	items, err := DecodeArrayPath(c.platform, page, body, nil)
+	items, err := decodeArrayPath(c.platform, page, body, nil)
 	if err != nil {
 		return nil, err
 	}
-	orders, err := DecodeItems(c.platform, page, items, c.order)
+	orders, err := decodeOrders(c.platform, page, items, c.order)
 	if err != nil {
 		return nil, err
 	}

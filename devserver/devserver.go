@@ -7,32 +7,25 @@
 package devserver
 
 import (
+	"cmp"
 	"database/sql"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
-	uiserver "github.com/temporalio/ui-server/v2/server"
-	uiconfig "github.com/temporalio/ui-server/v2/server/config"
-	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/server/common/authorization"
-	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
-	"go.temporal.io/server/common/log"
-	"go.temporal.io/server/common/metrics"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives/timestamp"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
-	"go.temporal.io/server/temporal"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", also used by the server's own plugin
 
 	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/internal/tserver"
 )
 
 // Options configures the embedded server. Zero values take the defaults below.
@@ -59,35 +52,24 @@ type Options struct {
 }
 
 const (
-	DefaultFrontendPort = 7233
+	DefaultFrontendPort = tserver.DefaultFrontendPort
 	DefaultUIPort       = 8233
 	DefaultRetention    = 30 * 24 * time.Hour
 )
 
-// Server is a running embedded Temporal server.
+// Server is a running embedded Temporal server; FrontendAddress, UIAddress
+// and Stop come from tserver.Server.
 type Server struct {
-	opts     Options
-	temporal temporal.Server
-	ui       *uiserver.Server
-	uiErr    chan error
+	*tserver.Server
+	opts Options
 }
 
 func (o *Options) applyDefaults() error {
-	if o.IP == "" {
-		o.IP = "127.0.0.1"
-	}
-	if o.FrontendPort == 0 {
-		o.FrontendPort = DefaultFrontendPort
-	}
-	if o.Namespace == "" {
-		o.Namespace = "default"
-	}
-	if o.Retention == 0 {
-		o.Retention = DefaultRetention
-	}
-	if o.LogLevel == "" {
-		o.LogLevel = "warn"
-	}
+	o.IP = cmp.Or(o.IP, tserver.DefaultIP)
+	o.FrontendPort = cmp.Or(o.FrontendPort, DefaultFrontendPort)
+	o.Namespace = cmp.Or(o.Namespace, tserver.DefaultNamespace)
+	o.Retention = cmp.Or(o.Retention, DefaultRetention)
+	o.LogLevel = cmp.Or(o.LogLevel, tserver.DefaultLogLevel)
 	var err error
 	if o.FrontendPort < 0 {
 		if o.FrontendPort, err = freePort(o.IP); err != nil {
@@ -109,11 +91,11 @@ func Start(opts Options) (*Server, error) {
 	if err := opts.applyDefaults(); err != nil {
 		return nil, err
 	}
-	cfg, err := buildConfig(&opts)
+	serverOpts, err := buildConfig(&opts)
 	if err != nil {
 		return nil, err
 	}
-	sqlCfg := cfg.Persistence.DataStores[sqliteplugin.PluginName].SQL
+	sqlCfg := serverOpts.Persistence.DataStores[sqliteplugin.PluginName].SQL
 	if opts.DatabasePath != "" {
 		if err := os.MkdirAll(filepath.Dir(opts.DatabasePath), 0o755); err != nil {
 			return nil, fmt.Errorf("create directory for %s: %w", opts.DatabasePath, err)
@@ -126,86 +108,27 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	} // an in-memory database gets its schema from the SQLite plugin itself
-	if err := createNamespace(&opts, sqlCfg, cfg.ClusterMetadata.CurrentClusterName); err != nil {
+	if err := createNamespace(&opts, sqlCfg, tserver.ClusterName); err != nil {
 		return nil, err
 	}
 
-	logger, err := buildLogger(&opts)
+	srv, err := tserver.New(serverOpts)
 	if err != nil {
 		return nil, err
-	}
-	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
-	if err != nil {
-		return nil, fmt.Errorf("authorizer: %w", err)
-	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
-	if err != nil {
-		return nil, fmt.Errorf("claim mapper: %w", err)
-	}
-	srv, err := temporal.NewServer(
-		temporal.WithConfig(cfg),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(singleNodeDynamicConfig()),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("create Temporal server: %w", err)
 	}
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start Temporal server: %w", err)
 	}
-	s := &Server{opts: opts, temporal: srv}
-	if opts.UIPort > 0 {
-		s.startUI()
-	}
-	return s, nil
-}
-
-// FrontendAddress is the host:port SDK clients and the Temporal CLI dial.
-func (s *Server) FrontendAddress() string {
-	return net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.FrontendPort))
-}
-
-// UIAddress is the Web UI URL, or "" when the UI is disabled.
-func (s *Server) UIAddress() string {
-	if s.opts.UIPort <= 0 {
-		return ""
-	}
-	return "http://" + net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.UIPort))
+	return &Server{Server: srv, opts: opts}, nil
 }
 
 // Namespace is the namespace the server created at start.
 func (s *Server) Namespace() string { return s.opts.Namespace }
 
-// Stop shuts the UI and the server down; the database file stays.
-func (s *Server) Stop() error {
-	if s.ui != nil {
-		s.ui.Stop()
-	}
-	return s.temporal.Stop()
-}
-
-func (s *Server) startUI() {
-	uiCfg := &uiconfig.Config{
-		TemporalGRPCAddress: s.FrontendAddress(),
-		Host:                s.opts.IP,
-		Port:                s.opts.UIPort,
-		EnableUI:            true,
-		DefaultNamespace:    s.opts.Namespace,
-		DisableNewsFetch:    true, // the machine may have no internet; the UI must not wait on it
-		CORS:                uiconfig.CORS{CookieInsecure: true},
-		// No banner and no access-log line per request on our stdout: they
-		// drowned the worker's log under `ordersync dev`.
-		HideLogs: true,
-	}
-	s.ui = uiserver.NewServer(uiopts.WithConfigProvider(uiCfg))
-	s.uiErr = make(chan error, 1)
-	go func() { s.uiErr <- s.ui.Start() }()
-}
-
-func buildConfig(opts *Options) (*config.Config, error) {
+// buildConfig is the server's configuration: SQLite in opts.DatabasePath
+// (or in memory), free ports for the services behind the frontend, and the
+// single-node dynamic config.
+func buildConfig(opts *Options) (tserver.Options, error) {
 	sqlCfg := &config.SQL{
 		PluginName: sqliteplugin.PluginName,
 		// The SQLite plugin turns every attribute it does not know into a
@@ -223,56 +146,31 @@ func buildConfig(opts *Options) (*config.Config, error) {
 	} else {
 		sqlCfg.ConnectAttributes["mode"] = "rwc"
 	}
-	ports := make([]int, 8)
-	for i := range ports {
+	var ports tserver.ServicePorts
+	for _, port := range []*int{&ports.FrontendMembership, &ports.History, &ports.HistoryMembership,
+		&ports.Matching, &ports.MatchingMembership, &ports.Worker, &ports.WorkerMembership, &ports.Metrics} {
 		p, err := freePort(opts.IP)
 		if err != nil {
-			return nil, err
+			return tserver.Options{}, err
 		}
-		ports[i] = p
+		*port = p
 	}
-	service := func(grpcPort, membershipPort int) config.Service {
-		return config.Service{RPC: config.RPC{GRPCPort: grpcPort, MembershipPort: membershipPort, BindOnIP: opts.IP}}
-	}
-	frontendAddr := net.JoinHostPort(opts.IP, strconv.Itoa(opts.FrontendPort))
-	cfg := &config.Config{}
-	cfg.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: opts.IP}
-	cfg.Global.Metrics = &metrics.Config{Prometheus: &metrics.PrometheusConfig{
-		ListenAddress: net.JoinHostPort(opts.IP, strconv.Itoa(ports[7])),
-		HandlerPath:   "/metrics",
-	}}
-	cfg.Persistence = config.Persistence{
-		DefaultStore:     sqliteplugin.PluginName,
-		VisibilityStore:  sqliteplugin.PluginName,
-		NumHistoryShards: 1,
-		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-	}
-	cfg.ClusterMetadata = &cluster.Config{
-		EnableGlobalNamespace:    false,
-		FailoverVersionIncrement: 10,
-		MasterClusterName:        "active",
-		CurrentClusterName:       "active",
-		ClusterInformation: map[string]cluster.ClusterInformation{
-			"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontendAddr},
+	return tserver.Options{
+		IP:           opts.IP,
+		FrontendPort: opts.FrontendPort,
+		UIPort:       opts.UIPort,
+		Ports:        ports,
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
 		},
-	}
-	cfg.DCRedirectionPolicy = config.DCRedirectionPolicy{Policy: "noop"}
-	cfg.Services = map[string]config.Service{
-		"frontend": service(opts.FrontendPort, ports[0]),
-		"history":  service(ports[1], ports[2]),
-		"matching": service(ports[3], ports[4]),
-		"worker":   service(ports[5], ports[6]),
-	}
-	cfg.Archival = config.Archival{
-		History:    config.HistoryArchival{State: "disabled"},
-		Visibility: config.VisibilityArchival{State: "disabled"},
-	}
-	cfg.NamespaceDefaults = config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
-		History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
-		Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
-	}}
-	cfg.PublicClient = config.PublicClient{HostPort: frontendAddr}
-	return cfg, nil
+		UINamespace:   opts.Namespace,
+		DynamicConfig: singleNodeDynamicConfig(),
+		LogLevel:      opts.LogLevel,
+		LogFile:       opts.LogFile,
+	}, nil
 }
 
 // createNamespace registers the namespace directly in the database before the
@@ -305,17 +203,6 @@ func singleNodeDynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key():              true,
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): true,
 	}
-}
-
-func buildLogger(opts *Options) (log.Logger, error) {
-	lc := log.Config{Level: opts.LogLevel, Stdout: opts.LogFile == ""}
-	if opts.LogFile != "" {
-		if err := os.MkdirAll(filepath.Dir(opts.LogFile), 0o755); err != nil {
-			return nil, fmt.Errorf("create directory for %s: %w", opts.LogFile, err)
-		}
-		lc.OutputFile = opts.LogFile
-	}
-	return log.NewZapLogger(log.BuildZapLogger(lc)), nil
 }
 
 // forgetOldMembers deletes the cluster membership a previous run left in the

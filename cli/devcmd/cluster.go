@@ -19,16 +19,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/cluster"
 	"github.com/ordersync/ordersync/internal/tsetup"
-	"github.com/ordersync/ordersync/starter"
 )
-
-type clusterOptions struct {
-	postgres     string
-	frontendPort int
-	uiPort       int
-	workers      int
-	simListen    string
-}
 
 // NewCluster returns the cluster command.
 func NewCluster(app *cli.App) *cobra.Command {
@@ -63,10 +54,8 @@ Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/c
 		},
 	}
 	cmd.Flags().StringVar(&o.postgres, "postgres", os.Getenv("ORDERSYNC_CLUSTER_POSTGRES_DSN"), "PostgreSQL URL for Temporal's databases (default $ORDERSYNC_CLUSTER_POSTGRES_DSN)")
-	cmd.Flags().IntVar(&o.frontendPort, "port", 7233, "Temporal frontend (gRPC) port")
-	cmd.Flags().IntVar(&o.uiPort, "ui-port", 8233, "Web UI port (0 disables the UI)")
+	o.stackFlags.register(cmd, "simulator address")
 	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many `ordersync worker` processes to run")
-	cmd.Flags().StringVar(&o.simListen, "sim-listen", "127.0.0.1:8780", "simulator address")
 	return cmd
 }
 
@@ -102,16 +91,8 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := srv.Stop(); err != nil {
-			app.Logger.Warn("Temporal server stop", "error", err)
-		}
-	}()
-	app.Process.TemporalAddress = srv.FrontendAddress()
-	fmt.Fprintf(app.Out, "Temporal frontend: %s (4 partitions per task queue, %d history shards)\n", srv.FrontendAddress(), cluster.DefaultHistoryShards)
-	if ui := srv.UIAddress(); ui != "" {
-		fmt.Fprintf(app.Out, "Temporal Web UI:   %s\n", ui)
-	}
+	defer stopServer(app, srv, "Temporal server")
+	useServer(app, srv, fmt.Sprintf("4 partitions per task queue, %d history shards", cluster.DefaultHistoryShards))
 	fmt.Fprintf(app.Out, "Temporal metrics:  %s\n", srv.MetricsAddress())
 	fmt.Fprintf(app.Out, "Temporal log:      %s\n", filepath.Join(dir, "temporal.log"))
 
@@ -120,12 +101,11 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 		return fmt.Errorf("ordersync setup: %w", err)
 	}
 
-	simSrv, err := startDemoSimulator(o.simListen, filepath.Join(dir, "sim-start"))
+	simSrv, err := startDemoSimulator(app, o.simListen, filepath.Join(dir, "sim-start"))
 	if err != nil {
 		return err
 	}
 	defer simSrv.Close()
-	fmt.Fprintf(app.Out, "Simulator:         %s (admin token %q)\n", simSrv.URL, demoAdminToken)
 	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {
 		return cli.Usage(err)
 	}
@@ -144,24 +124,14 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 		return err
 	}
 	defer c.Close()
-	results, err := starter.EnsureCursors(ctx, c, file.Platforms, time.Now())
-	if err != nil {
+	if err := startCursors(ctx, app, c, file.Platforms); err != nil {
 		return err
-	}
-	for _, r := range results {
-		state := "running"
-		if r.Started {
-			state = "started"
-		}
-		fmt.Fprintf(app.Out, "Cursor %-28s %s\n", r.WorkflowID, state)
 	}
 	// The store's password is not printed: verify needs ORDERSYNC_STORE_DSN
 	// as this process got it; status and the rest need only the server.
 	fmt.Fprintf(app.Out, "\nIn another shell:\n  export ORDERSYNC_TEMPORAL_ADDRESS=%s ORDERSYNC_TEMPORAL_NAMESPACE=%s ORDERSYNC_PLATFORMS_FILE=%s\n  ./bin/ordersync platform status --watch\n",
 		srv.FrontendAddress(), app.Process.TemporalNamespace, platformsPath)
-	fmt.Fprintln(app.Out, "Press Ctrl-C to stop.")
-	<-ctx.Done()
-	fmt.Fprintln(app.Out, "stopping...")
+	runUntilInterrupted(ctx, app)
 	return nil
 }
 

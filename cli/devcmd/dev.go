@@ -22,7 +22,6 @@ import (
 	"github.com/ordersync/ordersync/devserver"
 	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/starter"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -35,17 +34,9 @@ var DemoShops = []sim.ShopConfig{
 	{Name: "initech", Token: "initech-demo-token"},
 }
 
-type options struct {
-	frontendPort int
-	uiPort       int
-	dbPath       string
-	simListen    string
-	serverOnly   bool
-}
-
 // New returns the dev command.
 func New(app *cli.App) *cobra.Command {
-	var o options
+	var o devOptions
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run everything locally: Temporal server + Web UI, simulator, worker, demo cursors",
@@ -64,15 +55,13 @@ Orders land in the store (default .ordersync/orders.db). Ctrl-C stops it all cle
 			return run(ctx, app, o)
 		},
 	}
-	cmd.Flags().IntVar(&o.frontendPort, "port", devserver.DefaultFrontendPort, "Temporal frontend (gRPC) port")
-	cmd.Flags().IntVar(&o.uiPort, "ui-port", devserver.DefaultUIPort, "Web UI port (0 disables the UI)")
+	o.stackFlags.register(cmd, "simulator address (empty: no simulator)")
 	cmd.Flags().StringVar(&o.dbPath, "db", "", "Temporal SQLite file (default $ORDERSYNC_DATA_DIR/temporal.db)")
-	cmd.Flags().StringVar(&o.simListen, "sim-listen", "127.0.0.1:8780", "simulator address (empty: no simulator)")
 	cmd.Flags().BoolVar(&o.serverOnly, "server-only", false, "run only the Temporal server and Web UI")
 	return cmd
 }
 
-func run(ctx context.Context, app *cli.App, o options) error {
+func run(ctx context.Context, app *cli.App, o devOptions) error {
 	if o.dbPath == "" {
 		o.dbPath = filepath.Join(app.Process.DataDir, "temporal.db")
 	}
@@ -87,16 +76,8 @@ func run(ctx context.Context, app *cli.App, o options) error {
 	if err != nil {
 		return fmt.Errorf("dev server: %w", err)
 	}
-	defer func() {
-		if err := srv.Stop(); err != nil {
-			app.Logger.Warn("dev server stop", "error", err)
-		}
-	}()
-	app.Process.TemporalAddress = srv.FrontendAddress()
-	fmt.Fprintf(app.Out, "Temporal frontend: %s (namespace %s)\n", srv.FrontendAddress(), srv.Namespace())
-	if ui := srv.UIAddress(); ui != "" {
-		fmt.Fprintf(app.Out, "Temporal Web UI:   %s\n", ui)
-	}
+	defer stopServer(app, srv, "dev server")
+	useServer(app, srv, "namespace "+srv.Namespace())
 	fmt.Fprintf(app.Out, "Temporal data:     %s\n", o.dbPath)
 	fmt.Fprintf(app.Out, "Temporal log:      %s\n", logPath)
 	if o.serverOnly {
@@ -105,12 +86,11 @@ func run(ctx context.Context, app *cli.App, o options) error {
 	}
 
 	if o.simListen != "" {
-		simSrv, err := startDemoSimulator(o.simListen, filepath.Join(app.Process.DataDir, "sim-start"))
+		simSrv, err := startDemoSimulator(app, o.simListen, filepath.Join(app.Process.DataDir, "sim-start"))
 		if err != nil {
 			return err
 		}
 		defer simSrv.Close()
-		fmt.Fprintf(app.Out, "Simulator:         %s (admin token %q)\n", simSrv.URL, demoAdminToken)
 	}
 
 	file, err := app.LoadPlatforms()
@@ -146,24 +126,14 @@ func run(ctx context.Context, app *cli.App, o options) error {
 		return err
 	}
 	defer ws.Stop()
-	results, err := starter.EnsureCursors(ctx, c, file.Platforms, time.Now())
-	if err != nil {
+	if err := startCursors(ctx, app, c, file.Platforms); err != nil {
 		return err
-	}
-	for _, r := range results {
-		state := "running"
-		if r.Started {
-			state = "started"
-		}
-		fmt.Fprintf(app.Out, "Cursor %-28s %s\n", r.WorkflowID, state)
 	}
 	fmt.Fprintf(app.Out, "Orders store:      %s\n", app.Process.StoreDSN)
 	if app.Process.MetricsAddress != "" {
 		fmt.Fprintf(app.Out, "Metrics:           http://%s/metrics\n", app.Process.MetricsAddress)
 	}
-	fmt.Fprintln(app.Out, "Press Ctrl-C to stop.")
-	<-ctx.Done()
-	fmt.Fprintln(app.Out, "stopping...")
+	runUntilInterrupted(ctx, app)
 	return nil
 }
 
@@ -172,8 +142,9 @@ const demoAdminToken = "demo-admin-token"
 // startDemoSimulator plays the demo shops with two days of history, a steady
 // trickle of live orders, and updates that become visible up to 20 s late.
 // Its start instant is kept in startFile so a restarted `ordersync dev`
-// plays the same world and the store still matches it.
-func startDemoSimulator(listen, startFile string) (*sim.Server, error) {
+// plays the same world and the store still matches it. It prints where it
+// listens.
+func startDemoSimulator(app *cli.App, listen, startFile string) (*sim.Server, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Start = time.Now().UTC().Truncate(time.Second)
 	if b, err := os.ReadFile(startFile); err == nil {
@@ -203,5 +174,6 @@ func startDemoSimulator(listen, startFile string) (*sim.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo simulator on %s: %w", listen, errors.Unwrap(err))
 	}
+	fmt.Fprintf(app.Out, "Simulator:         %s (admin token %q)\n", srv.URL, demoAdminToken)
 	return srv, nil
 }

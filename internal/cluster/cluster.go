@@ -15,23 +15,15 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
-	"time"
 
-	uiserver "github.com/temporalio/ui-server/v2/server"
-	uiconfig "github.com/temporalio/ui-server/v2/server/config"
-	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
-	"go.temporal.io/server/common/authorization"
-	tcluster "go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
-	"go.temporal.io/server/common/log"
-	"go.temporal.io/server/common/metrics"
-	"go.temporal.io/server/temporal"
+
+	"github.com/ordersync/ordersync/internal/tserver"
 )
 
 // DefaultHistoryShards is the shard count of a new cluster. It is fixed
@@ -65,14 +57,7 @@ type Options struct {
 // ServicePorts are the internal gRPC and membership (ringpop) ports. A
 // membership port must be below 32768 (the membership table's column is a
 // SMALLINT).
-type ServicePorts struct {
-	FrontendMembership           int
-	History, HistoryMembership   int
-	Matching, MatchingMembership int
-	Worker, WorkerMembership     int
-	// Metrics serves the server's Prometheus metrics at /metrics.
-	Metrics int
-}
+type ServicePorts = tserver.ServicePorts
 
 // StandardPorts lays the services out as Temporal's own configurations do
 // around frontend port 7233 (history 7234, matching 7235, worker 7239,
@@ -90,11 +75,11 @@ func StandardPorts(frontend int) ServicePorts {
 	}
 }
 
-// Server is a running Temporal server on PostgreSQL.
+// Server is a running Temporal server on PostgreSQL; FrontendAddress,
+// UIAddress and Stop come from tserver.Server.
 type Server struct {
-	opts     Options
-	temporal temporal.Server
-	ui       *uiserver.Server
+	*tserver.Server
+	opts Options
 }
 
 // Start starts the server on databases SetupSchema prepared; it returns
@@ -103,88 +88,34 @@ func Start(opts Options) (*Server, error) {
 	if err := opts.applyDefaults(); err != nil {
 		return nil, err
 	}
-	cfg := buildConfig(&opts)
-	logger, err := buildLogger(&opts)
+	srv, err := tserver.New(buildConfig(&opts))
 	if err != nil {
 		return nil, err
-	}
-	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
-	if err != nil {
-		return nil, fmt.Errorf("authorizer: %w", err)
-	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
-	if err != nil {
-		return nil, fmt.Errorf("claim mapper: %w", err)
-	}
-	srv, err := temporal.NewServer(
-		temporal.WithConfig(cfg),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("create Temporal server: %w", err)
 	}
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start Temporal server on PostgreSQL %s/%s: %w", opts.Postgres.Addr, opts.Postgres.Database, err)
 	}
-	s := &Server{opts: opts, temporal: srv}
-	if opts.UIPort > 0 {
-		s.startUI()
-	}
-	return s, nil
+	return &Server{Server: srv, opts: opts}, nil
 }
 
 // Options returns the options the server runs with, every port resolved:
 // Start(s.Options()) after Stop restarts it as it was.
 func (s *Server) Options() Options { return s.opts }
 
-// FrontendAddress is the host:port SDK clients and the Temporal CLI dial.
-func (s *Server) FrontendAddress() string {
-	return net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.FrontendPort))
-}
-
-// UIAddress is the Web UI's URL, or "" without a UI.
-func (s *Server) UIAddress() string {
-	if s.opts.UIPort <= 0 {
-		return ""
-	}
-	return "http://" + net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.UIPort))
-}
-
 // MetricsAddress is the server's Prometheus endpoint.
 func (s *Server) MetricsAddress() string {
 	return "http://" + net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.Ports.Metrics)) + "/metrics"
-}
-
-// Stop shuts the UI and the server down; the databases stay.
-func (s *Server) Stop() error {
-	if s.ui != nil {
-		s.ui.Stop()
-	}
-	return s.temporal.Stop()
 }
 
 func (o *Options) applyDefaults() error {
 	if err := o.Postgres.validate(); err != nil {
 		return err
 	}
-	if o.IP == "" {
-		o.IP = "127.0.0.1"
-	}
-	if o.FrontendPort == 0 {
-		o.FrontendPort = 7233
-	}
-	if o.DefaultNamespace == "" {
-		o.DefaultNamespace = "default"
-	}
-	if o.HistoryShards == 0 {
-		o.HistoryShards = DefaultHistoryShards
-	}
-	if o.LogLevel == "" {
-		o.LogLevel = "warn"
-	}
+	o.IP = cmp.Or(o.IP, tserver.DefaultIP)
+	o.FrontendPort = cmp.Or(o.FrontendPort, tserver.DefaultFrontendPort)
+	o.DefaultNamespace = cmp.Or(o.DefaultNamespace, tserver.DefaultNamespace)
+	o.HistoryShards = cmp.Or(o.HistoryShards, DefaultHistoryShards)
+	o.LogLevel = cmp.Or(o.LogLevel, tserver.DefaultLogLevel)
 	p := &o.Ports
 	for _, port := range []*int{&o.FrontendPort, &o.UIPort, &p.FrontendMembership, &p.History, &p.HistoryMembership,
 		&p.Matching, &p.MatchingMembership, &p.Worker, &p.WorkerMembership, &p.Metrics} {
@@ -199,79 +130,29 @@ func (o *Options) applyDefaults() error {
 	return nil
 }
 
-func buildConfig(o *Options) *config.Config {
+// buildConfig is the server's configuration: PostgreSQL for the main and
+// the visibility store, the ports o resolved.
+func buildConfig(o *Options) tserver.Options {
 	const mainStore, visibilityStore = "postgres-default", "postgres-visibility"
-	service := func(grpcPort, membershipPort int) config.Service {
-		return config.Service{RPC: config.RPC{GRPCPort: grpcPort, MembershipPort: membershipPort, BindOnIP: o.IP}}
-	}
-	frontendAddr := net.JoinHostPort(o.IP, strconv.Itoa(o.FrontendPort))
 	pg := o.Postgres
-	cfg := &config.Config{}
-	cfg.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: o.IP}
-	cfg.Global.Metrics = &metrics.Config{Prometheus: &metrics.PrometheusConfig{
-		ListenAddress: net.JoinHostPort(o.IP, strconv.Itoa(o.Ports.Metrics)),
-		HandlerPath:   "/metrics",
-	}}
-	cfg.Persistence = config.Persistence{
-		DefaultStore:     mainStore,
-		VisibilityStore:  visibilityStore,
-		NumHistoryShards: o.HistoryShards,
-		DataStores: map[string]config.DataStore{
-			mainStore:       {SQL: pg.sqlConfig(pg.Database, pg.MaxConns)},
-			visibilityStore: {SQL: pg.sqlConfig(pg.VisibilityDatabase, max(2, pg.MaxConns/4))},
+	return tserver.Options{
+		IP:           o.IP,
+		FrontendPort: o.FrontendPort,
+		UIPort:       o.UIPort,
+		Ports:        o.Ports,
+		Persistence: config.Persistence{
+			DefaultStore:     mainStore,
+			VisibilityStore:  visibilityStore,
+			NumHistoryShards: o.HistoryShards,
+			DataStores: map[string]config.DataStore{
+				mainStore:       {SQL: pg.sqlConfig(pg.Database, pg.MaxConns)},
+				visibilityStore: {SQL: pg.sqlConfig(pg.VisibilityDatabase, max(2, pg.MaxConns/4))},
+			},
 		},
+		UINamespace: o.DefaultNamespace,
+		LogLevel:    o.LogLevel,
+		LogFile:     o.LogFile,
 	}
-	cfg.ClusterMetadata = &tcluster.Config{
-		EnableGlobalNamespace:    false,
-		FailoverVersionIncrement: 10,
-		MasterClusterName:        "active",
-		CurrentClusterName:       "active",
-		ClusterInformation: map[string]tcluster.ClusterInformation{
-			"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontendAddr},
-		},
-	}
-	cfg.DCRedirectionPolicy = config.DCRedirectionPolicy{Policy: "noop"}
-	cfg.Services = map[string]config.Service{
-		"frontend": service(o.FrontendPort, o.Ports.FrontendMembership),
-		"history":  service(o.Ports.History, o.Ports.HistoryMembership),
-		"matching": service(o.Ports.Matching, o.Ports.MatchingMembership),
-		"worker":   service(o.Ports.Worker, o.Ports.WorkerMembership),
-	}
-	cfg.Archival = config.Archival{
-		History:    config.HistoryArchival{State: "disabled"},
-		Visibility: config.VisibilityArchival{State: "disabled"},
-	}
-	cfg.NamespaceDefaults = config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
-		History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
-		Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
-	}}
-	cfg.PublicClient = config.PublicClient{HostPort: frontendAddr}
-	return cfg
-}
-
-func (s *Server) startUI() {
-	s.ui = uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
-		TemporalGRPCAddress: s.FrontendAddress(),
-		Host:                s.opts.IP,
-		Port:                s.opts.UIPort,
-		EnableUI:            true,
-		DefaultNamespace:    s.opts.DefaultNamespace,
-		DisableNewsFetch:    true, // the machine may have no internet
-		CORS:                uiconfig.CORS{CookieInsecure: true},
-		HideLogs:            true,
-	}))
-	go func() { _ = s.ui.Start() }()
-}
-
-func buildLogger(o *Options) (log.Logger, error) {
-	lc := log.Config{Level: o.LogLevel, Stdout: o.LogFile == ""}
-	if o.LogFile != "" {
-		if err := os.MkdirAll(filepath.Dir(o.LogFile), 0o755); err != nil {
-			return nil, fmt.Errorf("create directory for %s: %w", o.LogFile, err)
-		}
-		lc.OutputFile = o.LogFile
-	}
-	return log.NewZapLogger(log.BuildZapLogger(lc)), nil
 }
 
 // freePort picks a free port below 32768: the membership table stores a
