@@ -80,6 +80,12 @@ func startSystem(t *testing.T, simCfg sim.Config, platformsYAML string) *system 
 func startSystemOn(t *testing.T, st stack, simCfg sim.Config, platformsYAML string) *system {
 	t.Helper()
 	s := &system{t: t, stack: st}
+	if st.workerProcesses > 0 {
+		// Build before the simulator's clock starts: its history begins
+		// then, and cursors that start later by a build's time miss its
+		// first orders (their start is relative to when they start).
+		ordersyncBinary(t)
+	}
 	s.srv = st.server(t)
 	s.client = dialAt(t, s.srv.FrontendAddress(), st.namespace)
 
