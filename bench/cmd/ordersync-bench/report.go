@@ -38,6 +38,8 @@ type report struct {
 	B2     *rateResult      `json:"b2_rate_limited,omitempty"`
 	B3     *freshResult     `json:"b3_freshness,omitempty"`
 	B4     *scaleResult     `json:"b4_scale,omitempty"`
+	B5     *fleetResult     `json:"b5_fleet,omitempty"`
+	B6     *quotaResult     `json:"b6_quota,omitempty"`
 	env    *benchEnv
 }
 
@@ -153,6 +155,8 @@ func (r *report) printTable(w io.Writer) {
 		fmt.Fprintf(tw, "B4 scale\t%s\t%s\tp99 lag <= %.0fs, worker RSS <= 512 MiB\t%s\n", setting, result, target,
 			yes(b.Note == "" && b.LagSamples > 0 && b.LagP99 <= target && max(b.WorkerProc.RSSMaxMiB, b.WorkerProc.PeakRSSMiB) <= 512))
 	}
+	printFleet(tw, r.B5)
+	printQuota(tw, r.B6)
 	tw.Flush()
 	fmt.Fprintln(w)
 }
