@@ -74,6 +74,15 @@ const (
 	// histories of before do not hold. Asked when the state differs from
 	// the attribute, which for a new run is its first loop turn.
 	versionPlatformState = "platform-state-search-attribute"
+
+	// versionDensitySpan guards how far one sparse backfill slice widens
+	// the span (internal/slicequeue, span.go): from this version straight
+	// to what a quarter of max_pages holds at the density seen, up to
+	// backfill_max_span; before it, by at most 8 at a time. Asked lazily,
+	// only when a slice would widen the span by more than 8 (a backfill of
+	// sparse history, once per run at most), so a run recorded before the
+	// change replays its 8x steps.
+	versionDensitySpan = "density-backfill-span"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

@@ -24,6 +24,11 @@ type Rules struct {
 	Aligned bool
 	// Phase is the platform's offset within the interval (PhaseOf).
 	Phase time.Duration
+	// DensityGrowth, when set and true, lets a sparse slice widen the span
+	// by more than 8 at once (span.go). It is a version check the queue
+	// calls only when the answer changes the span, so runs that never
+	// widen that far record no marker.
+	DensityGrowth func() bool
 }
 
 // IDFunc names the slice [start, end): its child workflow ID.

@@ -327,6 +327,42 @@ func TestSpan(t *testing.T) {
 	})
 }
 
+// TestSpanDensityGrowth: with DensityGrowth a very sparse slice widens the
+// span in one step to what a quarter of max_pages holds at its density, up
+// to MaxSpan; the version is asked only when the step exceeds eightfold.
+func TestSpanDensityGrowth(t *testing.T) {
+	r := rules
+	r.Interval = time.Hour
+	r.MaxSpan = 168
+	r.MaxPages = 100
+	r.PageSize = 250 // a quarter of max_pages holds 6,250 orders
+	cases := []struct {
+		name    string
+		fetched int
+		allowed bool
+		want    int
+		asked   bool
+	}{
+		{"very sparse: straight to the density's span", 250, true, 25, true},
+		{"sparser still: up to the maximum", 6, true, 168, true},
+		{"not allowed (before the version): eightfold", 250, false, 8, true},
+		{"sparse, under eightfold: the version is not asked", 1000, true, 6, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := false
+			r := r
+			r.DensityGrowth = func() bool { asked = true; return tc.allowed }
+			q := New(at("-480h"), r, testID)
+			q.slices = []Slice{{ID: "s", Start: at("-480h"), End: at("-479h"), State: Running}}
+			_, ok := q.Finish("s", Report{Outcome: Completed, Pages: 1, Fetched: tc.fetched}, t0, nil)
+			require.True(t, ok)
+			require.Equal(t, tc.want, q.Span())
+			require.Equal(t, tc.asked, asked)
+		})
+	}
+}
+
 func TestSnapshotRoundTrip(t *testing.T) {
 	r := rules
 	r.ResweepDelay = 10 * time.Minute

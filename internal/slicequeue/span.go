@@ -15,6 +15,14 @@ import "time"
 // grid: after the bridge to the next grid point) and start where the last
 // slice ended, so regular slices still tile time with no gap; near
 // the present only settled intervals fit, so slices are one interval again.
+//
+// With Rules.DensityGrowth (a version check, asked only when it matters)
+// the cap of 8 goes: a sparse slice widens the span straight to what a
+// quarter of max_pages holds at the density it saw, up to MaxSpan. The
+// ramp of a backfill is then one step instead of four (15 minutes to 7
+// days), which halves the slices of a sparse backfill (B1: most of
+// ordersync's overhead is per slice, docs/performance.md). The quarter
+// leaves four times the density seen before a slice splits.
 
 // How much one sparse slice may widen the span.
 const (
@@ -69,7 +77,11 @@ func (q *Queue) adaptSpan(s Slice, r Report) int {
 		// narrower ones finishing (near the present, split halves) do not.
 		if r.Pages*4 <= q.rules.MaxPages && covered >= cur {
 			target := q.rules.PageSize * q.rules.MaxPages / 4
-			factor := min(max(target/max(r.Fetched, 1), minSpanGrowth), maxSpanGrowth)
+			raw := target / max(r.Fetched, 1)
+			factor := min(max(raw, minSpanGrowth), maxSpanGrowth)
+			if raw > maxSpanGrowth && cur < limit && q.rules.DensityGrowth != nil && q.rules.DensityGrowth() {
+				factor = raw
+			}
 			next = min(cur*factor, limit)
 		}
 	case Split, DeadLettered:

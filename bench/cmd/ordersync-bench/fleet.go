@@ -117,7 +117,7 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 	simCfg.Faults = sim.Faults{}
 	simCfg.Start = now.Add(-p.B5Interval) // orders before the first slice's start exist
 	res.Settings = platformSettings{
-		Start: now.Truncate(time.Second), Interval: p.B5Interval.String(), Overlap: "1m", Settle: p.B5Settle.String(),
+		Start: now.Truncate(time.Second), Interval: p.B5Interval.String(), Overlap: min(time.Minute, p.B5Interval/4).String(), Settle: p.B5Settle.String(),
 		Timeout: "30s", Concurrency: 2, RPS: 2, Burst: 4, PageSize: 100, MaxPages: 100, SharedQueue: p.B5Queue,
 	}
 	opts := systemOptions{sim: simCfg, settings: res.Settings, serverDB: env.serverDB}
