@@ -47,8 +47,8 @@ func (p *fleetQuotaParams) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.B6Orders, "b6-orders", 20_000, "B6: backlog orders (pages of 100, kind amazon's page size)")
 	fs.DurationVar(&p.B6History, "b6-history", 30*24*time.Hour, "B6: how far back the backlog reaches")
 	fs.DurationVar(&p.B6RealWindow, "b6-real-window", 8*time.Minute, "B6: window at the real quota, from the first request (runs in the background while the other cases run; 0: skip)")
-	fs.Float64Var(&p.B6Scale, "b6-scale", 60, "B6: time scale of the second run's quota (rps = 0.0167 x scale, burst 20; 0: skip)")
-	fs.DurationVar(&p.B6ScaledWindow, "b6-scaled-window", 60*time.Second, "B6: window of the time-scaled run, from the first request")
+	fs.Float64Var(&p.B6Scale, "b6-scale", 6, "B6: time scale of the second run's quota (rps = 0.0167 x scale, burst 20; slots stay further apart than an attempt's timeout divided by the concurrency up to x8; 0: skip)")
+	fs.DurationVar(&p.B6ScaledWindow, "b6-scaled-window", 3*time.Minute, "B6: window of the time-scaled run, from the first request (also in the background)")
 }
 
 // fleetResult is B5: the fleet the systems ordersync replaces ran, on one

@@ -86,10 +86,16 @@ type quotaRun struct {
 	WFTP99Seconds    float64        `json:"workflow_task_p99_seconds"`
 	WFTOverOneSecond int            `json:"workflow_tasks_over_1s"`
 	// From the cursor's status.
-	SlicesCompleted int64  `json:"slices_completed"`
-	SlicesFailed    int64  `json:"slices_failed"`
-	BreakerOpen     bool   `json:"breaker_open"`
-	Note            string `json:"note,omitempty"`
+	SlicesCompleted int64 `json:"slices_completed"`
+	SlicesFailed    int64 `json:"slices_failed"`
+	BreakerOpen     bool  `json:"breaker_open"`
+	// CPU seconds of the child processes over the run: what running B6 in
+	// the background took from the other cases.
+	ServerCPUSeconds float64 `json:"server_process_cpu_seconds"`
+	WorkerCPUSeconds float64 `json:"worker_process_cpu_seconds"`
+	// AcceptedAt are the accepted requests' times after the first, seconds.
+	AcceptedAt []float64 `json:"accepted_at_seconds"`
+	Note       string    `json:"note,omitempty"`
 }
 
 // amazonGetOrdersRPS is Amazon's documented getOrders usage plan.
@@ -187,6 +193,9 @@ func (l *requestLog) summarize(r *quotaRun, end time.Time) {
 	r.Accepted = len(ok)
 	if len(ok) == 0 {
 		return
+	}
+	for _, t := range ok {
+		r.AcceptedAt = append(r.AcceptedAt, float64(t.Sub(ok[0]).Milliseconds())/1000)
 	}
 	r.WindowSeconds = end.Sub(ok[0]).Seconds()
 	r.SpanSeconds = ok[len(ok)-1].Sub(ok[0]).Seconds()
@@ -328,6 +337,7 @@ func runQuota(ctx context.Context, env *benchEnv, p *params, label string, scale
 	res.Retries, res.SlotWaitTasks, res.SlotWaitLocal, res.OtherFailures, res.Timers = h.retries, h.slotWaitTasks, h.slotWaitLocal, h.otherFailures, h.timers
 	res.Workflows, res.WorkflowTasks, res.WFTMaxSeconds, res.WFTOverOneSecond = h.workflows, len(h.wft), h.wftMax(), h.wftOver(time.Second)
 	res.WFTP99Seconds = h.wftQuantile(0.99)
+	res.ServerCPUSeconds, res.WorkerCPUSeconds = procCPU(srv.cmd.Process.Pid), procCPU(worker.cmd.Process.Pid)
 	return res, nil
 }
 
@@ -527,6 +537,7 @@ func printQuota(w io.Writer, b *quotaResult) {
 		if len(r.OtherFailures) > 0 {
 			result += fmt.Sprintf("; other failures %v", r.OtherFailures)
 		}
+		result += fmt.Sprintf("; its server and worker processes used %.0fs and %.0fs of CPU", r.ServerCPUSeconds, r.WorkerCPUSeconds)
 		result += note(r.Note)
 		fmt.Fprintf(w, "B6 quota (%s)\t%s\t%s\t>= 0.97 x quota after the burst, 0 429s, no failed attempt, no workflow task > 1s\t%s\n",
 			r.Label, setting, result, yes(r.met()))
