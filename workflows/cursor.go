@@ -55,7 +55,8 @@ type cursor struct {
 	maxSlicesPerRun int
 	// adaptiveSpan is set for runs that size backfill slices (versionAdaptiveSpan).
 	adaptiveSpan bool
-	// densityGrowth asks versionDensitySpan; the queue calls it lazily.
+	// densityGrowth asks versionDensitySpan (one-step span growth and the
+	// probing first slice); the queue calls it lazily.
 	densityGrowth func() bool
 	// alignedGrid is set for runs that place slices on the platform's grid
 	// and name them in today's layout (versionSliceGrid).
@@ -131,6 +132,7 @@ func (c *cursor) rules() slicequeue.Rules {
 		Aligned:       c.alignedGrid,
 		Phase:         slicequeue.PhaseOf(c.platform.Name, c.platform.Interval.D()),
 		DensityGrowth: c.densityGrowth,
+		ProbeFirst:    c.densityGrowth,
 	}
 }
 

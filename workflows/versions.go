@@ -75,13 +75,15 @@ const (
 	// the attribute, which for a new run is its first loop turn.
 	versionPlatformState = "platform-state-search-attribute"
 
-	// versionDensitySpan guards how far one sparse backfill slice widens
-	// the span (internal/slicequeue, span.go): from this version straight
-	// to what a quarter of max_pages holds at the density seen, up to
-	// backfill_max_span; before it, by at most 8 at a time. Asked lazily,
-	// only when a slice would widen the span by more than 8 (a backfill of
-	// sparse history, once per run at most), so a run recorded before the
-	// change replays its 8x steps.
+	// versionDensitySpan guards how a backfill learns its span
+	// (internal/slicequeue, span.go): from this version a sparse slice
+	// widens the span straight to what a quarter of max_pages holds at the
+	// density seen, up to backfill_max_span (before: at most 8x a step),
+	// and while a run has no span yet its first regular slice runs alone
+	// until it reports (before: up to concurrency one-interval slices at
+	// once). Asked lazily, only where the new rule decides differently (a
+	// step over 8x; a slice held back), so a run recorded before the
+	// change replays its old decisions.
 	versionDensitySpan = "density-backfill-span"
 )
 

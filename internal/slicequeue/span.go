@@ -24,6 +24,26 @@ import "time"
 // ordersync's overhead is per slice, docs/performance.md). The quarter
 // leaves four times the density seen before a slice splits.
 
+// A backfill probes first: with ProbeFirst, while the run has no span to
+// go by (none carried, no regular slice reported yet) and one regular slice
+// runs, no other starts. Without it a cursor at concurrency 4 starts four
+// one-interval slices at once and learns from the first to finish, so
+// every backfill began with three slices too many (B1: 30 of 170).
+
+// probing says whether a new regular slice must wait for the first one's
+// report.
+func (q *Queue) probing() bool {
+	if q.maxSpan() <= 1 || q.span > 0 || q.reported || q.rules.ProbeFirst == nil {
+		return false
+	}
+	for _, s := range q.slices {
+		if s.Kind == Regular && s.State == Running {
+			return q.rules.ProbeFirst()
+		}
+	}
+	return false
+}
+
 // How much one sparse slice may widen the span.
 const (
 	minSpanGrowth = 2
