@@ -79,8 +79,12 @@ type fleetResult struct {
 	WorkerCPUPerSlice float64 `json:"worker_cpu_ms_per_slice"`
 	// SustainableSlices is what this machine's cores could carry at the
 	// measured CPU per slice (server + worker), if nothing else ran:
-	// nproc / (CPU seconds per slice). An estimate from the window's cost,
-	// not a measured saturation; PlatformsAtInterval is it times the interval.
+	// nproc / (CPU seconds per slice). A lower bound, not a measured
+	// saturation: the CPU per slice includes what does not grow with the
+	// slice rate (idle cursors' timers, the lag queries, the server's own
+	// housekeeping), so at a higher rate a slice costs less. As long as the
+	// window is not saturated, (nproc - fixed) / marginal is at least this.
+	// PlatformsAtInterval is it times the interval.
 	SustainableSlices   float64 `json:"sustainable_slices_per_second"`
 	PlatformsAtInterval float64 `json:"platforms_sustainable_at_interval"`
 	LoadBefore          float64 `json:"load_average_before"`
@@ -218,7 +222,7 @@ func printFleet(w io.Writer, b *fleetResult) {
 		return
 	}
 	setting := fmt.Sprintf("%d platforms, %s intervals, settle %s, task queue %q, %s", b.Platforms, b.Settings.Interval, b.Settings.Settle, b.Settings.SharedQueue, b.Worker)
-	result := fmt.Sprintf("lag p50 %.0fs, p99 %.0fs, max %.0fs (%d samples over %.0fs); %.1f slices/s (%.1f needed); worker RSS %.0f MiB (max %.0f, peak %.0f), %.2f cores; server RSS %.0f MiB, %.2f cores, %.0f ms of server + %.0f ms of worker CPU per slice: %.0f slices/s sustainable on %d cores = %.0f platforms at %s",
+	result := fmt.Sprintf("lag p50 %.0fs, p99 %.0fs, max %.0fs (%d samples over %.0fs); %.1f slices/s (%.1f needed); worker RSS %.0f MiB (max %.0f, peak %.0f), %.2f cores; server RSS %.0f MiB, %.2f cores, %.0f ms of server + %.0f ms of worker CPU per slice: at least %.0f slices/s sustainable on %d cores = %.0f platforms at %s",
 		b.LagP50, b.LagP99, b.LagMax, b.LagSamples, b.WindowSecs, b.SlicesPerSecond, b.NeededPerSecond,
 		b.WorkerProc.RSSMeanMiB, b.WorkerProc.RSSMaxMiB, b.WorkerProc.PeakRSSMiB, b.WorkerProc.CPUCores,
 		b.Server.RSSMeanMiB, b.Server.CPUCores, b.ServerCPUPerSlice, b.WorkerCPUPerSlice,
