@@ -73,8 +73,9 @@ chaos:
 
 ## bench: the benchmark program: embedded Temporal server, simulator, SQLite
 ## store and one `ordersync worker` process; backfill vs a direct loop, a
-## rate-limited platform, freshness, 1,000 platforms. Prints a table and
-## writes bench/results/<time>.json and latest.json (about 13 minutes;
+## rate-limited platform, freshness, 1,000 platforms, 5,000 platforms at
+## 10-minute intervals, an Amazon-shaped platform at its quota. Prints a
+## table and writes bench/results/<time>.json and latest.json (about 13 minutes;
 ## docs/performance.md explains the numbers). BENCH_FLAGS adds flags, e.g.
 ## BENCH_FLAGS="-cases b1,b3 -cpuprofile bin/profiles".
 bench: build

@@ -55,6 +55,9 @@ type cursor struct {
 	maxSlicesPerRun int
 	// adaptiveSpan is set for runs that size backfill slices (versionAdaptiveSpan).
 	adaptiveSpan bool
+	// densityGrowth asks versionDensitySpan (one-step span growth and the
+	// probing first slice); the queue calls it lazily.
+	densityGrowth func() bool
 	// alignedGrid is set for runs that place slices on the platform's grid
 	// and name them in today's layout (versionSliceGrid).
 	alignedGrid bool
@@ -123,20 +126,25 @@ func (c *cursor) rules() slicequeue.Rules {
 		maxSpan = max(1, int(c.platform.BackfillMaxSpan.D()/iv))
 	}
 	return slicequeue.Rules{
-		Interval:     c.platform.Interval.D(),
-		Settle:       c.platform.Settle.D(),
-		MaxSpan:      maxSpan,
-		PageSize:     c.platform.PageSize,
-		MaxPages:     c.platform.MaxPages,
-		ResweepDelay: c.platform.ResweepDelay.D(),
-		Aligned:      c.alignedGrid,
-		Phase:        slicequeue.PhaseOf(c.platform.Name, c.platform.Interval.D()),
+		Interval:      c.platform.Interval.D(),
+		Settle:        c.platform.Settle.D(),
+		MaxSpan:       maxSpan,
+		PageSize:      c.platform.PageSize,
+		MaxPages:      c.platform.MaxPages,
+		ResweepDelay:  c.platform.ResweepDelay.D(),
+		Aligned:       c.alignedGrid,
+		Phase:         slicequeue.PhaseOf(c.platform.Name, c.platform.Interval.D()),
+		DensityGrowth: c.densityGrowth,
+		ProbeFirst:    c.densityGrowth,
 	}
 }
 
 func (c *cursor) run(ctx workflow.Context) error {
 	c.adaptiveSpan = workflow.GetVersion(ctx, versionAdaptiveSpan, workflow.DefaultVersion, 1) == 1
 	c.alignedGrid = workflow.GetVersion(ctx, versionSliceGrid, workflow.DefaultVersion, 1) == 1
+	c.densityGrowth = func() bool {
+		return workflow.GetVersion(ctx, versionDensitySpan, workflow.DefaultVersion, 1) >= 1
+	}
 	c.newQueue()
 	c.wake = workflow.NewBufferedChannel(ctx, 1)
 	c.shownState, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(searchattr.PlatformState)

@@ -124,3 +124,43 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// TestCursorSpanGrowsToTheDensityInOneStep: a sparse first slice widens the
+// span straight to backfill_max_span when a quarter of max_pages would hold
+// that much history at its density (versionDensitySpan), not eightfold per
+// step (1h, 8h, then 48h); and at concurrency 4 that first slice runs alone
+// until it reports, instead of four one-hour slices at once.
+func TestCursorSpanGrowsToTheDensityInOneStep(t *testing.T) {
+	for _, concurrency := range []int{1, 4} {
+		t.Run(fmt.Sprint("concurrency ", concurrency), func(t *testing.T) {
+			env := newEnv(t)
+			p := testPlatform(t)
+			p.Interval = config.Duration(time.Hour)
+			p.Overlap = config.Duration(time.Minute)
+			p.Start = at("-100h").Format(time.RFC3339)
+			p.MaxPages = 8
+			p.BackfillMaxSpan = config.Duration(48 * time.Hour)
+			p.Concurrency = concurrency
+			require.Nil(t, p.Validate())
+			pages := watchPages(env)
+			mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+				return activities.FetchPageResult{Fetched: 1}, nil
+			}, nil)
+			stopAt(env, time.Hour, nil)
+
+			env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+
+			requireStopped(t, env)
+			var done []api.Range
+			for id := range pages.finished {
+				done = append(done, window(t, id))
+			}
+			sort.Slice(done, func(i, j int) bool { return done[i].Start.Before(done[j].Start) })
+			var got []string
+			for _, w := range done[:3] {
+				got = append(got, fmt.Sprintf("%s+%s", w.Start.Sub(t0), w.End.Sub(w.Start)))
+			}
+			require.Equal(t, []string{"-100h0m0s+1h0m0s", "-99h0m0s+48h0m0s", "-51h0m0s+48h0m0s"}, got)
+		})
+	}
+}

@@ -36,8 +36,9 @@ import (
 // state across continue-as-new; the next generation is then run from each
 // carried form (v0.1's, and today's read both ways) and compared again.
 //
-// Today's cursor answers versionSliceGrid with its old branch here (see
-// run): with the aligned grid the two place other slices by design.
+// Today's cursor answers versionSliceGrid and versionDensitySpan with
+// their old branches here (see run): with the aligned grid and one-step
+// span growth the two place other slices by design.
 //
 // ORDERSYNC_DIFF_SEEDS sets how many scenarios run (default 60, 10 with
 // -short); 300 take about a minute on two cores.
@@ -400,6 +401,10 @@ func (sc *diffScenario) run(t *testing.T, impl string, input any) diffRun {
 		// replays. The aligned grid places other slices by design; it is
 		// checked by internal/slicequeue's tests and cursor_grid_test.go.
 		env.OnGetVersion(versionSliceGrid, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		// Likewise v0.1's eightfold span growth, as a run recorded before
+		// versionDensitySpan replays; the one-step growth is checked by
+		// internal/slicequeue's TestSpanDensityGrowth and cursor_span_test.go.
+		env.OnGetVersion(versionDensitySpan, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}
 	env.SetStartTime(sc.t0)
 	env.SetTestTimeout(time.Minute)

@@ -82,6 +82,17 @@ const (
 	// slice woke the loop. Asked lazily, when the wait is woken by the
 	// cancellation itself.
 	versionCancelWhileIdle = "cancel-while-idle"
+
+	// versionDensitySpan guards how a backfill learns its span
+	// (internal/slicequeue, span.go): from this version a sparse slice
+	// widens the span straight to what a quarter of max_pages holds at the
+	// density seen, up to backfill_max_span (before: at most 8x a step),
+	// and while a run has no span yet its first regular slice runs alone
+	// until it reports (before: up to concurrency one-interval slices at
+	// once). Asked lazily, only where the new rule decides differently (a
+	// step over 8x; a slice held back), so a run recorded before the
+	// change replays its old decisions.
+	versionDensitySpan = "density-backfill-span"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

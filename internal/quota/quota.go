@@ -59,22 +59,40 @@ func Open(ctx context.Context, dsn string) (Slots, error) {
 	return openPostgres(ctx, target)
 }
 
-// JitterAllowance widens the spacing of slots by this fraction. Evenly
-// spaced at exactly rps, rps+1 requests span exactly one second, and a few
-// milliseconds of scheduling or network delay on the first of them puts all
-// of them into one second as the platform counts it. Spaced at
-// (1+JitterAllowance)/rps they span 1.05 s, so the platform never counts
-// more than rps in any second unless one request is delayed 50 ms more
-// than another (a busy host's timers are late by that much); the price is
-// 5% of the quota.
+// JitterAllowance widens the spacing of slots by this fraction, for rates
+// of one request a second or more. Evenly spaced at exactly rps, rps+1
+// requests span exactly one second, and a few milliseconds of scheduling or
+// network delay on the first of them puts all of them into one second as
+// the platform counts it. Spaced at (1+JitterAllowance)/rps they span
+// 1.05 s, so the platform never counts more than rps in any second unless
+// one request is delayed 50 ms more than another (a busy host's timers are
+// late by that much); the price is 5% of the quota.
+//
+// Slower rates get the same 50 ms as a fixed margin (jitterMargin), not 5%:
+// requests a second or more apart cannot crowd a second, and a platform's
+// bucket or window that refills one request per 1/rps is kept safe by the
+// margin for one request's delay. At Amazon's 0.0167 requests/s, 5% would
+// be 3 s a request, wasting 5% of a quota that takes hours to drain a
+// backlog (docs/performance.md, B6); 50 ms is 0.08%.
 const JitterAllowance = 0.05
+
+// jitterMargin is the allowance of rates below one request a second: what
+// JitterAllowance comes to at exactly one a second.
+const jitterMargin = JitterAllowance * float64(time.Second/time.Microsecond)
+
+// spacing is the slot interval at rps, in µs: 1/rps widened by the jitter
+// allowance (5% at one request a second or more, else a fixed 50 ms).
+func spacing(rps float64) int64 {
+	t := 1e6 / rps
+	return max(1, int64(math.Round(t+min(JitterAllowance*t, jitterMargin))))
+}
 
 // params turns a rate into the algorithm's integers (µs).
 func params(rps float64, burst int, maxWait time.Duration) (interval, tolerance, limit int64, err error) {
 	if rps <= 0 || math.IsNaN(rps) || math.IsInf(rps, 0) {
 		return 0, 0, 0, fmt.Errorf("request slots: rate must be positive, got %v", rps)
 	}
-	interval = max(1, int64(math.Round(1e6*(1+JitterAllowance)/rps)))
+	interval = spacing(rps)
 	tolerance = int64(max(burst, 1)-1) * interval
 	return interval, tolerance, max(0, maxWait.Microseconds()), nil
 }

@@ -115,6 +115,35 @@ func TestSlotsRefuseTooFarAhead(t *testing.T) {
 	}
 }
 
+// TestSlowRatesLoseOnlyAFixedMargin: below one request a second the slots
+// are 1/rps plus 50 ms apart, not 5% wider (3 s a request at Amazon's
+// 0.0167/s); from one a second up the 5% stays.
+func TestSlowRatesLoseOnlyAFixedMargin(t *testing.T) {
+	for name, dsn := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := quota.Open(ctx, dsn)
+			require.NoError(t, err)
+			defer s.Close()
+			for _, c := range []struct {
+				rps  float64
+				want time.Duration
+			}{
+				{0.0167, 59880239520 + 50*time.Millisecond}, // 1/0.0167 s
+				{0.5, 2*time.Second + 50*time.Millisecond},
+				{10, 105 * time.Millisecond},
+			} {
+				key := "margin-" + strconv.FormatFloat(c.rps, 'f', -1, 64) + "-" + time.Now().Format("150405.000000000")
+				_, err := s.Reserve(ctx, key, c.rps, 1, time.Hour)
+				require.NoError(t, err)
+				w, err := s.Reserve(ctx, key, c.rps, 1, time.Hour)
+				require.NoError(t, err)
+				require.InDelta(t, c.want.Seconds(), w.Seconds(), 0.02, "second slot at %v requests/s", c.rps)
+			}
+		})
+	}
+}
+
 // TestOpenConcurrentlyOnANewDatabase opens the slots from many handles at
 // once on an empty PostgreSQL schema, as worker processes starting together
 // on a new database do: every one must succeed.

@@ -24,6 +24,15 @@ type Rules struct {
 	Aligned bool
 	// Phase is the platform's offset within the interval (PhaseOf).
 	Phase time.Duration
+	// DensityGrowth, when set and true, lets a sparse slice widen the span
+	// by more than 8 at once (span.go). It is a version check the queue
+	// calls only when the answer changes the span, so runs that never
+	// widen that far record no marker.
+	DensityGrowth func() bool
+	// ProbeFirst, when set and true, holds back further backfill slices
+	// while the first one of a run whose span is not learned yet runs
+	// (span.go). A version check, asked only when it would hold one back.
+	ProbeFirst func() bool
 }
 
 // IDFunc names the slice [start, end): its child workflow ID.
@@ -39,6 +48,10 @@ type Queue struct {
 	next     time.Time
 	span     int
 	caughtUp bool
+	// reported is set once a regular slice of this run reported: the
+	// span it suggests is known (not carried; a run that restored a
+	// learned span, Snapshot.Span, need not probe).
+	reported bool
 	// slices in launch priority: regular slices in time order (they tile
 	// [Watermark, Next) with no gap and no overlap), then reprocess
 	// slices, then re-sweeps, each in the order they arrived.
@@ -182,6 +195,9 @@ func (q *Queue) Launch(now time.Time, open bool, limit int) []Slice {
 			}
 			break
 		}
+		if q.probing() {
+			break
+		}
 		i := q.insert(Slice{ID: q.id(q.next, end), Start: q.next, End: end, Kind: Regular})
 		q.next = end
 		if q.busy(q.slices[i].ID) {
@@ -286,6 +302,7 @@ func (q *Queue) Finish(id string, r Report, now time.Time, fromFetchStart func()
 	q.slices[i] = s
 	if s.Kind == Regular {
 		f.Span = q.adaptSpan(s, r)
+		q.reported = true
 	}
 	if s.Kind == Regular && r.Outcome == Completed {
 		q.scheduleResweep(s, now, fromFetchStart) // appends: i stays valid

@@ -2,6 +2,7 @@ package slicequeue
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -327,6 +328,42 @@ func TestSpan(t *testing.T) {
 	})
 }
 
+// TestSpanDensityGrowth: with DensityGrowth a very sparse slice widens the
+// span in one step to what a quarter of max_pages holds at its density, up
+// to MaxSpan; the version is asked only when the step exceeds eightfold.
+func TestSpanDensityGrowth(t *testing.T) {
+	r := rules
+	r.Interval = time.Hour
+	r.MaxSpan = 168
+	r.MaxPages = 100
+	r.PageSize = 250 // a quarter of max_pages holds 6,250 orders
+	cases := []struct {
+		name    string
+		fetched int
+		allowed bool
+		want    int
+		asked   bool
+	}{
+		{"very sparse: straight to the density's span", 250, true, 25, true},
+		{"sparser still: up to the maximum", 6, true, 168, true},
+		{"not allowed (before the version): eightfold", 250, false, 8, true},
+		{"sparse, under eightfold: the version is not asked", 1000, true, 6, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := false
+			r := r
+			r.DensityGrowth = func() bool { asked = true; return tc.allowed }
+			q := New(at("-480h"), r, testID)
+			q.slices = []Slice{{ID: "s", Start: at("-480h"), End: at("-479h"), State: Running}}
+			_, ok := q.Finish("s", Report{Outcome: Completed, Pages: 1, Fetched: tc.fetched}, t0, nil)
+			require.True(t, ok)
+			require.Equal(t, tc.want, q.Span())
+			require.Equal(t, tc.asked, asked)
+		})
+	}
+}
+
 func TestSnapshotRoundTrip(t *testing.T) {
 	r := rules
 	r.ResweepDelay = 10 * time.Minute
@@ -361,4 +398,47 @@ func TestRestorePutsKindsInPriorityOrder(t *testing.T) {
 		ids = append(ids, s.ID)
 	}
 	require.Equal(t, []string{"g", "r", "w"}, ids, "a finished reprocess slice is not carried")
+}
+
+// TestBackfillProbesFirst: with ProbeFirst a run with no span yet starts
+// one backfill slice and waits for its report before starting more, then
+// fills the concurrency at the span learned; without it (before the
+// version) it starts as many one-interval slices as allowed at once.
+func TestBackfillProbesFirst(t *testing.T) {
+	r := rules
+	r.Interval = time.Hour
+	r.MaxSpan = 6
+	r.MaxPages = 100
+	r.PageSize = 100
+	for _, allowed := range []bool{true, false} {
+		t.Run(fmt.Sprint("allowed ", allowed), func(t *testing.T) {
+			asked := 0
+			r := r
+			r.ProbeFirst = func() bool { asked++; return allowed }
+			r.DensityGrowth = func() bool { return allowed }
+			q := New(at("-480h"), r, testID)
+			first := q.Launch(t0, true, 4)
+			if !allowed {
+				require.Len(t, first, 4, "before the version: four one-interval slices at once")
+				return
+			}
+			require.Len(t, first, 1, "the probe runs alone")
+			require.Equal(t, time.Hour, first[0].End.Sub(first[0].Start))
+			require.Equal(t, 1, asked)
+			_, ok := q.Finish(first[0].ID, Report{Outcome: Completed, Pages: 1, Fetched: 10}, t0, nil)
+			require.True(t, ok)
+			rest := q.Launch(t0, true, 4)
+			require.Len(t, rest, 4)
+			for _, s := range rest {
+				require.Equal(t, 6*time.Hour, s.End.Sub(s.Start), "at the span the probe suggested")
+			}
+			require.Equal(t, 1, asked, "asked only when it held a slice back")
+		})
+	}
+	t.Run("a carried span needs no probe", func(t *testing.T) {
+		r := r
+		r.ProbeFirst = func() bool { t.Fatal("asked"); return true }
+		q := Restore(Snapshot{Next: at("-480h"), Span: 4}, r, testID)
+		require.Len(t, q.Launch(t0, true, 4), 4)
+	})
 }

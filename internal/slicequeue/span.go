@@ -15,6 +15,34 @@ import "time"
 // grid: after the bridge to the next grid point) and start where the last
 // slice ended, so regular slices still tile time with no gap; near
 // the present only settled intervals fit, so slices are one interval again.
+//
+// With Rules.DensityGrowth (a version check, asked only when it matters)
+// the cap of 8 goes: a sparse slice widens the span straight to what a
+// quarter of max_pages holds at the density it saw, up to MaxSpan. The
+// ramp of a backfill is then one step instead of four (15 minutes to 7
+// days), which halves the slices of a sparse backfill (B1: most of
+// ordersync's overhead is per slice, docs/performance.md). The quarter
+// leaves four times the density seen before a slice splits.
+
+// A backfill probes first: with ProbeFirst, while the run has no span to
+// go by (none carried, no regular slice reported yet) and one regular slice
+// runs, no other starts. Without it a cursor at concurrency 4 starts four
+// one-interval slices at once and learns from the first to finish, so
+// every backfill began with three slices too many (B1: 30 of 170).
+
+// probing says whether a new regular slice must wait for the first one's
+// report.
+func (q *Queue) probing() bool {
+	if q.maxSpan() <= 1 || q.span > 0 || q.reported || q.rules.ProbeFirst == nil {
+		return false
+	}
+	for _, s := range q.slices {
+		if s.Kind == Regular && s.State == Running {
+			return q.rules.ProbeFirst()
+		}
+	}
+	return false
+}
 
 // How much one sparse slice may widen the span.
 const (
@@ -69,7 +97,11 @@ func (q *Queue) adaptSpan(s Slice, r Report) int {
 		// narrower ones finishing (near the present, split halves) do not.
 		if r.Pages*4 <= q.rules.MaxPages && covered >= cur {
 			target := q.rules.PageSize * q.rules.MaxPages / 4
-			factor := min(max(target/max(r.Fetched, 1), minSpanGrowth), maxSpanGrowth)
+			raw := target / max(r.Fetched, 1)
+			factor := min(max(raw, minSpanGrowth), maxSpanGrowth)
+			if raw > maxSpanGrowth && cur < limit && q.rules.DensityGrowth != nil && q.rules.DensityGrowth() {
+				factor = raw
+			}
 			next = min(cur*factor, limit)
 		}
 	case Split, DeadLettered:

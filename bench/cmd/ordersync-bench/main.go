@@ -7,6 +7,8 @@
 //	B2 rate-limited  the simulator limits each shop to R requests/s
 //	B3 freshness     steady state: update visible at the platform -> in the store
 //	B4 scale         1,000 platforms with 60 s intervals on one worker process
+//	B5 fleet         5,000 platforms with 10-minute intervals on one worker process
+//	B6 quota         an Amazon-shaped platform at its documented quota (0.0167/s)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -71,7 +73,7 @@ func (e *benchEnv) profile(name string) func() {
 func main() {
 	var (
 		out      = flag.String("out", "bench/results", "directory for the JSON results")
-		cases    = flag.String("cases", "b1,b2,b3,b4", "cases to run")
+		cases    = flag.String("cases", "b1,b2,b3,b4,b5,b6", "cases to run, comma-separated")
 		work     = flag.String("work", "", "directory for databases and logs (default: a temporary directory, removed afterwards)")
 		workerB  = flag.String("ordersync", "bin/ordersync", "ordersync binary: B2 and B4 run `ordersync worker` as a separate process (empty: the worker runs in this process)")
 		profDir  = flag.String("cpuprofile", "", "write a CPU profile of this process per case into this directory")
@@ -113,6 +115,21 @@ func main() {
 	for _, c := range strings.Split(*cases, ",") {
 		want[strings.TrimSpace(strings.ToLower(c))] = true
 	}
+	// B6 sends a request every few seconds (time-scaled) or every minute
+	// (the real quota) for minutes on end: both runs go in the background,
+	// server and worker as child processes, while the other cases run, and
+	// are collected at the end.
+	var b6Real, b6Scaled func() (*quotaRun, error)
+	if want["b6"] && p.B6RealWindow > 0 {
+		b6Real = runInBackground(func() (quotaRun, error) {
+			return runQuota(ctx, env, &p, "real", 1, p.B6RealWindow)
+		})
+	}
+	if want["b6"] && p.B6Scale > 0 {
+		b6Scaled = runInBackground(func() (quotaRun, error) {
+			return runQuota(ctx, env, &p, "scaled", p.B6Scale, p.B6ScaledWindow)
+		})
+	}
 	if want["b1"] {
 		for _, iv := range p.b1Intervals() {
 			s := p.b1Settings(iv)
@@ -144,6 +161,31 @@ func main() {
 			r.Note = failure("B4", err)
 		}
 		rep.B4 = &r
+	}
+	if want["b5"] {
+		r, err := runFleet(ctx, env, &p)
+		if err != nil {
+			r.Note = failure("B5", err)
+		}
+		rep.B5 = &r
+	}
+	if want["b6"] {
+		rep.B6 = &quotaResult{}
+		env.logf("B6: waiting for the runs in the background")
+		if b6Scaled != nil {
+			r, err := b6Scaled()
+			if err != nil {
+				r.Note = failure("B6 time-scaled", err)
+			}
+			rep.B6.Scaled = r
+		}
+		if b6Real != nil {
+			r, err := b6Real()
+			if err != nil {
+				r.Note = failure("B6 real quota", err)
+			}
+			rep.B6.Real = r
+		}
 	}
 	rep.finish()
 	rep.printTable(os.Stdout)
