@@ -75,8 +75,10 @@ platforms:
 	require.Equal(t, RateLimit{RPS: 10, Burst: 3}, shop.RateLimit)
 	so, err := shop.ShopifyOptions()
 	require.NoError(t, err)
+	on := true
 	require.Equal(t, ShopifyOptions{API: ShopifyGraphQL, APIVersion: DefaultShopifyAPIVersion, RestoreRate: 100,
-		MaxCostAvailable: 2000, LineItemsPageSize: 4}, so)
+		MaxCostAvailable: 2000, LineItemsPageSize: 4, BulkBackfill: &on, BulkMinSpan: DefaultShopifyBulkMinSpan,
+		BulkPollInterval: DefaultShopifyBulkPollInterval, BulkConcurrency: 5}, so, "bulk backfill on for GraphQL; 2026-10 runs five at once")
 	rest := get("shop-rest")
 	require.Equal(t, 250, rest.PageSize, "REST keeps its own defaults")
 	require.Equal(t, RateLimit{RPS: 2, Burst: 3}, rest.RateLimit)
