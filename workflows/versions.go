@@ -74,6 +74,13 @@ const (
 	// histories of before do not hold. Asked when the state differs from
 	// the attribute, which for a new run is its first loop turn.
 	versionPlatformState = "platform-state-search-attribute"
+
+	// versionBulkBackfill guards FetchSlice's bulk path (slice_bulk.go): a
+	// Shopify GraphQL slice at least options.bulk_min_span wide runs as a
+	// bulk query before (or, when that cannot deliver, instead of)
+	// paging. Asked lazily, only for such a slice, so a history recorded
+	// before it replays its pages.
+	versionBulkBackfill = "shopify-bulk-backfill"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
