@@ -37,6 +37,7 @@ type shop struct {
 	faults    Faults
 	faultRand rng
 	points    pointBucket // the Shopify surface's query cost bucket
+	bulk      []*bulkJob  // the Shopify surface's bulk operations, by id-1
 	stats     ShopStats   // request counters; world counters are filled in by Stats
 }
 
@@ -107,6 +108,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("POST /shops/{shop}/amazon/auth/o2/token", s.handleAmazonToken)
 	mux.HandleFunc("GET /shops/{shop}/amazon/orders/2026-01-01/orders", s.handleAmazonOrders)
 	mux.HandleFunc("POST /shops/{shop}/admin/api/{version}/graphql.json", s.handleShopifyGraphQL)
+	mux.HandleFunc("GET /bulk-results/{shop}/{file}", s.handleBulkResult)
 	mux.HandleFunc("GET /admin/shops/{shop}/truth", s.handleTruth)
 	mux.HandleFunc("GET /admin/stats", s.handleStats)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
