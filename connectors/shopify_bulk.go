@@ -409,6 +409,10 @@ func (c *shopifyGraphQL) readJSONL(r io.Reader, offset int64, batch int, store f
 	}
 	for {
 		line, err := readLine(br)
+		if err != nil && err != io.EOF {
+			// The connection broke: the line read last is not whole.
+			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("bulk result download broke off at byte %d", pos), Err: scrubURLError(err)}
+		}
 		if len(line) > 0 {
 			at := pos
 			pos += int64(len(line))
@@ -457,9 +461,6 @@ func (c *shopifyGraphQL) readJSONL(r io.Reader, offset int64, batch int, store f
 		}
 		if err == io.EOF {
 			break
-		}
-		if err != nil {
-			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("bulk result download broke off at byte %d", pos), Err: scrubURLError(err)}
 		}
 	}
 	if err := finish(); err != nil {

@@ -38,6 +38,7 @@ type shop struct {
 	faultRand rng
 	points    pointBucket // the Shopify surface's query cost bucket
 	bulk      []*bulkJob  // the Shopify surface's bulk operations, by id-1
+	bulkCfg   BulkConfig
 	stats     ShopStats   // request counters; world counters are filled in by Stats
 }
 
@@ -67,6 +68,7 @@ func New(cfg Config) (*Simulator, error) {
 			world:     newWorld(cfg, sc.Name, s.start),
 			bucket:    bucket{rl: cfg.RateLimit},
 			points:    pointBucket{limit: cfg.ShopifyCost},
+			bulkCfg:   cfg.ShopifyBulk,
 			faults:    cfg.Faults,
 			faultRand: newRNG(uint64(cfg.Seed), h^0xfa17),
 		}

@@ -181,7 +181,7 @@ type bulkNode struct {
 func (s *Simulator) shopifyBulkData(sh *shop, req shopifyRequest, now int64) any {
 	switch req.op {
 	case shopifyBulkRunOp:
-		limit := s.cfg.ShopifyBulk.Concurrency
+		limit := sh.bulkCfg.Concurrency
 		code := "LIMIT_REACHED"
 		if limit == 0 {
 			limit = 5
@@ -207,8 +207,8 @@ func (s *Simulator) shopifyBulkData(sh *shop, req shopifyRequest, now int64) any
 			created: now, status: "CREATED"}
 		count := 0
 		sh.world.scan(req.lo, req.hi, func(listed) { count++ })
-		j.ends = now + (s.cfg.ShopifyBulk.Duration + time.Duration(count)*s.cfg.ShopifyBulk.PerOrder).Microseconds()
-		if sh.faultRand.float() < s.cfg.ShopifyBulk.FailRate {
+		j.ends = now + (sh.bulkCfg.Duration + time.Duration(count)*sh.bulkCfg.PerOrder).Microseconds()
+		if sh.faultRand.float() < sh.bulkCfg.FailRate {
 			j.fail, j.failAt = true, sh.faultRand.float()
 		}
 		sh.bulk = append(sh.bulk, j)
@@ -251,7 +251,7 @@ func (s *Simulator) shopifyBulkData(sh *shop, req shopifyRequest, now int64) any
 // result from the shop's orders as they are then.
 func (s *Simulator) advanceJob(sh *shop, j *bulkJob, now int64) {
 	if j.ended {
-		if j.status != "EXPIRED" && j.status != "CANCELED" && now >= j.endedAt+s.cfg.ShopifyBulk.ResultTTL.Microseconds() {
+		if j.status != "EXPIRED" && j.status != "CANCELED" && now >= j.endedAt+sh.bulkCfg.ResultTTL.Microseconds() {
 			j.status, j.data = "EXPIRED", nil
 		}
 		return
@@ -368,7 +368,7 @@ func (s *Simulator) bulkNode(sh *shop, j *bulkJob, base string, now int64) *bulk
 }
 
 func (s *Simulator) signBulkURL(sh *shop, base string, id int, now int64) string {
-	exp := now + s.cfg.ShopifyBulk.URLTTL.Microseconds()
+	exp := now + sh.bulkCfg.URLTTL.Microseconds()
 	path := fmt.Sprintf("/bulk-results/%s/%d.jsonl", sh.name, id)
 	return fmt.Sprintf("%s%s?expires=%d&signature=%s", base, path, exp, bulkSignature(sh, path, exp))
 }
@@ -410,7 +410,7 @@ func (s *Simulator) handleBulkResult(w http.ResponseWriter, r *http.Request) {
 	}
 	j := sh.bulk[id-1]
 	data := j.data
-	drop := sh.faultRand.float() < s.cfg.ShopifyBulk.DropRate
+	drop := sh.faultRand.float() < sh.bulkCfg.DropRate
 	sh.stats.BulkDownloads++
 	if drop {
 		sh.stats.BulkDropped++
@@ -425,4 +425,19 @@ func (s *Simulator) handleBulkResult(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	http.ServeContent(w, r, "", time.UnixMicro(j.endedAt), bytes.NewReader(data))
+}
+
+// SetShopifyBulk changes every shop's bulk operation settings (jobs
+// already started keep their duration and fate).
+func (s *Simulator) SetShopifyBulk(b BulkConfig) error {
+	if err := b.validate(); err != nil {
+		return err
+	}
+	b = b.withDefaults()
+	for _, sh := range s.shops {
+		sh.mu.Lock()
+		sh.bulkCfg = b
+		sh.mu.Unlock()
+	}
+	return nil
 }
