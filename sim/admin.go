@@ -49,6 +49,9 @@ type ShopStats struct {
 	Pages        int64      `json:"pages"`
 	OrdersServed int64      `json:"orders_served"`
 	Faults       FaultStats `json:"faults"`
+	// PointsUsed sums the actual cost of the Shopify surface's answered
+	// queries.
+	PointsUsed int64 `json:"points_used,omitempty"`
 	// Bulk operations of the Shopify surface: started, ended FAILED,
 	// cancelled; result downloads, those cut off, and refused for an
 	// expired URL.

@@ -222,6 +222,7 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 		sh.points.available = min(sh.points.limit.MaxAvailable, sh.points.available+float64(req.cost-actual))
 	}
 	if plan.kind != fault5xx {
+		sh.stats.PointsUsed += int64(actual)
 		ans.Extensions = &shopifyCostExt{Cost: shopifyCost{RequestedQueryCost: req.cost, ActualQueryCost: &actual, ThrottleStatus: sh.points.status()}}
 	}
 	sh.mu.Unlock()
