@@ -16,7 +16,7 @@ import (
 
 // The chaos run's platforms on the current APIs, beside the sim kind's:
 // a Shopify shop over the GraphQL Admin API whose backfill slices run as
-// bulk queries (jobs that take a second, a fifth of them FAILED with
+// bulk queries (jobs that take a second, half of them FAILED with
 // partial data, downloads cut off, signed URLs that expire within
 // seconds), and an Amazon seller over Orders v2026-01-01 (the 2-minute
 // rule keeps its watermark back). Their check is the store against the
@@ -35,7 +35,7 @@ const chaosCurrentAPIPlatforms = `
     credentials: {env: ORDERSYNC_E2E_CHAOS_AMZ_SECRET}
     settle: 2m5s
     options:
-      marketplace_ids: [A1PA6795UKMFR9]
+      marketplace_ids: [A1PA6795UKMFR9, ATVPDKIKX0DER, A1F83G8C2ARO7P]
       token_url: "{{SIM}}/shops/amz/amazon/auth/o2/token"
 `
 
@@ -55,7 +55,7 @@ var chaosCurrentAPIs = map[string]struct {
 func withCurrentAPIShops(cfg sim.Config) sim.Config {
 	cfg.Shops = append(cfg.Shops, sim.ShopConfig{Name: "gql", Token: "chaos-gql-token"}, sim.ShopConfig{Name: "amz", Token: "chaos-amz-token"})
 	cfg.ShopifyCost = sim.CostLimit{RestoreRate: 2000, MaxAvailable: 20000}
-	cfg.ShopifyBulk = sim.BulkConfig{Duration: time.Second, FailRate: 0.2, DropRate: 0.2, URLTTL: 3 * time.Second}
+	cfg.ShopifyBulk = sim.BulkConfig{Duration: time.Second, FailRate: 0.5, DropRate: 0.2, URLTTL: 3 * time.Second}
 	return cfg
 }
 
