@@ -39,7 +39,7 @@ type shop struct {
 	points    pointBucket // the Shopify surface's query cost bucket
 	bulk      []*bulkJob  // the Shopify surface's bulk operations, by id-1
 	bulkCfg   BulkConfig
-	stats     ShopStats   // request counters; world counters are filled in by Stats
+	stats     ShopStats // request counters; world counters are filled in by Stats
 }
 
 // New builds a simulator and its backlog. The clock is read once here: that
