@@ -130,6 +130,12 @@ const (
 	shopifyBulkCurrentQuery = `query CurrentBulkOrders {
   currentBulkOperation(type: QUERY) { ` + shopifyBulkFields + ` }
 }`
+	shopifyBulkListOp    = "RunningBulkOrders"
+	shopifyBulkListQuery = `query RunningBulkOrders($first: Int!) {
+  bulkOperations(first: $first, query: "operation_type:query AND (status:created OR status:running)", sortKey: CREATED_AT, reverse: true) {
+    nodes { ` + shopifyBulkFields + ` }
+  }
+}`
 	shopifyBulkCancelMutation = `mutation CancelBulkOrders($id: ID!) {
   bulkOperationCancel(id: $id) {
     bulkOperation { ` + shopifyBulkFields + ` }
@@ -200,6 +206,14 @@ func (c *shopifyGraphQL) StartBulk(ctx context.Context, from, to time.Time, m Me
 		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("bulk window start %s is not before its end %s", from, to)}
 	}
 	query := ShopifyBulkOrdersQuery(from, to)
+	if c.listsBulk {
+		// From 2026-01 a retried start is not refused while the shop has
+		// room, so an operation an earlier attempt started is looked for
+		// first: starting it twice would hold two of the shop's slots.
+		if op, ok, err := c.findRunning(ctx, query, m); err != nil || ok {
+			return op, err
+		}
+	}
 	body, err := c.query(ctx, PageRequest{Meter: m}, shopifyBulkRunOperation, shopifyBulkRunMutation,
 		map[string]any{"query": query}, shopifyBulkMutationCost)
 	if err != nil {
@@ -238,6 +252,13 @@ func (c *shopifyGraphQL) StartBulk(ctx context.Context, from, to time.Time, m Me
 // lost), it is the slice's operation; anything else is someone else's, and
 // the slice waits its turn.
 func (c *shopifyGraphQL) adoptRunning(ctx context.Context, query string, m Meter, refusal string) (BulkOperation, error) {
+	if c.listsBulk {
+		op, ok, err := c.findRunning(ctx, query, m)
+		if err != nil || ok {
+			return op, err
+		}
+		return BulkOperation{}, &BulkBusyError{Platform: c.platform, Msg: refusal}
+	}
 	body, err := c.query(ctx, PageRequest{Meter: m}, shopifyBulkCurrentOp, shopifyBulkCurrentQuery, map[string]any{}, shopifyBulkObjectCost)
 	if err != nil {
 		return BulkOperation{}, err
@@ -254,6 +275,36 @@ func (c *shopifyGraphQL) adoptRunning(ctx context.Context, query string, m Meter
 		return cur.operation(c.platform)
 	}
 	return BulkOperation{}, &BulkBusyError{Platform: c.platform, Msg: refusal}
+}
+
+// findRunning looks through the shop's running bulk queries (at most
+// bulk_concurrency of them run at once) for one of this query.
+func (c *shopifyGraphQL) findRunning(ctx context.Context, query string, m Meter) (BulkOperation, bool, error) {
+	first := max(c.bulkLimit, 1)
+	body, err := c.query(ctx, PageRequest{Meter: m}, shopifyBulkListOp, shopifyBulkListQuery, map[string]any{"first": first}, 2+first)
+	if err != nil {
+		return BulkOperation{}, false, err
+	}
+	var env struct {
+		Data struct {
+			List *struct {
+				Nodes []shopifyBulkNode `json:"nodes"`
+			} `json:"bulkOperations"`
+		} `json:"data"`
+	}
+	if err := DecodeJSON(c.platform, 0, body, &env); err != nil {
+		return BulkOperation{}, false, err
+	}
+	if env.Data.List == nil {
+		return BulkOperation{}, false, &MalformedError{Platform: c.platform, Offset: -1, Err: errors.New("bulkOperations is missing from the answer")}
+	}
+	for _, n := range env.Data.List.Nodes {
+		if n.Query == query && (n.Status == BulkCreated || n.Status == BulkRunning) {
+			op, err := n.operation(c.platform)
+			return op, err == nil, err
+		}
+	}
+	return BulkOperation{}, false, nil
 }
 
 // BulkStatus reads one operation by id.

@@ -270,3 +270,29 @@ func TestShopifyBulkCutOffDownload(t *testing.T) {
 	require.NoError(t, err)
 	requireBulkTruth(t, s, from, to, append(stored, rest...), true)
 }
+
+// TestShopifyBulkNoDuplicateStart: from API 2026-01 a shop runs five bulk
+// queries, so a retried start is not refused; the connector finds the
+// operation an earlier attempt started (bulkOperations) instead of holding
+// a second slot, and five others fill the shop until one ends.
+func TestShopifyBulkNoDuplicateStart(t *testing.T) {
+	clk := newFakeClock()
+	s, b := startBulkSim(t, clk, config.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Minute})
+	ctx := context.Background()
+	from, to := clk.Now().Add(-25*time.Hour), clk.Now()
+	first, err := b.StartBulk(ctx, from, to, nil)
+	require.NoError(t, err)
+	again, err := b.StartBulk(ctx, from, to, nil)
+	require.NoError(t, err)
+	require.Equal(t, first.ID, again.ID, "the same query is the same operation")
+	require.Equal(t, int64(1), s.Stats().Shops["acme"].BulkOperations)
+
+	for i := 1; i < 5; i++ {
+		_, err := b.StartBulk(ctx, from.Add(time.Duration(i)*time.Minute), to, nil)
+		require.NoError(t, err, "operation %d of five", i+1)
+	}
+	_, err = b.StartBulk(ctx, from.Add(time.Hour), to, nil)
+	var busy *connectors.BulkBusyError
+	require.ErrorAs(t, err, &busy)
+	require.Contains(t, err.Error(), "LIMIT_REACHED")
+}

@@ -45,6 +45,10 @@ type shopifyGraphQL struct {
 	budget   CostBudget // from the options: the plan's restore rate and bucket
 	http     *resty.Client
 	files    *http.Client // bulk result files: signed URLs, no credential
+	// listsBulk says the API version has the bulkOperations query
+	// (2026-01 on); bulkLimit is options.bulk_concurrency.
+	listsBulk bool
+	bulkLimit int
 
 	mu       sync.Mutex
 	reported CostBudget // Shopify's last throttleStatus; zero fields: not reported
@@ -75,7 +79,9 @@ func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base, toke
 		budget:   CostBudget{Rate: opts.RestoreRate, Capacity: opts.MaxCostAvailable},
 		http: NewHTTPClient(p).SetHeader("X-Shopify-Access-Token", token).
 			SetHeader("Content-Type", "application/json"),
-		files: newBulkFileClient(p),
+		files:     newBulkFileClient(p),
+		listsBulk: opts.APIVersion == "unstable" || opts.APIVersion >= "2026-01",
+		bulkLimit: opts.BulkConcurrency,
 	}
 }
 

@@ -198,7 +198,10 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 	case faultNone:
 		if isShopifyBulkOp(req.op) {
 			sh.world.advance(now)
-			ans.Data = s.shopifyBulkData(sh, req, now)
+			if ans.Data = s.shopifyBulkData(sh, req, now); ans.Data == nil {
+				ans = shopifyErrors("undefinedField", "Field 'bulkOperations' doesn't exist on type 'QueryRoot' before API version 2026-01")
+				actual = 1
+			}
 			break
 		}
 		fallthrough

@@ -89,12 +89,13 @@ const (
 	shopifyBulkStatusOp = "BulkOperationStatus"
 	shopifyBulkCurrent  = "CurrentBulkOrders"
 	shopifyBulkCancelOp = "CancelBulkOrders"
+	shopifyBulkListOp   = "RunningBulkOrders"
 	shopifyBulkGID      = "gid://shopify/BulkOperation/"
 )
 
 func isShopifyBulkOp(op string) bool {
 	switch op {
-	case shopifyBulkRunOp, shopifyBulkStatusOp, shopifyBulkCurrent, shopifyBulkCancelOp:
+	case shopifyBulkRunOp, shopifyBulkStatusOp, shopifyBulkCurrent, shopifyBulkCancelOp, shopifyBulkListOp:
 		return true
 	}
 	return false
@@ -154,6 +155,16 @@ func parseShopifyBulk(op, query string, vars map[string]any) (shopifyRequest, *s
 		}
 		req.lo, req.hi = lo, hi
 		req.bulk = bulkRequest{query: q, grouped: strings.Contains(query, "groupObjects: true")}
+	case shopifyBulkListOp:
+		// bulkOperations exists from 2026-01; the connector asks for the
+		// shop's created or running queries, which is all the simulator
+		// filters by.
+		f, _ := vars["first"].(float64)
+		if f < 1 || f > shopifyMaxFirst || !strings.Contains(query, "operation_type:query") {
+			return fail("BAD_REQUEST", "the simulator lists running bulk queries (operation_type:query) with 1 <= $first <= %d only", shopifyMaxFirst)
+		}
+		req.first = int(f)
+		req.cost = 2 + req.first
 	case shopifyBulkStatusOp, shopifyBulkCancelOp:
 		gid, _ := vars["id"].(string)
 		n, ok := strings.CutPrefix(gid, shopifyBulkGID)
@@ -214,6 +225,18 @@ func (s *Simulator) shopifyBulkData(sh *shop, req shopifyRequest, now int64) any
 		sh.bulk = append(sh.bulk, j)
 		sh.stats.BulkOperations++
 		return map[string]any{"bulkOperationRunQuery": map[string]any{"bulkOperation": s.bulkNode(sh, j, req.base, now), "userErrors": []any{}}}
+	case shopifyBulkListOp:
+		if req.version != "unstable" && req.version < "2026-01" {
+			return nil // no such field before 2026-01: answered as an error below
+		}
+		nodes := []*bulkNode{}
+		for i := len(sh.bulk) - 1; i >= 0 && len(nodes) < req.first; i-- {
+			j := sh.bulk[i]
+			if s.advanceJob(sh, j, now); !j.ended {
+				nodes = append(nodes, s.bulkNode(sh, j, req.base, now))
+			}
+		}
+		return map[string]any{"bulkOperations": map[string]any{"nodes": nodes}}
 	case shopifyBulkCurrent:
 		if len(sh.bulk) == 0 {
 			return map[string]any{"currentBulkOperation": nil}
