@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/internal/searchattr"
 )
 
 // Bulk backfill. A Shopify slice at least options.bulk_min_span wide (a
@@ -145,6 +147,9 @@ func (s *sliceRun) startBulk(ctx workflow.Context, in activities.BulkInput, poll
 // other than an ending one means it gave up after maxBulkPolls looks.
 func (s *sliceRun) awaitBulk(ctx workflow.Context, in activities.BulkInput, st activities.BulkState, poll time.Duration) (activities.BulkState, error) {
 	for n := 0; n < maxBulkPolls; n++ {
+		// What the Web UI shows meanwhile; current details never enter history.
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**bulk query** %s: %s, %d objects so far\n\n%s",
+			st.ID, st.Status, st.ObjectCount, sliceDetails(searchattr.StateRunning, s.res)))
 		switch st.Status {
 		case connectors.BulkCompleted, connectors.BulkFailed, connectors.BulkCanceled, connectors.BulkExpired:
 			return st, nil
