@@ -62,7 +62,10 @@ type SliceResult struct {
 	OrdersRejected int `json:"orders_rejected,omitempty"`
 	// OrdersFutureStamped are versions stamped further ahead of now than
 	// the allowed skew: not stored, since they would pin the order.
-	OrdersFutureStamped int    `json:"orders_future_stamped,omitempty"`
-	Error               string `json:"error,omitempty"`
-	ErrorType           string `json:"error_type,omitempty"`
+	OrdersFutureStamped int `json:"orders_future_stamped,omitempty"`
+	// BulkOperations counts the bulk queries the slice started (Shopify
+	// bulk backfill); each stored result counts as one page.
+	BulkOperations int    `json:"bulk_operations,omitempty"`
+	Error          string `json:"error,omitempty"`
+	ErrorType      string `json:"error_type,omitempty"`
 }

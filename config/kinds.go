@@ -418,6 +418,46 @@ type ShopifyOptions struct {
 	// LineItemsPageSize is how many lines each order lists in the orders
 	// query (graphql; default DefaultShopifyLineItemsPageSize).
 	LineItemsPageSize int `yaml:"line_items_page_size"`
+	// BulkBackfill runs slices at least BulkMinSpan wide as one bulk query
+	// (bulkOperationRunQuery) instead of paging (graphql; default on).
+	BulkBackfill *bool `yaml:"bulk_backfill"`
+	// BulkMinSpan is the narrowest slice that runs as a bulk query
+	// (default DefaultShopifyBulkMinSpan).
+	BulkMinSpan Duration `yaml:"bulk_min_span"`
+	// BulkPollInterval is how long a slice waits, on a durable timer,
+	// between looks at its running bulk query (default
+	// DefaultShopifyBulkPollInterval).
+	BulkPollInterval Duration `yaml:"bulk_poll_interval"`
+	// BulkConcurrency is how many bulk queries Shopify runs at once per app
+	// and shop (default ShopifyBulkConcurrency of api_version).
+	BulkConcurrency int `yaml:"bulk_concurrency"`
+}
+
+// UseBulk says whether a slice of this width runs as a bulk query.
+func (o ShopifyOptions) UseBulk(width time.Duration) bool {
+	return o.API == ShopifyGraphQL && o.BulkBackfill != nil && *o.BulkBackfill && width >= o.BulkMinSpan.D()
+}
+
+// Bulk query defaults. A bulk query costs a handful of requests however
+// many orders it holds (start, a look every poll interval, one download),
+// but takes Shopify seconds to minutes to prepare, so it pays for windows
+// that hold many pages: backfill slices, which widen up to
+// backfill_max_span (7 days by default) while history is sparse. A day is
+// where a shop with a few hundred orders a day needs several pages.
+const (
+	DefaultShopifyBulkMinSpan      = Duration(24 * time.Hour)
+	DefaultShopifyBulkPollInterval = Duration(10 * time.Second)
+)
+
+// ShopifyBulkConcurrency is how many bulk queries an app may run at once on
+// one shop in an API version: one before 2026-01, five from 2026-01 on
+// (https://shopify.dev/docs/api/usage/bulk-operations/queries, "Faster bulk
+// operations" in the 2026-01 changelog).
+func ShopifyBulkConcurrency(apiVersion string) int {
+	if apiVersion == "unstable" || apiVersion >= "2026-01" {
+		return 5
+	}
+	return 1
 }
 
 var shopifyVersion = regexp.MustCompile(`^(20\d\d-(01|04|07|10)|unstable)$`)
@@ -452,6 +492,30 @@ func (o *ShopifyOptions) finish(_ Platform, bad problemFunc) {
 	}
 	if o.LineItemsPageSize < 1 || o.LineItemsPageSize > ShopifyMaxConnectionSize {
 		bad("line_items_page_size", "must be between 1 and %d, got %d", ShopifyMaxConnectionSize, o.LineItemsPageSize)
+	}
+	if o.BulkBackfill == nil {
+		on := o.API == ShopifyGraphQL
+		o.BulkBackfill = &on
+	} else if *o.BulkBackfill && o.API != ShopifyGraphQL {
+		bad("bulk_backfill", "bulk queries need api: graphql, got api %q", o.API)
+	}
+	if o.BulkMinSpan == 0 {
+		o.BulkMinSpan = DefaultShopifyBulkMinSpan
+	}
+	if o.BulkMinSpan < Duration(time.Second) {
+		bad("bulk_min_span", "must be at least 1s (the narrowest slice that runs as a bulk query), got %s", o.BulkMinSpan)
+	}
+	if o.BulkPollInterval == 0 {
+		o.BulkPollInterval = DefaultShopifyBulkPollInterval
+	}
+	if o.BulkPollInterval < Duration(100*time.Millisecond) || o.BulkPollInterval > Duration(10*time.Minute) {
+		bad("bulk_poll_interval", "must be between 100ms and 10m, got %s", o.BulkPollInterval)
+	}
+	if o.BulkConcurrency == 0 {
+		o.BulkConcurrency = ShopifyBulkConcurrency(o.APIVersion)
+	}
+	if o.BulkConcurrency < 1 {
+		bad("bulk_concurrency", "must be at least 1, got %d", o.BulkConcurrency)
 	}
 }
 

@@ -76,8 +76,10 @@ platforms:
 	require.Equal(t, RateLimit{RPS: 10, Burst: 3}, shop.RateLimit)
 	so, err := KindOptions[ShopifyOptions](shop)
 	require.NoError(t, err)
+	on := true
 	require.Equal(t, ShopifyOptions{API: ShopifyGraphQL, APIVersion: DefaultShopifyAPIVersion, RestoreRate: 100,
-		MaxCostAvailable: 2000, LineItemsPageSize: 4}, so)
+		MaxCostAvailable: 2000, LineItemsPageSize: 4, BulkBackfill: &on, BulkMinSpan: DefaultShopifyBulkMinSpan,
+		BulkPollInterval: DefaultShopifyBulkPollInterval, BulkConcurrency: 5}, so, "bulk backfill on for GraphQL; 2026-10 runs five at once")
 	rest := get("shop-rest")
 	require.Equal(t, 250, rest.PageSize, "REST keeps its own defaults")
 	require.Equal(t, RateLimit{RPS: 2, Burst: 3}, rest.RateLimit)
@@ -150,6 +152,11 @@ func TestKindValidation(t *testing.T) {
 			[]string{`field "options.api": must be graphql or rest, got "soap"`, `field "options.restore_rate": must be positive`,
 				`field "options.max_cost_available": must hold Shopify's single-query maximum of 1000 points, got 500`,
 				`field "options.line_items_page_size": must be between 1 and 250, got 251`}},
+		{"shopify bulk options", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    options: {bulk_min_span: 10ms, bulk_poll_interval: 1h, bulk_concurrency: -1}\n",
+			[]string{`field "options.bulk_min_span": must be at least 1s`, `field "options.bulk_poll_interval": must be between 100ms and 10m, got 1h0m0s`,
+				`field "options.bulk_concurrency": must be at least 1, got -1`}},
+		{"shopify bulk needs graphql", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 250\n    options: {api: rest, bulk_backfill: true}\n",
+			[]string{`field "options.bulk_backfill": bulk queries need api: graphql, got api "rest"`}},
 		{"shopify option of the wrong type", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    options: {restore_rate: fast}\n",
 			[]string{`field "options.restore_rate": must be a number, got "fast"`}},
 		{"woocommerce over plain http", head + "    kind: woocommerce\n    endpoint: http://shop.example.com\n    options: {auth: oauth1}\n",
@@ -447,4 +454,44 @@ func TestHTTPKindLinesOption(t *testing.T) {
 			require.Equal(t, tt.want, o.Lines)
 		})
 	}
+}
+
+// TestShopifyBulkDefaults: bulk backfill is on for GraphQL and off for
+// REST; the concurrency follows the API version (one before 2026-01, five
+// from it); UseBulk picks slices at least bulk_min_span wide.
+func TestShopifyBulkDefaults(t *testing.T) {
+	f, err := Parse([]byte(`
+platforms:
+  old:
+    kind: shopify
+    endpoint: https://a.myshopify.com
+    credentials: {env: X}
+    options: {api_version: "2025-10"}
+  rest:
+    kind: shopify
+    endpoint: https://a.myshopify.com
+    credentials: {env: X}
+    options: {api: rest}
+  off:
+    kind: shopify
+    endpoint: https://a.myshopify.com
+    credentials: {env: X}
+    options: {bulk_backfill: false, bulk_min_span: 2h}
+`))
+	require.NoError(t, err)
+	get := func(name string) ShopifyOptions {
+		p, ok := f.Get(name)
+		require.True(t, ok)
+		o, err := KindOptions[ShopifyOptions](p)
+		require.NoError(t, err)
+		return o
+	}
+	old := get("old")
+	require.Equal(t, 1, old.BulkConcurrency, "one bulk query at a time before 2026-01")
+	require.True(t, old.UseBulk(24*time.Hour))
+	require.False(t, old.UseBulk(23*time.Hour), "narrower than bulk_min_span")
+	require.False(t, get("rest").UseBulk(30*24*time.Hour), "REST has no bulk queries")
+	off := get("off")
+	require.Equal(t, Duration(2*time.Hour), off.BulkMinSpan)
+	require.False(t, off.UseBulk(30*24*time.Hour))
 }

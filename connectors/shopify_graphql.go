@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,11 @@ type shopifyGraphQL struct {
 	lines    int        // line_items_page_size
 	budget   CostBudget // from the options: the plan's restore rate and bucket
 	http     *resty.Client
+	files    *http.Client // bulk result files: signed URLs, no credential
+	// listsBulk says the API version has the bulkOperations query
+	// (2026-01 on); bulkLimit is options.bulk_concurrency.
+	listsBulk bool
+	bulkLimit int
 
 	mu       sync.Mutex
 	reported CostBudget // Shopify's last throttleStatus; zero fields: not reported
@@ -73,6 +79,9 @@ func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base, toke
 		budget:   CostBudget{Rate: opts.RestoreRate, Capacity: opts.MaxCostAvailable},
 		http: newHTTPClient(p).SetHeader("X-Shopify-Access-Token", token).
 			SetHeader("Content-Type", "application/json"),
+		files:     newBulkFileClient(p),
+		listsBulk: opts.APIVersion == "unstable" || opts.APIVersion >= "2026-01",
+		bulkLimit: opts.BulkConcurrency,
 	}
 }
 

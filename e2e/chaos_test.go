@@ -67,7 +67,7 @@ const (
 	chaosPostgresDuration = 45 * time.Second
 )
 
-var chaosShops = map[string]string{"chaos-a": "a", "chaos-b": "b"}
+var chaosShops = map[string]string{"chaos-a": "a", "chaos-b": "b", "chaos-gql": "gql", "chaos-amz": "amz"}
 
 func chaosSim(seed int64) sim.Config {
 	cfg := sim.DefaultConfig()
@@ -82,7 +82,7 @@ func chaosSim(seed int64) sim.Config {
 	cfg.Late = chaosOverlap
 	cfg.RateLimit = sim.RateLimit{RPS: 6, Burst: 2}
 	cfg.Faults = sim.Faults{Err5xx: 0.10, Hang: 0.03, Malformed: 0.02, HangFor: 8 * time.Second}
-	return cfg
+	return withCurrentAPIShops(cfg)
 }
 
 // TestChaosNoLoss runs the system as separate processes (embedded Temporal
@@ -196,7 +196,8 @@ func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.simSrv.Close() })
 
-	yaml := strings.ReplaceAll(chaosPlatforms, "{{SIM}}", r.simSrv.URL)
+	yaml, currentEnv := withCurrentAPIPlatforms(chaosPlatforms)
+	yaml = strings.ReplaceAll(yaml, "{{SIM}}", r.simSrv.URL)
 	r.file, err = config.Parse([]byte(yaml))
 	require.NoError(t, err)
 	platformsPath := filepath.Join(t.TempDir(), "platforms.yaml")
@@ -208,6 +209,7 @@ func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun
 		"ORDERSYNC_E2E_CHAOS_A_TOKEN=chaos-a-token",
 		"ORDERSYNC_E2E_CHAOS_B_TOKEN=chaos-b-token",
 	)
+	r.env = append(r.env, currentEnv...)
 	return r
 }
 
@@ -363,6 +365,9 @@ func (r *chaosRun) drainDeadLetters(timeout time.Duration) {
 func (r *chaosRun) verifyAll() {
 	r.t.Helper()
 	for _, p := range r.file.Platforms {
+		if r.verifyCurrentAPI(p) {
+			continue
+		}
 		code, out, errOut := runOrdersync(r.t, r.env, "verify", "--platform", p.Name, "-o", "json")
 		var res struct {
 			Report verify.Report `json:"report"`

@@ -49,6 +49,18 @@ type ShopStats struct {
 	Pages        int64      `json:"pages"`
 	OrdersServed int64      `json:"orders_served"`
 	Faults       FaultStats `json:"faults"`
+	// PointsUsed sums the actual cost of the Shopify surface's answered
+	// queries.
+	PointsUsed int64 `json:"points_used,omitempty"`
+	// Bulk operations of the Shopify surface: started, ended FAILED,
+	// cancelled; result downloads, those cut off, and refused for an
+	// expired URL.
+	BulkOperations int64 `json:"bulk_operations,omitempty"`
+	BulkFailed     int64 `json:"bulk_failed,omitempty"`
+	BulkCanceled   int64 `json:"bulk_canceled,omitempty"`
+	BulkDownloads  int64 `json:"bulk_downloads,omitempty"`
+	BulkDropped    int64 `json:"bulk_dropped,omitempty"`
+	BulkURLExpired int64 `json:"bulk_url_expired,omitempty"`
 	// Orders is the number of orders created so far (visible or not yet).
 	Orders int `json:"orders"`
 	// VisibleOrders is the number of orders the list endpoint can show.

@@ -50,6 +50,9 @@ type Config struct {
 	// the Shopify surface, whatever first asks (default 3). Shopify serves
 	// up to 250; a small page makes a client's follow-up queries happen.
 	ShopifyLinePage int
+	// ShopifyBulk plays the Shopify surface's bulk operations
+	// (shopify_bulk.go).
+	ShopifyBulk BulkConfig
 	// Clock is the simulator's time source (default time.Now).
 	Clock func() time.Time
 	// AmazonTokenTTL is how long a pagination token of the Amazon surface
@@ -204,6 +207,9 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.Faults.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.ShopifyBulk.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("sim config: %w", errors.Join(errs...))
 	}
@@ -225,6 +231,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
+	c.ShopifyBulk = c.ShopifyBulk.withDefaults()
 	c.Shops = append([]ShopConfig(nil), c.Shops...)
 	return c, nil
 }
@@ -279,6 +286,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Faults.Malformed, "fault-malformed", c.Faults.Malformed, "rate of malformed JSON bodies")
 	fs.Float64Var(&c.Faults.EmptyPageWithToken, "fault-empty-page", c.Faults.EmptyPageWithToken, "rate of empty pages that carry a next token")
 	fs.DurationVar(&c.Faults.HangFor, "hang-for", c.Faults.HangFor, "how long a hanging request hangs")
+	fs.DurationVar(&c.ShopifyBulk.Duration, "shopify-bulk-duration", c.ShopifyBulk.Duration, "Shopify GraphQL surface: how long a bulk query runs at least (0: 2s)")
+	fs.DurationVar(&c.ShopifyBulk.PerOrder, "shopify-bulk-per-order", c.ShopifyBulk.PerOrder, "Shopify GraphQL surface: bulk query time added per order")
+	fs.Float64Var(&c.ShopifyBulk.FailRate, "shopify-bulk-fail", c.ShopifyBulk.FailRate, "Shopify GraphQL surface: rate of bulk queries that fail with partial data")
+	fs.Float64Var(&c.ShopifyBulk.DropRate, "shopify-bulk-drop", c.ShopifyBulk.DropRate, "Shopify GraphQL surface: rate of bulk result downloads cut off halfway")
+	fs.DurationVar(&c.ShopifyBulk.URLTTL, "shopify-bulk-url-ttl", c.ShopifyBulk.URLTTL, "Shopify GraphQL surface: lifetime of a signed bulk result URL (0: 1h)")
 	fs.DurationVar(&c.AmazonTokenTTL, "amazon-token-ttl", c.AmazonTokenTTL, "lifetime of the Amazon surface's pagination tokens (0: 24h)")
 }
 

@@ -37,7 +37,9 @@ type shop struct {
 	faults    Faults
 	faultRand rng
 	points    pointBucket // the Shopify surface's query cost bucket
-	stats     ShopStats   // request counters; world counters are filled in by Stats
+	bulk      []*bulkJob  // the Shopify surface's bulk operations, by id-1
+	bulkCfg   BulkConfig
+	stats     ShopStats // request counters; world counters are filled in by Stats
 }
 
 // New builds a simulator and its backlog. The clock is read once here: that
@@ -66,6 +68,7 @@ func New(cfg Config) (*Simulator, error) {
 			world:     newWorld(cfg, sc.Name, s.start),
 			bucket:    bucket{rl: cfg.RateLimit},
 			points:    pointBucket{limit: cfg.ShopifyCost},
+			bulkCfg:   cfg.ShopifyBulk,
 			faults:    cfg.Faults,
 			faultRand: newRNG(uint64(cfg.Seed), h^0xfa17),
 		}
@@ -107,6 +110,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("POST /shops/{shop}/amazon/auth/o2/token", s.handleAmazonToken)
 	mux.HandleFunc("GET /shops/{shop}/amazon/orders/2026-01-01/orders", s.handleAmazonOrders)
 	mux.HandleFunc("POST /shops/{shop}/admin/api/{version}/graphql.json", s.handleShopifyGraphQL)
+	mux.HandleFunc("GET /bulk-results/{shop}/{file}", s.handleBulkResult)
 	mux.HandleFunc("GET /admin/shops/{shop}/truth", s.handleTruth)
 	mux.HandleFunc("GET /admin/stats", s.handleStats)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -118,6 +118,9 @@ type shopifyRequest struct {
 	after    string // the cursor, "" for the first page
 	orderSeq uint32 // lines: the order
 	cost     int    // requested
+	bulk     bulkRequest
+	version  string // the API version in the path
+	base     string // scheme and host the request came to, for result URLs
 }
 
 // handleShopifyGraphQL serves the Shopify surface. The checks run in
@@ -161,6 +164,7 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 		writeJSON(w, http.StatusOK, *qerr)
 		return
 	}
+	req.version, req.base = r.PathValue("version"), "http://"+r.Host
 	limited := sh.points.restore(now)
 	if limited && sh.points.available < float64(req.cost) {
 		sh.stats.Throttled++
@@ -191,6 +195,16 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 		ans.Data = map[string]any{"orders": map[string]any{"nodes": []any{},
 			"pageInfo": map[string]any{"hasNextPage": true, "endCursor": cur.encode()}}}
 		actual = 2
+	case faultNone:
+		if isShopifyBulkOp(req.op) {
+			sh.world.advance(now)
+			if ans.Data = s.shopifyBulkData(sh, req, now); ans.Data == nil {
+				ans = shopifyErrors("undefinedField", "Field 'bulkOperations' doesn't exist on type 'QueryRoot' before API version 2026-01")
+				actual = 1
+			}
+			break
+		}
+		fallthrough
 	default:
 		sh.world.advance(now)
 		var n int
@@ -211,6 +225,7 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 		sh.points.available = min(sh.points.limit.MaxAvailable, sh.points.available+float64(req.cost-actual))
 	}
 	if plan.kind != fault5xx {
+		sh.stats.PointsUsed += int64(actual)
 		ans.Extensions = &shopifyCostExt{Cost: shopifyCost{RequestedQueryCost: req.cost, ActualQueryCost: &actual, ThrottleStatus: sh.points.status()}}
 	}
 	sh.mu.Unlock()
@@ -242,6 +257,13 @@ func parseShopifyRequest(op, query string, vars map[string]any, shop uint64) (sh
 		if name, ok := strings.CutPrefix(strings.TrimSpace(query), "query "); ok {
 			op, _, _ = strings.Cut(name, "(")
 		}
+	}
+	if isShopifyBulkOp(op) {
+		q := strings.TrimSpace(query)
+		if !strings.HasPrefix(q, "query "+op) && !strings.HasPrefix(q, "mutation "+op) {
+			return fail("BAD_REQUEST", "the document does not define operation %q", op)
+		}
+		return parseShopifyBulk(op, query, vars)
 	}
 	if (op != shopifyOrdersOp && op != shopifyLinesOp) || !strings.HasPrefix(strings.TrimSpace(query), "query "+op+"(") {
 		return fail("UNSUPPORTED", "the simulator serves only the operations %s and %s of ordersync's shopify connector, got %q", shopifyOrdersOp, shopifyLinesOp, op)

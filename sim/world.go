@@ -230,3 +230,20 @@ func (w *world) pop() event {
 	}
 	return top
 }
+
+// scan calls fn for every order with shown updated_at in [from, to), in
+// (updated_at, id) order.
+func (w *world) scan(from, to int64, fn func(listed)) {
+	after := entry{upd: from}
+	for {
+		items, more := w.page(from, to, after, 1000)
+		for _, it := range items {
+			fn(it)
+		}
+		if !more || len(items) == 0 {
+			return
+		}
+		last := items[len(items)-1]
+		after = entry{upd: last.v.updated, seq: last.seq}
+	}
+}

@@ -44,6 +44,16 @@ type sliceRun struct {
 func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 	p := s.in.Platform
 	pageCtx := pageActivityContext(ctx, p)
+	if s.bulkEligible() && workflow.GetVersion(ctx, versionBulkBackfill, workflow.DefaultVersion, 1) >= 1 {
+		done, err := s.runBulk(ctx)
+		if err != nil {
+			return s.res, err // cancelled
+		}
+		if done {
+			s.res.Outcome = api.SliceCompleted
+			return s.finish(ctx, searchattr.StateCompleted)
+		}
+	}
 	canSplit := s.in.End.Sub(s.in.Start) >= 2*MinSliceSpan
 	token := ""
 	followed := tokenLog{}

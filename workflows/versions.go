@@ -93,6 +93,12 @@ const (
 	// step over 8x; a slice held back), so a run recorded before the
 	// change replays its old decisions.
 	versionDensitySpan = "density-backfill-span"
+	// versionBulkBackfill guards FetchSlice's bulk path (slice_bulk.go): a
+	// Shopify GraphQL slice at least options.bulk_min_span wide runs as a
+	// bulk query before (or, when that cannot deliver, instead of)
+	// paging. Asked lazily, only for such a slice, so a history recorded
+	// before it replays its pages.
+	versionBulkBackfill = "shopify-bulk-backfill"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

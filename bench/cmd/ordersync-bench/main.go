@@ -9,6 +9,8 @@
 //	B4 scale         1,000 platforms with 60 s intervals on one worker process
 //	B5 fleet         5,000 platforms with 10-minute intervals on one worker process
 //	B6 quota         an Amazon-shaped platform at its documented quota (0.0167/s)
+//	B7 bulk          a 90-day, 50,000-order Shopify backfill, bulk query vs paged
+//	                 GraphQL (-cases b7; not in the default set)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -187,8 +189,21 @@ func main() {
 			rep.B6.Real = r
 		}
 	}
+	var bulk *bulkResult
+	if want["b7"] || want["bulk"] {
+		r, err := runBulkBench(ctx, env)
+		if err != nil {
+			r.Note = failure("B7", err)
+		}
+		bulk = &r
+	}
 	rep.finish()
 	rep.printTable(os.Stdout)
+	if bulk != nil {
+		if err := printBulk(os.Stdout, *bulk); err != nil {
+			fatal(err)
+		}
+	}
 	if err := rep.write(*out); err != nil {
 		fatal(err)
 	}

@@ -1,0 +1,585 @@
+package connectors
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// Bulk queries (https://shopify.dev/docs/api/usage/bulk-operations/queries):
+// instead of paging a wide backfill window, the connector asks Shopify to
+// run the orders query for the whole window in the background
+// (bulkOperationRunQuery), looks at the operation until it is COMPLETED,
+// and streams the JSONL file Shopify leaves at its url. Each order is a
+// line; each of its line items is a line after it with "__parentId" naming
+// the order. groupObjects: true keeps an order's line items right below it
+// (the default from 2026-01 is ungrouped), so an order is complete when the
+// next order begins and the file streams in one pass with bounded memory.
+//
+// The file sits on Shopify's storage host behind a signed URL: it is
+// fetched without the shop's access token, and the URL (a credential for
+// the data for 7 days) is never returned to workflows; the download asks
+// for the operation again and takes its URL then.
+
+// BulkOperation is what the connector reads of a BulkOperation object.
+type BulkOperation struct {
+	ID          string
+	Status      string // CREATED, RUNNING, CANCELING, COMPLETED, FAILED, CANCELED, EXPIRED
+	ErrorCode   string // ACCESS_DENIED, INTERNAL_SERVER_ERROR, TIMEOUT
+	ObjectCount int64
+	// URL is the result file (COMPLETED; empty when nothing matched),
+	// PartialDataURL what a FAILED operation got before it failed.
+	URL, PartialDataURL string
+	// Query is the bulk query document the operation runs.
+	Query string
+}
+
+// Bulk operation statuses (BulkOperationStatus).
+const (
+	BulkCreated   = "CREATED"
+	BulkRunning   = "RUNNING"
+	BulkCanceling = "CANCELING"
+	BulkCompleted = "COMPLETED"
+	BulkFailed    = "FAILED"
+	BulkCanceled  = "CANCELED"
+	BulkExpired   = "EXPIRED"
+)
+
+// BulkLister is a connector that can list a window's orders as one bulk
+// query. Shopify's GraphQL connector is one.
+type BulkLister interface {
+	// StartBulk starts the bulk query for the orders updated in [from, to).
+	// When the shop already runs as many bulk queries as it allows, it
+	// adopts a running operation of the same query (a start whose answer
+	// was lost), else returns a *BulkBusyError.
+	StartBulk(ctx context.Context, from, to time.Time, m Meter) (BulkOperation, error)
+	// BulkStatus reads the operation with this id.
+	BulkStatus(ctx context.Context, id string, m Meter) (BulkOperation, error)
+	// CancelBulk asks Shopify to cancel the operation.
+	CancelBulk(ctx context.Context, id string, m Meter) error
+	// ReadBulk streams the result file at url from byte offset on (an
+	// order's first byte: where the last attempt committed), handing
+	// batches of at most batch complete orders, each with all its lines,
+	// to store with the offset where the next order begins.
+	ReadBulk(ctx context.Context, url string, offset int64, batch int, store func(orders []Order, next int64) error) error
+}
+
+// AsBulk returns the bulk side of a connector built by New, keeping its
+// errors redacted, or false when the connector cannot run bulk queries.
+func AsBulk(c Connector) (BulkLister, bool) {
+	if rc, ok := c.(redactingConnector); ok {
+		b, ok := rc.inner.(BulkLister)
+		if !ok {
+			return nil, false
+		}
+		return redactingBulk{inner: b, replacer: rc.replacer}, true
+	}
+	b, ok := c.(BulkLister)
+	return b, ok
+}
+
+// BulkBusyError says the shop runs as many bulk queries as it allows
+// (OPERATION_IN_PROGRESS, LIMIT_REACHED): ask again later.
+type BulkBusyError struct {
+	Platform string
+	Msg      string
+}
+
+func (e *BulkBusyError) Error() string {
+	return fmt.Sprintf("%s: the shop runs as many bulk queries as it allows: %s", e.Platform, e.Msg)
+}
+
+// BulkURLExpiredError is a result file whose signed URL no longer opens
+// (the file host's 400/403/404/410). A fresh look at the operation gives a
+// fresh URL, unless the operation itself has EXPIRED.
+type BulkURLExpiredError struct {
+	Platform string
+	Status   int
+}
+
+func (e *BulkURLExpiredError) Error() string {
+	return fmt.Sprintf("%s: the bulk result URL was refused (HTTP %d): expired or revoked", e.Platform, e.Status)
+}
+
+const (
+	shopifyBulkRunOperation    = "RunBulkOrders"
+	shopifyBulkStatusOperation = "BulkOperationStatus"
+	shopifyBulkCurrentOp       = "CurrentBulkOrders"
+	shopifyBulkCancelOperation = "CancelBulkOrders"
+	shopifyBulkFields          = "id status errorCode objectCount url partialDataUrl query"
+
+	shopifyBulkRunMutation = `mutation RunBulkOrders($query: String!) {
+  bulkOperationRunQuery(query: $query, groupObjects: true) {
+    bulkOperation { ` + shopifyBulkFields + ` }
+    userErrors { field message code }
+  }
+}`
+	shopifyBulkStatusQuery = `query BulkOperationStatus($id: ID!) {
+  node(id: $id) { ... on BulkOperation { ` + shopifyBulkFields + ` } }
+}`
+	shopifyBulkCurrentQuery = `query CurrentBulkOrders {
+  currentBulkOperation(type: QUERY) { ` + shopifyBulkFields + ` }
+}`
+	shopifyBulkListOp    = "RunningBulkOrders"
+	shopifyBulkListQuery = `query RunningBulkOrders($first: Int!) {
+  bulkOperations(first: $first, query: "operation_type:query AND (status:created OR status:running)", sortKey: CREATED_AT, reverse: true) {
+    nodes { ` + shopifyBulkFields + ` }
+  }
+}`
+	shopifyBulkCancelMutation = `mutation CancelBulkOrders($id: ID!) {
+  bulkOperationCancel(id: $id) {
+    bulkOperation { ` + shopifyBulkFields + ` }
+    userErrors { field message }
+  }
+}`
+	// Shopify's costs: a mutation 10 points, a single object 1.
+	shopifyBulkMutationCost = 10
+	shopifyBulkObjectCost   = 1
+)
+
+// ShopifyBulkOrdersQuery is the bulk query for the orders updated in
+// [from, to): the paged query's fields, with every line item (a bulk query
+// pages nested connections itself).
+func ShopifyBulkOrdersQuery(from, to time.Time) string {
+	return `{
+  orders(query: ` + strconv.Quote(shopifySearchWindow(from, to)) + `, sortKey: UPDATED_AT) {
+    edges { node {
+      id name createdAt updatedAt cancelledAt displayFinancialStatus displayFulfillmentStatus currencyCode
+      totalPriceSet { shopMoney { amount currencyCode } }
+      lineItems { edges { node {
+        id sku name title quantity
+        originalUnitPriceSet { shopMoney { amount currencyCode } }
+      } } }
+    } }
+  }
+}`
+}
+
+type shopifyBulkNode struct {
+	ID             string `json:"id"`
+	Status         string `json:"status"`
+	ErrorCode      string `json:"errorCode"`
+	ObjectCount    string `json:"objectCount"` // UnsignedInt64, a string
+	URL            string `json:"url"`
+	PartialDataURL string `json:"partialDataUrl"`
+	Query          string `json:"query"`
+}
+
+func (n *shopifyBulkNode) operation(platform string) (BulkOperation, error) {
+	op := BulkOperation{ID: n.ID, Status: n.Status, ErrorCode: n.ErrorCode, URL: n.URL, PartialDataURL: n.PartialDataURL, Query: n.Query}
+	if !strings.HasPrefix(n.ID, "gid://shopify/BulkOperation/") {
+		return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation id %q is not a gid://shopify/BulkOperation/ id", n.ID)}
+	}
+	if n.ObjectCount != "" {
+		c, err := strconv.ParseInt(n.ObjectCount, 10, 64)
+		if err != nil || c < 0 {
+			return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation objectCount %q is not a count", n.ObjectCount)}
+		}
+		op.ObjectCount = c
+	}
+	switch n.Status {
+	case BulkCreated, BulkRunning, BulkCanceling, BulkCompleted, BulkFailed, BulkCanceled, BulkExpired:
+	default:
+		return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation status %q is none Shopify documents", n.Status)}
+	}
+	return op, nil
+}
+
+type shopifyUserError struct {
+	Message string `json:"message"`
+	Code    string `json:"code"`
+}
+
+// StartBulk runs bulkOperationRunQuery for the window.
+func (c *shopifyGraphQL) StartBulk(ctx context.Context, from, to time.Time, m Meter) (BulkOperation, error) {
+	if !from.Before(to) {
+		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("bulk window start %s is not before its end %s", from, to)}
+	}
+	query := ShopifyBulkOrdersQuery(from, to)
+	if c.listsBulk {
+		// From 2026-01 a retried start is not refused while the shop has
+		// room, so an operation an earlier attempt started is looked for
+		// first: starting it twice would hold two of the shop's slots.
+		if op, ok, err := c.findRunning(ctx, query, m); err != nil || ok {
+			return op, err
+		}
+	}
+	body, err := c.query(ctx, PageRequest{Meter: m}, shopifyBulkRunOperation, shopifyBulkRunMutation,
+		map[string]any{"query": query}, shopifyBulkMutationCost)
+	if err != nil {
+		return BulkOperation{}, err
+	}
+	var env struct {
+		Data struct {
+			Run *struct {
+				Op         *shopifyBulkNode   `json:"bulkOperation"`
+				UserErrors []shopifyUserError `json:"userErrors"`
+			} `json:"bulkOperationRunQuery"`
+		} `json:"data"`
+	}
+	if err := decodeJSON(c.platform, 0, body, &env); err != nil {
+		return BulkOperation{}, err
+	}
+	run := env.Data.Run
+	if run == nil {
+		return BulkOperation{}, &MalformedError{Platform: c.platform, Offset: -1, Err: errors.New("bulkOperationRunQuery is missing from the answer")}
+	}
+	if len(run.UserErrors) > 0 {
+		ue := run.UserErrors[0]
+		if ue.Code == "OPERATION_IN_PROGRESS" || ue.Code == "LIMIT_REACHED" {
+			return c.adoptRunning(ctx, query, m, clip(ue.Code+": "+ue.Message))
+		}
+		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: "bulkOperationRunQuery refused the query: " + clip(ue.Code+": "+ue.Message)}
+	}
+	if run.Op == nil {
+		return BulkOperation{}, &MalformedError{Platform: c.platform, Offset: -1, Err: errors.New("bulkOperationRunQuery returned neither an operation nor userErrors")}
+	}
+	return run.Op.operation(c.platform)
+}
+
+// adoptRunning handles a refused start: when the shop's current bulk query
+// is this very query (an earlier attempt started it and its answer was
+// lost), it is the slice's operation; anything else is someone else's, and
+// the slice waits its turn.
+func (c *shopifyGraphQL) adoptRunning(ctx context.Context, query string, m Meter, refusal string) (BulkOperation, error) {
+	if c.listsBulk {
+		op, ok, err := c.findRunning(ctx, query, m)
+		if err != nil || ok {
+			return op, err
+		}
+		return BulkOperation{}, &BulkBusyError{Platform: c.platform, Msg: refusal}
+	}
+	body, err := c.query(ctx, PageRequest{Meter: m}, shopifyBulkCurrentOp, shopifyBulkCurrentQuery, map[string]any{}, shopifyBulkObjectCost)
+	if err != nil {
+		return BulkOperation{}, err
+	}
+	var env struct {
+		Data struct {
+			Current *shopifyBulkNode `json:"currentBulkOperation"`
+		} `json:"data"`
+	}
+	if err := decodeJSON(c.platform, 0, body, &env); err != nil {
+		return BulkOperation{}, err
+	}
+	if cur := env.Data.Current; cur != nil && cur.Query == query && (cur.Status == BulkCreated || cur.Status == BulkRunning) {
+		return cur.operation(c.platform)
+	}
+	return BulkOperation{}, &BulkBusyError{Platform: c.platform, Msg: refusal}
+}
+
+// findRunning looks through the shop's running bulk queries (at most
+// bulk_concurrency of them run at once) for one of this query.
+func (c *shopifyGraphQL) findRunning(ctx context.Context, query string, m Meter) (BulkOperation, bool, error) {
+	first := max(c.bulkLimit, 1)
+	body, err := c.query(ctx, PageRequest{Meter: m}, shopifyBulkListOp, shopifyBulkListQuery, map[string]any{"first": first}, 2+first)
+	if err != nil {
+		return BulkOperation{}, false, err
+	}
+	var env struct {
+		Data struct {
+			List *struct {
+				Nodes []shopifyBulkNode `json:"nodes"`
+			} `json:"bulkOperations"`
+		} `json:"data"`
+	}
+	if err := decodeJSON(c.platform, 0, body, &env); err != nil {
+		return BulkOperation{}, false, err
+	}
+	if env.Data.List == nil {
+		return BulkOperation{}, false, &MalformedError{Platform: c.platform, Offset: -1, Err: errors.New("bulkOperations is missing from the answer")}
+	}
+	for _, n := range env.Data.List.Nodes {
+		if n.Query == query && (n.Status == BulkCreated || n.Status == BulkRunning) {
+			op, err := n.operation(c.platform)
+			return op, err == nil, err
+		}
+	}
+	return BulkOperation{}, false, nil
+}
+
+// BulkStatus reads one operation by id.
+func (c *shopifyGraphQL) BulkStatus(ctx context.Context, id string, m Meter) (BulkOperation, error) {
+	body, err := c.query(ctx, PageRequest{Meter: m}, shopifyBulkStatusOperation, shopifyBulkStatusQuery, map[string]any{"id": id}, shopifyBulkObjectCost)
+	if err != nil {
+		return BulkOperation{}, err
+	}
+	var env struct {
+		Data struct {
+			Node *shopifyBulkNode `json:"node"`
+		} `json:"data"`
+	}
+	if err := decodeJSON(c.platform, 0, body, &env); err != nil {
+		return BulkOperation{}, err
+	}
+	if env.Data.Node == nil {
+		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("bulk operation %s does not exist", id)}
+	}
+	op, err := env.Data.Node.operation(c.platform)
+	if err == nil && op.ID != id {
+		err = &MalformedError{Platform: c.platform, Offset: -1, Err: fmt.Errorf("asked for bulk operation %s, got %s", id, op.ID)}
+	}
+	return op, err
+}
+
+// CancelBulk runs bulkOperationCancel. An operation that has already ended
+// is not an error: there is nothing left to cancel.
+func (c *shopifyGraphQL) CancelBulk(ctx context.Context, id string, m Meter) error {
+	body, err := c.query(ctx, PageRequest{Meter: m}, shopifyBulkCancelOperation, shopifyBulkCancelMutation, map[string]any{"id": id}, shopifyBulkMutationCost)
+	if err != nil {
+		return err
+	}
+	var env struct {
+		Data struct {
+			Cancel *struct {
+				Op         *shopifyBulkNode   `json:"bulkOperation"`
+				UserErrors []shopifyUserError `json:"userErrors"`
+			} `json:"bulkOperationCancel"`
+		} `json:"data"`
+	}
+	if err := decodeJSON(c.platform, 0, body, &env); err != nil {
+		return err
+	}
+	if env.Data.Cancel == nil || env.Data.Cancel.Op != nil || len(env.Data.Cancel.UserErrors) == 0 {
+		return nil
+	}
+	op, err := c.BulkStatus(ctx, id, m)
+	if err != nil {
+		return err
+	}
+	switch op.Status {
+	case BulkCompleted, BulkFailed, BulkCanceled, BulkExpired, BulkCanceling:
+		return nil
+	}
+	return &TransientError{Platform: c.platform, Msg: "bulkOperationCancel: " + clip(env.Data.Cancel.UserErrors[0].Message)}
+}
+
+// maxBulkLine bounds one JSONL line: an order or a line item is a few KB.
+const maxBulkLine = 4 << 20
+
+// ReadBulk streams the result file. Its requests carry no credential: the
+// URL is signed. From offset on it asks for a byte range and, should the
+// host ignore the range, skips what it already has.
+func (c *shopifyGraphQL) ReadBulk(ctx context.Context, url string, offset int64, batch int, store func([]Order, int64) error) error {
+	if batch < 1 {
+		batch = 1
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return &PermanentError{Platform: c.platform, Msg: "the bulk result URL does not parse"}
+	}
+	req.Header.Set("User-Agent", userAgent)
+	if offset > 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
+	}
+	resp, err := c.files.Do(req)
+	if err != nil {
+		return &TransientError{Platform: c.platform, Msg: "bulk result download failed", Err: scrubURLError(err)}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	switch {
+	case resp.StatusCode == http.StatusPartialContent:
+	case resp.StatusCode == http.StatusOK:
+		if _, err := io.CopyN(io.Discard, resp.Body, offset); err != nil {
+			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("bulk result ended before byte %d, where the last attempt stopped", offset), Err: scrubURLError(err)}
+		}
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && offset > 0:
+		return nil // the last attempt stored the whole file
+	case resp.StatusCode == 400 || resp.StatusCode == 403 || resp.StatusCode == 404 || resp.StatusCode == 410:
+		return &BulkURLExpiredError{Platform: c.platform, Status: resp.StatusCode}
+	case resp.StatusCode >= 500 || resp.StatusCode == 429:
+		return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("bulk result download: HTTP %d", resp.StatusCode)}
+	default:
+		return &PermanentError{Platform: c.platform, Status: resp.StatusCode, Msg: "bulk result download refused"}
+	}
+	return c.readJSONL(resp.Body, offset, batch, store)
+}
+
+// scrubURLError keeps the signed URL out of an error: net/http quotes it.
+func scrubURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) && strings.Contains(err.Error(), "://") {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+// bulkOrder is an order being read: its node and raw line, and its lines.
+type bulkOrder struct {
+	node  shopifyNode
+	raw   json.RawMessage
+	lines []shopifyLine
+	at    int64 // byte offset of its first line
+}
+
+// readJSONL reads orders with their child lines, handing complete orders
+// to store in batches.
+func (c *shopifyGraphQL) readJSONL(r io.Reader, offset int64, batch int, store func([]Order, int64) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	pos := offset
+	var cur *bulkOrder
+	var pending []Order
+	bad := func(at int64, err error) error {
+		return &MalformedError{Platform: c.platform, Offset: at, Err: fmt.Errorf("bulk result: %w", err)}
+	}
+	finish := func() error {
+		if cur == nil {
+			return nil
+		}
+		n := cur.node
+		n.LineItems = &struct {
+			Nodes    []shopifyLine   `json:"nodes"`
+			PageInfo shopifyPageInfo `json:"pageInfo"`
+		}{Nodes: cur.lines}
+		o, _, err := c.order(n, cur.raw)
+		if err != nil {
+			return bad(cur.at, err)
+		}
+		pending = append(pending, o)
+		cur = nil
+		return nil
+	}
+	flush := func(next int64) error {
+		if len(pending) == 0 {
+			return nil
+		}
+		err := store(pending, next)
+		pending = nil
+		return err
+	}
+	for {
+		line, err := readLine(br)
+		if err != nil && err != io.EOF {
+			// The connection broke: the line read last is not whole.
+			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("bulk result download broke off at byte %d", pos), Err: scrubURLError(err)}
+		}
+		if len(line) > 0 {
+			at := pos
+			pos += int64(len(line))
+			text := bytes.TrimSpace(line)
+			if len(text) > maxBulkLine {
+				return bad(at, fmt.Errorf("a line of %d bytes", len(text)))
+			}
+			if len(text) > 0 {
+				var probe struct {
+					ID       string `json:"id"`
+					ParentID string `json:"__parentId"`
+				}
+				if jerr := json.Unmarshal(text, &probe); jerr != nil {
+					if err == io.EOF && !bytes.HasSuffix(line, []byte("\n")) {
+						return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("bulk result cut off at byte %d", at)}
+					}
+					return bad(at, jerr)
+				}
+				switch {
+				case probe.ParentID == "" && strings.HasPrefix(probe.ID, shopifyOrderGIDPrefix):
+					if ferr := finish(); ferr != nil {
+						return ferr
+					}
+					if len(pending) >= batch {
+						if ferr := flush(at); ferr != nil {
+							return ferr
+						}
+					}
+					cur = &bulkOrder{raw: append(json.RawMessage(nil), text...), at: at}
+					if jerr := json.Unmarshal(text, &cur.node); jerr != nil {
+						return bad(at, describeFieldError(jerr))
+					}
+				case probe.ParentID != "":
+					if cur == nil || probe.ParentID != cur.node.ID {
+						return bad(at, fmt.Errorf("line item %s names parent %s, not the order before it (grouped output expected)", probe.ID, probe.ParentID))
+					}
+					var sl shopifyLine
+					if jerr := json.Unmarshal(text, &sl); jerr != nil {
+						return bad(at, describeFieldError(jerr))
+					}
+					cur.lines = append(cur.lines, sl)
+				default:
+					return bad(at, fmt.Errorf("an object %q that is neither an order nor an order's line item", probe.ID))
+				}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if err := finish(); err != nil {
+		return err
+	}
+	return flush(pos)
+}
+
+// readLine reads one line, newline included; io.EOF with the last one.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		out = append(out, chunk...)
+		if err == bufio.ErrBufferFull {
+			if len(out) > maxBulkLine {
+				return out, nil // reported by the caller
+			}
+			continue
+		}
+		return out, err
+	}
+}
+
+const shopifyOrderGIDPrefix = "gid://shopify/Order/"
+
+// redactingBulk scrubs the platform's secrets from bulk errors, as
+// redactingConnector does for pages.
+type redactingBulk struct {
+	inner    BulkLister
+	replacer *strings.Replacer
+}
+
+func (b redactingBulk) scrub(err error) error {
+	if err == nil || b.replacer == nil {
+		return err
+	}
+	return redactError(err, b.replacer)
+}
+
+func (b redactingBulk) StartBulk(ctx context.Context, from, to time.Time, m Meter) (BulkOperation, error) {
+	op, err := b.inner.StartBulk(ctx, from, to, m)
+	return op, b.scrub(err)
+}
+
+func (b redactingBulk) BulkStatus(ctx context.Context, id string, m Meter) (BulkOperation, error) {
+	op, err := b.inner.BulkStatus(ctx, id, m)
+	return op, b.scrub(err)
+}
+
+func (b redactingBulk) CancelBulk(ctx context.Context, id string, m Meter) error {
+	return b.scrub(b.inner.CancelBulk(ctx, id, m))
+}
+
+func (b redactingBulk) ReadBulk(ctx context.Context, url string, offset int64, batch int, store func([]Order, int64) error) error {
+	return b.scrub(b.inner.ReadBulk(ctx, url, offset, batch, store))
+}
+
+// newBulkFileClient is the client for result files: no credential, no
+// cookies, the platform's timeout for the connection and headers only (a
+// large file takes longer than one request; the activity's heartbeat
+// timeout catches a stalled body).
+func newBulkFileClient(p config.Platform) *http.Client {
+	timeout := p.Timeout.D()
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = timeout
+	return &http.Client{Transport: tr}
+}

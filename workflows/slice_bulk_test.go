@@ -1,0 +1,128 @@
+package workflows_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/workflows"
+)
+
+// bulkPlatform is a shopify GraphQL platform whose slices of an hour or
+// more run as bulk queries, looked at every 5s.
+func bulkPlatform(t *testing.T) config.Platform {
+	p := testPlatform(t)
+	p.Kind = "shopify"
+	p.PageSize = 50
+	p.Options = map[string]any{"bulk_min_span": "1h", "bulk_poll_interval": "5s"}
+	require.Nil(t, p.Validate())
+	return p
+}
+
+// TestSliceBulkBackfill: a wide slice starts a bulk query, waits on timers
+// while it runs, downloads its result and completes without a page; a
+// narrow one pages.
+func TestSliceBulkBackfill(t *testing.T) {
+	env := newEnv(t)
+	p := bulkPlatform(t)
+	var polls atomic.Int32
+	env.OnActivity(acts.StartBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/1", Status: connectors.BulkCreated}, nil).Once()
+	env.OnActivity(acts.PollBulk, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.BulkInput) (activities.BulkState, error) {
+		status := connectors.BulkRunning
+		if polls.Add(1) == 3 {
+			status = connectors.BulkCompleted
+		}
+		return activities.BulkState{ID: in.ID, Status: status, HasURL: true}, nil
+	})
+	env.OnActivity(acts.DownloadBulk, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.BulkInput) (activities.FetchPageResult, error) {
+		require.Equal(t, "gid://shopify/BulkOperation/1", in.ID)
+		require.False(t, in.Partial)
+		require.Equal(t, at("-2h").Add(-p.Overlap.D()), in.From, "the overlap is asked for")
+		return activities.FetchPageResult{Fetched: 900, Inserted: 900}, nil
+	}).Once()
+	start := env.Now()
+	res := runSlice(t, env, p, at("-2h"), at("-1h"))
+	require.Equal(t, api.SliceCompleted, res.Outcome)
+	require.Equal(t, 900, res.OrdersInserted)
+	require.Equal(t, 1, res.BulkOperations)
+	require.Equal(t, int32(3), polls.Load())
+	require.GreaterOrEqual(t, env.Now().Sub(start), 15*time.Second, "three looks, 5s apart, on durable timers")
+
+	narrow := newEnv(t)
+	narrow.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(activities.FetchPageResult{Fetched: 3}, nil).Once()
+	res = runSlice(t, narrow, p, at("-2h"), at("-1h30m"))
+	require.Equal(t, api.SliceCompleted, res.Outcome)
+	require.Zero(t, res.BulkOperations)
+	require.Equal(t, 1, res.Pages)
+}
+
+// TestSliceBulkFailedFallsBackToPaging: a FAILED bulk query's partial data
+// is stored, then the window is paged: nothing is lost.
+func TestSliceBulkFailedFallsBackToPaging(t *testing.T) {
+	env := newEnv(t)
+	p := bulkPlatform(t)
+	env.OnActivity(acts.StartBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/2", Status: connectors.BulkRunning}, nil).Once()
+	env.OnActivity(acts.PollBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/2",
+		Status: connectors.BulkFailed, ErrorCode: "TIMEOUT", HasPartial: true}, nil).Once()
+	env.OnActivity(acts.DownloadBulk, mock.Anything, mock.MatchedBy(func(in activities.BulkInput) bool { return in.Partial })).
+		Return(activities.FetchPageResult{Fetched: 40, Inserted: 40}, nil).Once()
+	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(activities.FetchPageResult{Fetched: 60, Inserted: 20, Unchanged: 40}, nil).Once()
+	res := runSlice(t, env, p, at("-2h"), at("-1h"))
+	require.Equal(t, api.SliceCompleted, res.Outcome)
+	require.Equal(t, 60, res.OrdersInserted)
+	require.Equal(t, 2, res.Pages, "the partial result and one page")
+}
+
+// TestSliceBulkExpiredRunsAgain: a result that expired before it was
+// downloaded runs the query again.
+func TestSliceBulkExpiredRunsAgain(t *testing.T) {
+	env := newEnv(t)
+	p := bulkPlatform(t)
+	var starts atomic.Int32
+	env.OnActivity(acts.StartBulk, mock.Anything, mock.Anything).Return(func(context.Context, activities.BulkInput) (activities.BulkState, error) {
+		n := starts.Add(1)
+		return activities.BulkState{ID: "gid://shopify/BulkOperation/" + string(rune('0'+n)), Status: connectors.BulkCompleted, HasURL: true}, nil
+	})
+	var downloads atomic.Int32
+	env.OnActivity(acts.DownloadBulk, mock.Anything, mock.Anything).Return(func(context.Context, activities.BulkInput) (activities.FetchPageResult, error) {
+		if downloads.Add(1) == 1 {
+			return activities.FetchPageResult{}, temporal.NewNonRetryableApplicationError("expired", activities.ErrBulkExpired, nil)
+		}
+		return activities.FetchPageResult{Fetched: 5, Inserted: 5}, nil
+	})
+	res := runSlice(t, env, p, at("-2h"), at("-1h"))
+	require.Equal(t, api.SliceCompleted, res.Outcome)
+	require.Equal(t, 2, res.BulkOperations)
+	require.Equal(t, 5, res.OrdersInserted)
+}
+
+// TestSliceBulkCancelled: cancelling the slice while its bulk query runs
+// cancels the query.
+func TestSliceBulkCancelled(t *testing.T) {
+	env := newEnv(t)
+	p := bulkPlatform(t)
+	env.OnActivity(acts.StartBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/3", Status: connectors.BulkRunning}, nil).Once()
+	env.OnActivity(acts.PollBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/3", Status: connectors.BulkRunning}, nil)
+	var cancelled atomic.Value
+	env.OnActivity(acts.CancelBulk, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.BulkInput) error {
+		cancelled.Store(in.ID)
+		return nil
+	}).Once()
+	env.RegisterDelayedCallback(env.CancelWorkflow, 12*time.Second)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: api.SliceWorkflowID(p.Name, at("-2h"), at("-1h"))})
+	env.ExecuteWorkflow(workflows.FetchSlice, api.SliceInput{Platform: p, Start: at("-2h"), End: at("-1h"), LocalFirst: true})
+	require.True(t, env.IsWorkflowCompleted())
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, env.GetWorkflowError(), &canceled)
+	require.Equal(t, "gid://shopify/BulkOperation/3", cancelled.Load())
+}
