@@ -124,6 +124,7 @@ func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 		r.startWorker(i)
 	}
 	r.startCursors()
+	r.startDeliveries()
 
 	r.unleash(dur)
 	for i := range r.workers {
@@ -137,6 +138,7 @@ func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 	r.waitCaughtUp(quiet.Add(chaosOverlap), 3*time.Minute+dur/4)
 	r.drainDeadLetters(3 * time.Minute)
 	r.verifyAll()
+	r.verifyDeliveries(2 * time.Minute)
 	for _, w := range r.workers {
 		w.kill9() // done; a drain would only slow the cleanup down
 	}
@@ -159,6 +161,7 @@ func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 	require.Positive(t, r.report.Served.Malformed+r.report.Served.Hang, "no malformed page or hang served")
 	require.GreaterOrEqual(t, r.report.WorkerKills, 2, "too few worker kills (is ORDERSYNC_CHAOS_DURATION too short?)")
 	require.Equal(t, 1, r.report.ServerRestarts)
+	r.requireDelivered()
 }
 
 // chaosRun is one chaos run's processes and what it counted.
@@ -175,6 +178,7 @@ type chaosRun struct {
 	workers []*workerProc
 	starts  []int
 	report  chaosReport
+	dest    *chaosDestinations
 }
 
 func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun {
@@ -196,7 +200,8 @@ func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.simSrv.Close() })
 
-	yaml := strings.ReplaceAll(chaosPlatforms, "{{SIM}}", r.simSrv.URL)
+	r.dest = startChaosDestinations(t, seed)
+	yaml := r.dest.expand(strings.ReplaceAll(chaosPlatforms, "{{SIM}}", r.simSrv.URL))
 	r.file, err = config.Parse([]byte(yaml))
 	require.NoError(t, err)
 	platformsPath := filepath.Join(t.TempDir(), "platforms.yaml")
@@ -208,6 +213,7 @@ func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun
 		"ORDERSYNC_E2E_CHAOS_A_TOKEN=chaos-a-token",
 		"ORDERSYNC_E2E_CHAOS_B_TOKEN=chaos-b-token",
 	)
+	r.env = append(r.env, r.dest.env...)
 	return r
 }
 
