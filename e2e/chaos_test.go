@@ -249,7 +249,10 @@ const chaosSlicesPerRun = 15
 func (r *chaosRun) startCursors() {
 	r.t.Helper()
 	for _, p := range r.file.Platforms {
-		start, err := p.ResolveStart(time.Now())
+		// From the simulator's start, not now: workers that were slow to
+		// come up (a loaded machine) must not leave its oldest orders
+		// before the cursors' start, where verify still expects them.
+		start, err := p.ResolveStart(r.sim.Started())
 		require.NoError(r.t, err)
 		_, err = r.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 			ID: api.CursorWorkflowID(p.Name), TaskQueue: p.TaskQueue,

@@ -28,6 +28,7 @@ type clusterOptions struct {
 	uiPort       int
 	workers      int
 	simListen    string
+	rcvListen    string
 }
 
 // NewCluster returns the cluster command.
@@ -43,7 +44,7 @@ func NewCluster(app *cli.App) *cobra.Command {
   - the Temporal server on them (SQL visibility, 4 task-queue partitions,
     4 history shards) with its Web UI;
   - ` + "`ordersync setup`" + ` for the namespace (ORDERSYNC_TEMPORAL_NAMESPACE);
-  - the simulator with the demo shops;
+  - the simulator with the demo shops, and the demo webhook receiver;
   - --workers ` + "`ordersync worker`" + ` processes on the order store (ORDERSYNC_STORE_DSN,
     a PostgreSQL database is created when missing) and the demo cursors.
 Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/cluster/.
@@ -67,6 +68,7 @@ Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/c
 	cmd.Flags().IntVar(&o.uiPort, "ui-port", 8233, "Web UI port (0 disables the UI)")
 	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many `ordersync worker` processes to run")
 	cmd.Flags().StringVar(&o.simListen, "sim-listen", "127.0.0.1:8780", "simulator address")
+	cmd.Flags().StringVar(&o.rcvListen, "receiver-listen", cli.DemoReceiverListen, "demo webhook receiver address (empty: none)")
 	return cmd
 }
 
@@ -126,7 +128,18 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	}
 	defer simSrv.Close()
 	fmt.Fprintf(app.Out, "Simulator:         %s (admin token %q)\n", simSrv.URL, demoAdminToken)
+	if o.rcvListen != "" {
+		url, done, err := startDemoReceiver(ctx, app, o.rcvListen)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = done() }()
+		fmt.Fprintf(app.Out, "Demo receiver:     %s (prints what the destination %s delivers)\n", url, cli.DemoReceiverName)
+	}
 	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {
+		return cli.Usage(err)
+	}
+	if err := config.CheckDestinationSecrets(file.Path, file.Destinations); err != nil {
 		return cli.Usage(err)
 	}
 	if err := ensureStoreDatabase(ctx, app.Process.StoreDSN); err != nil {
@@ -154,6 +167,9 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 			state = "started"
 		}
 		fmt.Fprintf(app.Out, "Cursor %-28s %s\n", r.WorkflowID, state)
+	}
+	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
+		return err
 	}
 	// The store's password is not printed: verify needs ORDERSYNC_STORE_DSN
 	// as this process got it; status and the rest need only the server.
