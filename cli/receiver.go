@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -32,11 +33,11 @@ const (
 )
 
 func newReceiverCommand(app *App) *cobra.Command {
-	var listen, name, secretEnv, secretFile string
+	var listen, name, secretEnv, secretFile, natsURL, subject, stream string
 	var every time.Duration
 	cmd := &cobra.Command{
 		Use:   "receiver",
-		Short: "Run a webhook receiver that verifies signatures and prints what arrived (a demo back-end)",
+		Short: "Run a webhook receiver (or a JetStream consumer) that prints what arrived (a demo back-end)",
 		Long: `Serves a webhook destination's POSTs on --listen: checks each batch's
 Standard Webhooks signature (webhook-id, webhook-timestamp,
 webhook-signature) with the whsec_ secret in the environment variable
@@ -49,13 +50,22 @@ prints one line while the counts change:
 A bad signature is answered 401 (the sender sets the batch aside as
 refused). GET /stats answers the counts as JSON. It keeps every change's
 seq in memory: a demo and test back-end, not a production one.
-` + "`ordersync dev`" + ` runs one itself (see --receiver-listen there).`,
+` + "`ordersync dev`" + ` runs one itself (see --receiver-listen there).
+
+With --nats URL it is a JetStream consumer instead: it creates the stream
+--stream capturing <--subject>.> unless it exists (a nats destination
+with subject S publishes platform P's changes to S.P), reads it from the
+first message and prints the same line.`,
 		Example: "  ORDERSYNC_DEMO_HOOK_SECRET=" + DemoHookSecret + " ordersync receiver\n" +
-			"  ordersync receiver --listen 127.0.0.1:9000 --secret-file /run/secrets/hook --name oms",
+			"  ordersync receiver --listen 127.0.0.1:9000 --secret-file /run/secrets/hook --name oms\n" +
+			"  ordersync receiver --nats nats://127.0.0.1:4222 --subject orders --name demo-bus",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every <= 0 {
 				return Usage(fmt.Errorf("--every must be positive, got %s", every))
+			}
+			if natsURL != "" {
+				return runJetStreamReceiver(app, name, receiver.JetStream{URL: natsURL, Stream: stream, Subject: subject}, every)
 			}
 			ref := config.CredentialRef{Env: secretEnv}
 			if secretFile != "" {
@@ -81,6 +91,9 @@ seq in memory: a demo and test back-end, not a production one.
 	cmd.Flags().StringVar(&secretEnv, "secret-env", DemoHookSecretEnv, "environment variable holding the whsec_ signing secret")
 	cmd.Flags().StringVar(&secretFile, "secret-file", "", "file holding the whsec_ signing secret (instead of --secret-env)")
 	cmd.Flags().DurationVar(&every, "every", DemoReceiverEvery, "how often to print the counts (only when they changed)")
+	cmd.Flags().StringVar(&natsURL, "nats", "", "consume a JetStream stream on this NATS server instead (nats://host:4222)")
+	cmd.Flags().StringVar(&subject, "subject", "orders", "with --nats: the destination's subject; the stream captures <subject>.>")
+	cmd.Flags().StringVar(&stream, "stream", "ORDERS", "with --nats: the stream to read (created when missing)")
 	return cmd
 }
 
@@ -115,6 +128,29 @@ func ServeReceiver(ctx context.Context, app *App, listen, name, secret string, e
 	}
 	return "http://" + ln.Addr().String() + "/", done, nil
 }
+
+func runJetStreamReceiver(app *App, name string, j receiver.JetStream, every time.Duration) error {
+	if !natsToken.MatchString(j.Subject) {
+		return Usage(fmt.Errorf("--subject %q: tokens of letters, digits, _ and -, separated by dots", j.Subject))
+	}
+	if !streamName.MatchString(j.Stream) {
+		return Usage(fmt.Errorf("--stream %q: letters, digits, _ and - only", j.Stream))
+	}
+	ctx, stop := SignalContext()
+	defer stop()
+	rcv := receiver.NewJetStream(name)
+	fmt.Fprintf(app.Out, "%s: consuming stream %s (%s.>) on %s\n", name, j.Stream, j.Subject, j.URL)
+	go rcv.Report(ctx, app.Out, every)
+	if err := rcv.Consume(ctx, j); err != nil {
+		return err
+	}
+	fmt.Fprintln(app.Out, rcv.Summary())
+	return nil
+}
+
+var streamName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+var natsToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
 // SetDemoHookSecret puts the demo secret in the environment unless one is
 // there, so the demo destination's reference resolves.

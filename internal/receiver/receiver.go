@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/store"
 )
 
 // MaxBody bounds one delivery's body: 1,000 changes with their lines fit
@@ -41,8 +42,9 @@ type Stats struct {
 	Changes int64 `json:"changes"`
 	// Platforms counts them per platform.
 	Platforms map[string]int64 `json:"platforms"`
-	// Batches counts the batches processed; Redelivered the batches (or
-	// changes within one) that came again and were dropped.
+	// Batches counts the batches processed (JetStream: messages);
+	// Redelivered the batches (or changes within one) that came again and
+	// were dropped.
 	Batches     int64 `json:"batches"`
 	Redelivered int64 `json:"redelivered"`
 	// Rejected counts requests refused: bad signature or body.
@@ -59,7 +61,13 @@ func New(name, secret string) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Receiver{name: name, verifier: v, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{}}, nil
+	r := newCounter(name)
+	r.verifier = v
+	return r, nil
+}
+
+func newCounter(name string) *Receiver {
+	return &Receiver{name: name, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{}}
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -68,7 +76,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		_ = json.NewEncoder(w).Encode(r.Stats())
 		return
 	}
-	if req.Method != http.MethodPost {
+	if req.Method != http.MethodPost || r.verifier == nil {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "POST a batch of changes (or GET /stats)", http.StatusMethodNotAllowed)
 		return
@@ -117,12 +125,17 @@ func (r *Receiver) record(b activities.WebhookBatch) {
 	}
 	r.batches[b.ID] = true
 	r.stats.Batches++
-	seen := r.seen[b.Destination]
+	r.countLocked(b.Destination, b.Changes)
+}
+
+// countLocked counts changes not seen before from destination.
+func (r *Receiver) countLocked(destination string, changes []store.Change) {
+	seen := r.seen[destination]
 	if seen == nil {
 		seen = map[int64]bool{}
-		r.seen[b.Destination] = seen
+		r.seen[destination] = seen
 	}
-	for _, c := range b.Changes {
+	for _, c := range changes {
 		if seen[c.Seq] {
 			r.stats.Redelivered++
 			continue
