@@ -253,7 +253,7 @@ func testFeedCountCommittedBefore(t *testing.T, dsn string) {
 	}{
 		{"", 0, t0, 0},
 		{"", 0, t0.Add(time.Microsecond), 2}, // the store keeps microseconds
-		{"", 0, t0.Add(time.Minute), 2}, // strictly before
+		{"", 0, t0.Add(time.Minute), 2},      // strictly before
 		{"", 0, t0.Add(2*time.Minute + time.Second), 6},
 		{"a", 0, t0.Add(2*time.Minute + time.Second), 3},
 		{"b", 2, t0.Add(time.Hour), 2},
