@@ -405,3 +405,38 @@ func (r *chaosRun) requireDelivered() {
 		}
 	}
 }
+
+// TestCheckDelivered: the chaos run's delivery check catches each way a
+// destination can be wrong (it runs in milliseconds, without the chaos).
+func TestCheckDelivered(t *testing.T) {
+	at := func(m int) time.Time { return time.Date(2026, 3, 1, 12, m, 0, 0, time.UTC) }
+	ch := func(seq int64, id string, version int) store.Change {
+		c := store.Change{Seq: seq, Platform: "p", OrderID: id}
+		c.Order.UpdatedAt = at(version)
+		return c
+	}
+	feed := []store.Change{ch(1, "a", 1), ch(2, "b", 1), ch(3, "a", 2), ch(4, "b", 2)}
+	cases := []struct {
+		name     string
+		arrivals []store.Change
+		want     deliveryCheck
+	}{
+		{"all, with a redelivery", []store.Change{ch(1, "a", 2), ch(2, "b", 1), ch(1, "a", 2), ch(3, "a", 2), ch(4, "b", 2)},
+			deliveryCheck{Arrivals: 5, Distinct: 4}},
+		{"one missing", []store.Change{ch(1, "a", 1), ch(2, "b", 1), ch(4, "b", 2)},
+			deliveryCheck{Arrivals: 3, Distinct: 3, Missing: 1}},
+		{"one extra", []store.Change{ch(1, "a", 1), ch(2, "b", 1), ch(3, "a", 2), ch(4, "b", 2), ch(5, "c", 1), ch(2, "c", 1)},
+			deliveryCheck{Arrivals: 6, Distinct: 4, Extra: 2}},
+		{"an order's changes out of order", []store.Change{ch(3, "a", 2), ch(1, "a", 2), ch(2, "b", 1), ch(4, "b", 2)},
+			deliveryCheck{Arrivals: 4, Distinct: 4, OutOfOrder: 1}},
+		{"an order goes back", []store.Change{ch(1, "a", 1), ch(2, "b", 1), ch(3, "a", 2), ch(1, "a", 1), ch(4, "b", 2)},
+			deliveryCheck{Arrivals: 5, Distinct: 4, WentBack: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := checkDelivered(feed, c.arrivals)
+			got.Problems = nil
+			require.Equal(t, c.want, got)
+		})
+	}
+}
