@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -77,13 +78,13 @@ first message and prints the same line.`,
 			}
 			ctx, stop := SignalContext()
 			defer stop()
-			url, done, err := ServeReceiver(ctx, app, listen, name, secret, every)
+			url, stopReceiver, err := ServeReceiver(ctx, app, listen, name, secret, every)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(app.Out, "%s: listening on %s (POST batches there; GET %sstats for the counts)\n", name, url, url)
 			<-ctx.Done()
-			return done()
+			return stopReceiver()
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", DemoReceiverListen, "address to listen on")
@@ -97,10 +98,11 @@ first message and prints the same line.`,
 	return cmd
 }
 
-// ServeReceiver serves a receiver on listen until ctx ends, printing its
-// counts to app.Out every interval. It returns the receiver's base URL
-// and a function that waits for it to stop.
-func ServeReceiver(ctx context.Context, app *App, listen, name, secret string, every time.Duration) (string, func() error, error) {
+// ServeReceiver serves a receiver on listen, printing its counts to
+// app.Out every interval, until ctx ends or stop is called. It returns the
+// receiver's base URL and stop, which shuts it down, prints the final
+// counts and waits.
+func ServeReceiver(ctx context.Context, app *App, listen, name, secret string, every time.Duration) (url string, stop func() error, err error) {
 	rcv, err := receiver.New(name, secret)
 	if err != nil {
 		return "", nil, Usage(fmt.Errorf("receiver %s: %w", name, err))
@@ -109,24 +111,30 @@ func ServeReceiver(ctx context.Context, app *App, listen, name, secret string, e
 	if err != nil {
 		return "", nil, fmt.Errorf("receiver %s: listen on %s: %w", name, listen, err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	srv := &http.Server{Handler: rcv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	go rcv.Report(ctx, app.Out, every)
 	go func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
+		sctx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancelShutdown()
 		_ = srv.Shutdown(sctx)
 	}()
-	done := func() error {
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("receiver %s: %w", name, err)
-		}
-		fmt.Fprintln(app.Out, rcv.Summary())
-		return nil
+	var once sync.Once
+	var stopErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				stopErr = fmt.Errorf("receiver %s: %w", name, err)
+			}
+			fmt.Fprintln(app.Out, rcv.Summary())
+		})
+		return stopErr
 	}
-	return "http://" + ln.Addr().String() + "/", done, nil
+	return "http://" + ln.Addr().String() + "/", stop, nil
 }
 
 func runJetStreamReceiver(app *App, name string, j receiver.JetStream, every time.Duration) error {

@@ -129,11 +129,11 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	defer simSrv.Close()
 	fmt.Fprintf(app.Out, "Simulator:         %s (admin token %q)\n", simSrv.URL, demoAdminToken)
 	if o.rcvListen != "" {
-		url, done, err := startDemoReceiver(ctx, app, o.rcvListen)
+		url, stopReceiver, err := startDemoReceiver(ctx, app, o.rcvListen)
 		if err != nil {
 			return err
 		}
-		defer func() { _ = done() }()
+		defer func() { _ = stopReceiver() }()
 		fmt.Fprintf(app.Out, "Demo receiver:     %s (prints what the destination %s delivers)\n", url, cli.DemoReceiverName)
 	}
 	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {

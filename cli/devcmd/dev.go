@@ -121,11 +121,11 @@ func run(ctx context.Context, app *cli.App, o options) error {
 	}
 
 	if o.rcvListen != "" {
-		url, done, err := startDemoReceiver(ctx, app, o.rcvListen)
+		url, stopReceiver, err := startDemoReceiver(ctx, app, o.rcvListen)
 		if err != nil {
 			return err
 		}
-		defer func() { _ = done() }()
+		defer func() { _ = stopReceiver() }()
 		fmt.Fprintf(app.Out, "Demo receiver:     %s (prints what the destination %s delivers)\n", url, cli.DemoReceiverName)
 	}
 
