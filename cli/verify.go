@@ -86,8 +86,8 @@ before the cutoff and neither delivered nor set aside (paused, breaker
 open, a receiver that keeps failing, or no Delivery workflow). Changes
 accepted after the cutoff are pending but never make it fail, and set-aside
 changes are listed but do not either (they are accounted for, visible in
-deliveries status). Compacted changes were delivered to every destination
-and are not counted.`,
+deliveries status). Compacted changes, which every destination had
+acknowledged, are not counted.`,
 		Example: "  ordersync verify --platform sim-acme\n  ordersync verify --platform sim-acme --until -10m -o json\n" +
 			"  ordersync verify --destination demo-receiver\n  ordersync verify --destination oms --settle 5m -o json",
 		Args: cobra.NoArgs,
