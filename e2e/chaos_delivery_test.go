@@ -120,6 +120,7 @@ type chaosHook struct {
 
 	mu       sync.Mutex
 	rng      *rand.Rand
+	requests int
 	arrivals []store.Change
 	served   chaosHookServed
 }
@@ -152,7 +153,16 @@ func (h *chaosHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mu.Lock()
+	// The first batch is answered 503 and the second late, whatever the
+	// seed draws later, so a short run sees both.
+	h.requests++
 	roll := h.rng.Float64()
+	switch h.requests {
+	case 1:
+		roll = 0
+	case 2:
+		roll = chaosHookFail
+	}
 	if roll < chaosHookFail {
 		h.served.Err5xx++
 		h.mu.Unlock()
