@@ -14,7 +14,8 @@ build:
 	$(GO) build -o $(BIN) ./cmd/ordersync
 
 ## run: build, then start the embedded Temporal server + Web UI, the simulator,
-## a worker and the three demo platforms.
+## a worker, the three demo platforms and the demo receiver their changes are
+## delivered to (it prints what it got every 10s).
 run: build
 	./$(BIN) dev -f examples/demo-platforms.yaml
 

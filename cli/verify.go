@@ -25,11 +25,12 @@ import (
 const DefaultSimAdminToken = "demo-admin-token"
 
 func newVerifyCommand(app *App) *cobra.Command {
-	var platform, until, adminToken string
+	var platform, destination, until, adminToken string
+	settle := DefaultDeliverySettle
 	lines := true
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Compare the store with the platform and report missing, stale and extra orders, and orders whose lines differ",
+		Short: "Compare the store with a platform (missing, stale, extra orders, lines that differ), or a destination with the store (delivered vs accepted)",
 		Long: `Compares what the store holds for a platform with what the platform shows,
 for every order updated before --until (default: the cursor's watermark, so
 work not yet due is not reported). For the simulator the comparison is with
@@ -62,14 +63,46 @@ Orders stored before lines were kept have none until fetched again:
 reprocess their period. --lines=false skips the lines check.
 
 Exits 1 when anything is missing, stale or has other lines. Orders of
-dead-lettered slices count as missing until the slices are reprocessed.`,
-		Example: "  ordersync verify --platform sim-acme\n  ordersync verify --platform sim-acme --until -10m -o json",
-		Args:    cobra.NoArgs,
+dead-lettered slices count as missing until the slices are reprocessed.
+
+With --destination D instead, verify compares what the destination has
+with what the store accepted for it (the changes of its platforms): the
+acknowledged seq comes from its Delivery workflow (the status query, as
+in deliveries status; when it is not running, from the store's record,
+which trails it by up to a batch). For each platform and in total:
+
+  accepted   changes retained in the feed up to its head
+  delivered  at or below the acknowledged seq and not set aside (changes
+             an operator skipped count here)
+  set aside  the poison list: refused by the destination, kept for
+             deliveries retry or skip
+  pending    after the acknowledged seq
+  overdue    pending, and accepted before the cutoff
+
+The cutoff is --until, by default now minus --settle (1m); for a
+destination with work windows that are closed now, the end of its last
+open period minus --settle. Exits 1 when a change is overdue: accepted
+before the cutoff and neither delivered nor set aside (paused, breaker
+open, a receiver that keeps failing, or no Delivery workflow). Changes
+accepted after the cutoff are pending but never make it fail, and set-aside
+changes are listed but do not either (they are accounted for, visible in
+deliveries status). Compacted changes, which every destination had
+acknowledged, are not counted.`,
+		Example: "  ordersync verify --platform sim-acme\n  ordersync verify --platform sim-acme --until -10m -o json\n" +
+			"  ordersync verify --destination demo-receiver\n  ordersync verify --destination oms --settle 5m -o json",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if platform == "" {
-				return Usage(fmt.Errorf("--platform is required"))
-			}
 			ctx := cmd.Context()
+			switch {
+			case platform != "" && destination != "":
+				return Usage(fmt.Errorf("give --platform or --destination, not both"))
+			case destination != "":
+				return app.verifyDestination(ctx, destination, until, settle)
+			case platform == "":
+				return Usage(fmt.Errorf("--platform or --destination is required"))
+			case cmd.Flags().Changed("settle"):
+				return Usage(fmt.Errorf("--settle is for --destination; a platform's cutoff is --until (default the watermark)"))
+			}
 			p, err := app.verifySettings(ctx, platform)
 			if err != nil {
 				return err
@@ -109,9 +142,11 @@ dead-lettered slices count as missing until the slices are reprocessed.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&platform, "platform", "p", "", "platform name (required)")
+	cmd.Flags().StringVarP(&platform, "platform", "p", "", "platform name (or --destination)")
+	cmd.Flags().StringVar(&destination, "destination", "", "destination name: delivered vs accepted (see above)")
+	cmd.Flags().DurationVar(&settle, "settle", settle, "with --destination: changes accepted this recently are not yet expected delivered")
 	cmd.Flags().BoolVar(&lines, "lines", true, "compare the lines of each order too (one query for all of the platform's lines)")
-	cmd.Flags().StringVar(&until, "until", "", "check orders updated before this time: RFC3339 or relative (-10m); default the watermark")
+	cmd.Flags().StringVar(&until, "until", "", "check orders updated (with --destination: changes accepted) before this time: RFC3339 or relative (-10m); default the watermark (now minus --settle)")
 	cmd.Flags().StringVar(&adminToken, "sim-admin-token", "", "simulator admin token (default $ORDERSYNC_SIM_ADMIN_TOKEN or the dev demo token)")
 	return cmd
 }

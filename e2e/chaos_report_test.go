@@ -26,6 +26,8 @@ type chaosReport struct {
 	// Served is what the simulator answered, summed over its shops.
 	Served    chaosServed            `json:"served"`
 	Platforms []*chaosPlatformReport `json:"platforms"`
+	// Destinations is what each destination got (chaos_delivery_test.go).
+	Destinations []*chaosDestinationReport `json:"destinations"`
 }
 
 // chaosServed counts the simulator's answers by kind.

@@ -124,6 +124,7 @@ func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 		r.startWorker(i)
 	}
 	r.startCursors()
+	r.startDeliveries()
 
 	r.unleash(dur)
 	for i := range r.workers {
@@ -137,6 +138,7 @@ func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 	r.waitCaughtUp(quiet.Add(chaosOverlap), 3*time.Minute+dur/4)
 	r.drainDeadLetters(3 * time.Minute)
 	r.verifyAll()
+	r.verifyDeliveries(2 * time.Minute)
 	for _, w := range r.workers {
 		w.kill9() // done; a drain would only slow the cleanup down
 	}
@@ -159,6 +161,7 @@ func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 	require.Positive(t, r.report.Served.Malformed+r.report.Served.Hang, "no malformed page or hang served")
 	require.GreaterOrEqual(t, r.report.WorkerKills, 2, "too few worker kills (is ORDERSYNC_CHAOS_DURATION too short?)")
 	require.Equal(t, 1, r.report.ServerRestarts)
+	r.requireDelivered()
 }
 
 // chaosRun is one chaos run's processes and what it counted.
@@ -175,6 +178,7 @@ type chaosRun struct {
 	workers []*workerProc
 	starts  []int
 	report  chaosReport
+	dest    *chaosDestinations
 }
 
 func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun {
@@ -197,7 +201,8 @@ func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun
 	t.Cleanup(func() { _ = r.simSrv.Close() })
 
 	yaml, currentEnv := withCurrentAPIPlatforms(chaosPlatforms)
-	yaml = strings.ReplaceAll(yaml, "{{SIM}}", r.simSrv.URL)
+	r.dest = startChaosDestinations(t, seed)
+	yaml = r.dest.expand(strings.ReplaceAll(yaml, "{{SIM}}", r.simSrv.URL))
 	r.file, err = config.Parse([]byte(yaml))
 	require.NoError(t, err)
 	platformsPath := filepath.Join(t.TempDir(), "platforms.yaml")
@@ -210,6 +215,7 @@ func startChaos(t *testing.T, st stack, seed int64, dur time.Duration) *chaosRun
 		"ORDERSYNC_E2E_CHAOS_B_TOKEN=chaos-b-token",
 	)
 	r.env = append(r.env, currentEnv...)
+	r.env = append(r.env, r.dest.env...)
 	return r
 }
 
@@ -245,7 +251,10 @@ const chaosSlicesPerRun = 15
 func (r *chaosRun) startCursors() {
 	r.t.Helper()
 	for _, p := range r.file.Platforms {
-		start, err := p.ResolveStart(time.Now())
+		// From the simulator's start, not now: workers that were slow to
+		// come up (a loaded machine) must not leave its oldest orders
+		// before the cursors' start, where verify still expects them.
+		start, err := p.ResolveStart(r.sim.Started())
 		require.NoError(r.t, err)
 		_, err = r.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 			ID: api.CursorWorkflowID(p.Name), TaskQueue: p.TaskQueue,

@@ -23,6 +23,7 @@ var feedCases = []struct {
 	{"a refused batch appends nothing", testFeedRefusedBatch},
 	{"concurrent writers: unique seqs, never out of order to a resuming reader", testFeedConcurrentWriters},
 	{"acks only grow", testFeedAcks},
+	{"counting what was committed before a cutoff", testFeedCountCommittedBefore},
 	{"compaction keeps what a consumer has not acknowledged", testFeedCompaction},
 }
 
@@ -231,6 +232,39 @@ func testFeedAcks(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"hook": 5, "nats": 0}, acks)
 	require.ErrorIs(t, s.AckChanges(ctx, "", 1), ErrBadQuery)
+}
+
+func testFeedCountCommittedBefore(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	s.(clockSetter).setClock(func() time.Time { return now })
+	for i := range 6 { // a/0 b/0 at t0, a/1 b/1 at t0+1m, a/2 b/2 at t0+2m: seqs 1-6
+		now = t0.Add(time.Duration(i/2) * time.Minute)
+		p := map[bool]string{true: "a", false: "b"}[i%2 == 0]
+		upsert(t, s, version(p, fmt.Sprint(i/2), 1))
+	}
+	cases := []struct {
+		platform string
+		after    int64
+		before   time.Time
+		want     int64
+	}{
+		{"", 0, t0, 0},
+		{"", 0, t0.Add(time.Microsecond), 2}, // the store keeps microseconds
+		{"", 0, t0.Add(time.Minute), 2},      // strictly before
+		{"", 0, t0.Add(2*time.Minute + time.Second), 6},
+		{"a", 0, t0.Add(2*time.Minute + time.Second), 3},
+		{"b", 2, t0.Add(time.Hour), 2},
+		{"a", 3, t0.Add(90 * time.Second), 0},
+		{"a", 2, t0.Add(90 * time.Second), 1},
+	}
+	for _, c := range cases {
+		n, err := s.CountChangesCommittedBefore(ctx, c.platform, c.after, c.before)
+		require.NoError(t, err)
+		require.Equal(t, c.want, n, "platform %q after %d before %s", c.platform, c.after, c.before)
+	}
 }
 
 func testFeedCompaction(t *testing.T, dsn string) {

@@ -73,6 +73,10 @@ type Feed interface {
 	// CountChanges counts the retained changes with after < Seq <= upTo of
 	// one platform ("" for all).
 	CountChanges(ctx context.Context, platform string, after, upTo int64) (int64, error)
+	// CountChangesCommittedBefore counts the retained changes of one
+	// platform ("" for all) with Seq > after that the store committed
+	// before before: what a consumer at after has overdue by a cutoff.
+	CountChangesCommittedBefore(ctx context.Context, platform string, after int64, before time.Time) (int64, error)
 	// Head reports the newest Seq and how many changes are retained.
 	Head(ctx context.Context) (FeedHead, error)
 	// AckChanges records that consumer (a destination) has every change up

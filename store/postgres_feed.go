@@ -108,6 +108,16 @@ func (s *postgresStore) CountChanges(ctx context.Context, platform string, after
 	return n, nil
 }
 
+func (s *postgresStore) CountChangesCommittedBefore(ctx context.Context, platform string, after int64, before time.Time) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM changes WHERE seq > $1 AND committed_at < $2 AND ($3 = '' OR platform = $3)`,
+		after, before, platform).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count changes of %q after %d committed before %s: %w", platform, after, before.Format(time.RFC3339), err)
+	}
+	return n, nil
+}
+
 func (s *postgresStore) Head(ctx context.Context) (FeedHead, error) {
 	var h FeedHead
 	// The counter is read without its lock: an append in progress has not

@@ -108,6 +108,18 @@ func (s *sqliteStore) CountChanges(ctx context.Context, platform string, after, 
 	return n, nil
 }
 
+func (s *sqliteStore) CountChangesCommittedBefore(ctx context.Context, platform string, after int64, before time.Time) (int64, error) {
+	var n int64
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		return p.db.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE seq > ? AND committed_at < ? AND (? = '' OR platform = ?)`,
+			after, before.UnixMicro(), platform, platform).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count changes of %q after %d committed before %s: %w", platform, after, before.Format(time.RFC3339), err)
+	}
+	return n, nil
+}
+
 func (s *sqliteStore) Head(ctx context.Context) (FeedHead, error) {
 	var h FeedHead
 	err := s.withPool(ctx, func(p *sqlitePool) error {

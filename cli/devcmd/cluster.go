@@ -34,7 +34,7 @@ func NewCluster(app *cli.App) *cobra.Command {
   - the Temporal server on them (SQL visibility, 4 task-queue partitions,
     4 history shards) with its Web UI;
   - ` + "`ordersync setup`" + ` for the namespace (ORDERSYNC_TEMPORAL_NAMESPACE);
-  - the simulator with the demo shops;
+  - the simulator with the demo shops, and the demo webhook receiver;
   - --workers ` + "`ordersync worker`" + ` processes on the order store (ORDERSYNC_STORE_DSN,
     a PostgreSQL database is created when missing) and the demo cursors.
 Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/cluster/.
@@ -106,7 +106,18 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 		return err
 	}
 	defer simSrv.Close()
+	if o.rcvListen != "" {
+		url, stopReceiver, err := startDemoReceiver(ctx, app, o.rcvListen)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stopReceiver() }()
+		fmt.Fprintf(app.Out, "Demo receiver:     %s (prints what the destination %s delivers)\n", url, cli.DemoReceiverName)
+	}
 	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {
+		return cli.Usage(err)
+	}
+	if err := config.CheckDestinationSecrets(file.Path, file.Destinations); err != nil {
 		return cli.Usage(err)
 	}
 	if err := ensureStoreDatabase(ctx, app.Process.StoreDSN); err != nil {
@@ -125,6 +136,9 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	}
 	defer c.Close()
 	if err := startCursors(ctx, app, c, file.Platforms); err != nil {
+		return err
+	}
+	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
 		return err
 	}
 	// The store's password is not printed: verify needs ORDERSYNC_STORE_DSN

@@ -16,12 +16,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
+	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/cli"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/devserver"
 	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/starter"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -45,7 +48,10 @@ func New(app *cli.App) *cobra.Command {
     with its Web UI at http://127.0.0.1:8233 and the frontend at 127.0.0.1:7233;
   - the platform simulator with three demo shops (acme, globex, initech);
   - a worker for every platform in the platforms file;
-  - the platforms' cursors, which backfill and then follow the present.
+  - the platforms' cursors, which backfill and then follow the present;
+  - a demo webhook receiver (--receiver-listen) and the Delivery workflows of
+    the file's destinations: examples/demo-platforms.yaml's demo-receiver
+    sends every accepted change to it, and it prints its counts every 10s.
 Orders land in the store (default .ordersync/orders.db). Ctrl-C stops it all cleanly.`,
 		Example: "  ordersync dev -f examples/demo-platforms.yaml\n  ordersync dev --server-only",
 		Args:    cobra.NoArgs,
@@ -93,11 +99,23 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 		defer simSrv.Close()
 	}
 
+	if o.rcvListen != "" {
+		url, stopReceiver, err := startDemoReceiver(ctx, app, o.rcvListen)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stopReceiver() }()
+		fmt.Fprintf(app.Out, "Demo receiver:     %s (prints what the destination %s delivers)\n", url, cli.DemoReceiverName)
+	}
+
 	file, err := app.LoadPlatforms()
 	if err != nil {
 		return err
 	}
 	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {
+		return cli.Usage(err)
+	}
+	if err := config.CheckDestinationSecrets(file.Path, file.Destinations); err != nil {
 		return cli.Usage(err)
 	}
 	st, err := store.Open(ctx, app.Process.StoreDSN, store.WithFutureSkew(app.Process.MaxFutureSkew))
@@ -121,12 +139,15 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 	}
 	defer c.Close()
 	ws, err := worker.Start(worker.Options{FutureSkew: app.Process.MaxFutureSkew, Client: c, Store: st, Platforms: file.Platforms, PlatformsFile: file.Path,
-		Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, RequestSlots: slots})
+		Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, RequestSlots: slots, Feed: st, Destinations: file.Destinations})
 	if err != nil {
 		return err
 	}
 	defer ws.Stop()
 	if err := startCursors(ctx, app, c, file.Platforms); err != nil {
+		return err
+	}
+	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
 		return err
 	}
 	fmt.Fprintf(app.Out, "Orders store:      %s\n", app.Process.StoreDSN)
@@ -138,6 +159,32 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 }
 
 const demoAdminToken = "demo-admin-token"
+
+// startDemoReceiver runs the demo webhook receiver, with the demo secret
+// put in the environment unless one is there (the workers' destination
+// reference reads the same variable).
+func startDemoReceiver(ctx context.Context, app *cli.App, listen string) (string, func() error, error) {
+	cli.SetDemoHookSecret()
+	secret := os.Getenv(cli.DemoHookSecretEnv)
+	return cli.ServeReceiver(ctx, app, listen, cli.DemoReceiverName, secret, cli.DemoReceiverEvery)
+}
+
+// ensureDeliveries starts the destinations' Delivery workflows, as
+// `ordersync deliveries start` does.
+func ensureDeliveries(ctx context.Context, app *cli.App, c client.Client, dests []config.Destination) error {
+	for _, d := range dests {
+		r, err := starter.EnsureDelivery(ctx, c, d)
+		if err != nil {
+			return err
+		}
+		state := "running"
+		if r.Started {
+			state = "started"
+		}
+		fmt.Fprintf(app.Out, "Delivery %-26s %s\n", api.DeliveryWorkflowID(d.Name), state)
+	}
+	return nil
+}
 
 // startDemoSimulator plays the demo shops with two days of history, a steady
 // trickle of live orders, and updates that become visible up to 20 s late.

@@ -18,12 +18,14 @@ import (
 // each starts: take the same flags for where it listens, point the app at
 // it and say where it is, start the demo cursors, and run until Ctrl-C.
 
-// stackFlags are the flags both commands take: the server's ports and the
-// simulator's address.
+// stackFlags are the flags both commands take: the server's ports, the
+// simulator's and the demo receiver's addresses.
 type stackFlags struct {
 	frontendPort int
 	uiPort       int
 	simListen    string
+	// rcvListen is the demo webhook receiver's address (empty: none).
+	rcvListen string
 }
 
 // devOptions are the flags of `ordersync dev`.
@@ -45,6 +47,7 @@ func (f *stackFlags) register(cmd *cobra.Command, simHelp string) {
 	cmd.Flags().IntVar(&f.frontendPort, "port", devserver.DefaultFrontendPort, "Temporal frontend (gRPC) port")
 	cmd.Flags().IntVar(&f.uiPort, "ui-port", devserver.DefaultUIPort, "Web UI port (0 disables the UI)")
 	cmd.Flags().StringVar(&f.simListen, "sim-listen", "127.0.0.1:8780", simHelp)
+	cmd.Flags().StringVar(&f.rcvListen, "receiver-listen", cli.DemoReceiverListen, "demo webhook receiver address (empty: none)")
 }
 
 // temporalServer is the server either command starts.

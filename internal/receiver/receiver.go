@@ -1,0 +1,213 @@
+package receiver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/store"
+)
+
+// MaxBody bounds one delivery's body: 1,000 changes with their lines fit
+// well inside.
+const MaxBody = 32 << 20
+
+// Receiver is an http.Handler for a webhook destination's POSTs, and GET
+// /stats answers its Stats as JSON. It remembers every change it counted
+// (one map entry each), so it suits a demo or a test, not years of
+// traffic.
+type Receiver struct {
+	name     string
+	verifier *Verifier
+
+	mu       sync.Mutex
+	batches  map[string]bool           // webhook-ids processed
+	seen     map[string]map[int64]bool // destination -> seqs counted
+	stats    Stats
+	platform map[string]int64
+}
+
+// Stats is what a Receiver counted.
+type Stats struct {
+	// Changes counts distinct changes (destination and seq) received.
+	Changes int64 `json:"changes"`
+	// Platforms counts them per platform.
+	Platforms map[string]int64 `json:"platforms"`
+	// Batches counts the batches processed (JetStream: messages);
+	// Redelivered the batches (or changes within one) that came again and
+	// were dropped.
+	Batches     int64 `json:"batches"`
+	Redelivered int64 `json:"redelivered"`
+	// Rejected counts requests refused: bad signature or body.
+	Rejected int64 `json:"rejected"`
+	// LastSeq is the highest seq received.
+	LastSeq int64     `json:"last_seq"`
+	LastAt  time.Time `json:"last_at,omitzero"`
+}
+
+// New returns a receiver named name (in its summary lines) that checks
+// signatures with the whsec_ secret.
+func New(name, secret string) (*Receiver, error) {
+	v, err := NewVerifier(secret)
+	if err != nil {
+		return nil, err
+	}
+	r := newCounter(name)
+	r.verifier = v
+	return r, nil
+}
+
+func newCounter(name string) *Receiver {
+	return &Receiver{name: name, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{}}
+}
+
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/stats") {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(r.Stats())
+		return
+	}
+	if req.Method != http.MethodPost || r.verifier == nil {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "POST a batch of changes (or GET /stats)", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
+	if err != nil {
+		r.reject()
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "read body", http.StatusBadRequest)
+		return
+	}
+	if err := r.verifier.Verify(req.Header, body); err != nil {
+		r.reject()
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	var b activities.WebhookBatch
+	if err := json.Unmarshal(body, &b); err != nil || b.ID != req.Header.Get("webhook-id") {
+		r.reject()
+		http.Error(w, "not an orders.changes batch, or its id is not the webhook-id", http.StatusBadRequest)
+		return
+	}
+	r.record(b)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *Receiver) reject() {
+	r.mu.Lock()
+	r.stats.Rejected++
+	r.mu.Unlock()
+}
+
+// record counts a batch's changes once each: a redelivered batch (same
+// id) is dropped whole; a change seen in another batch (the sender
+// re-batched after a settings change) is dropped by its seq.
+func (r *Receiver) record(b activities.WebhookBatch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.batches[b.ID] {
+		r.stats.Redelivered++
+		return
+	}
+	r.batches[b.ID] = true
+	r.stats.Batches++
+	r.countLocked(b.Destination, b.Changes)
+}
+
+// countLocked counts changes not seen before from destination.
+func (r *Receiver) countLocked(destination string, changes []store.Change) {
+	seen := r.seen[destination]
+	if seen == nil {
+		seen = map[int64]bool{}
+		r.seen[destination] = seen
+	}
+	for _, c := range changes {
+		if seen[c.Seq] {
+			r.stats.Redelivered++
+			continue
+		}
+		seen[c.Seq] = true
+		r.stats.Changes++
+		r.platform[c.Platform]++
+		r.stats.LastSeq = max(r.stats.LastSeq, c.Seq)
+	}
+	r.stats.LastAt = time.Now()
+}
+
+// Stats returns a copy of the counts.
+func (r *Receiver) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stats
+	s.Platforms = maps.Clone(r.platform)
+	return s
+}
+
+// Summary is one line: "demo-receiver: 1,234 changes received (sim-acme
+// 600, sim-globex 634), last seq 1240".
+func (r *Receiver) Summary() string {
+	s := r.Stats()
+	names := slices.Sorted(maps.Keys(s.Platforms))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + " " + thousands(s.Platforms[n])
+	}
+	line := fmt.Sprintf("%s: %s changes received", r.name, thousands(s.Changes))
+	if len(parts) > 0 {
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	line += fmt.Sprintf(", last seq %d", s.LastSeq)
+	if s.Redelivered > 0 {
+		line += fmt.Sprintf(", %s redeliveries dropped", thousands(s.Redelivered))
+	}
+	if s.Rejected > 0 {
+		line += fmt.Sprintf(", %s requests rejected (bad signature or body)", thousands(s.Rejected))
+	}
+	return line
+}
+
+// Report writes Summary to w every interval while the counts change, until
+// ctx ends.
+func (r *Receiver) Report(ctx context.Context, w io.Writer, every time.Duration) {
+	var last Stats
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s := r.Stats()
+		if s.Changes != last.Changes || s.Redelivered != last.Redelivered || s.Rejected != last.Rejected {
+			fmt.Fprintln(w, r.Summary())
+			last = s
+		}
+	}
+}
+
+// thousands formats n with commas: 1234567 -> "1,234,567".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
