@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -28,25 +29,46 @@ func ValidateDeployment(name, buildID string, flags [2]string) error {
 	case buildID == "":
 		return fmt.Errorf("%s is set but %s is not: a versioned worker needs both (or neither, to run unversioned)", flags[0], flags[1])
 	}
-	var problems []string
+	return errors.Join(ValidateDeploymentName(name, flags[0]), ValidateBuildID(buildID, flags[1]))
+}
+
+// ValidateDeploymentName checks a Worker Deployment name the way the
+// server will; label names the setting in errors.
+func ValidateDeploymentName(name, label string) error {
+	problems := deploymentFieldProblems(name, label)
 	if strings.ContainsAny(name, ".:") {
-		problems = append(problems, fmt.Sprintf("%s %q: must not contain '.' or ':' (Temporal separates name and build ID with them)", flags[0], name))
+		problems = append(problems, fmt.Sprintf("%s %q: must not contain '.' or ':' (Temporal separates name and build ID with them)", label, name))
 	}
-	for i, v := range []string{name, buildID} {
-		if strings.HasPrefix(v, "__") {
-			problems = append(problems, fmt.Sprintf("%s %q: must not start with \"__\" (reserved by Temporal)", flags[i], v))
-		}
-		if len(v) > maxDeploymentField {
-			problems = append(problems, fmt.Sprintf("%s: %d characters, at most %d", flags[i], len(v), maxDeploymentField))
-		}
-		if strings.TrimSpace(v) != v || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			problems = append(problems, fmt.Sprintf("%s %q: no surrounding spaces or control characters", flags[i], v))
-		}
+	return joinProblems(problems)
+}
+
+// ValidateBuildID checks a build ID the way the server will.
+func ValidateBuildID(id, label string) error {
+	return joinProblems(deploymentFieldProblems(id, label))
+}
+
+func deploymentFieldProblems(v, label string) []string {
+	var problems []string
+	if v == "" {
+		problems = append(problems, label+": must not be empty")
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	if strings.HasPrefix(v, "__") {
+		problems = append(problems, fmt.Sprintf("%s %q: must not start with \"__\" (reserved by Temporal)", label, v))
 	}
-	return nil
+	if len(v) > maxDeploymentField {
+		problems = append(problems, fmt.Sprintf("%s: %d characters, at most %d", label, len(v), maxDeploymentField))
+	}
+	if strings.TrimSpace(v) != v || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		problems = append(problems, fmt.Sprintf("%s %q: no surrounding spaces or control characters", label, v))
+	}
+	return problems
+}
+
+func joinProblems(problems []string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(problems, "; "))
 }
 
 // DeploymentSettings names the deployment settings for errors: the worker's
