@@ -302,8 +302,8 @@ func createNamespace(opts *Options, sqlCfg *config.SQL, clusterName string) erro
 // server's SQLite visibility is written with the workflow).
 func singleNodeDynamicConfig() dynamicconfig.StaticClient {
 	return dynamicconfig.StaticClient{
-		dynamicconfig.VersionDrainageStatusVisibilityGracePeriod.Key(): drainageCheckInterval,
-		dynamicconfig.VersionDrainageStatusRefreshInterval.Key():       drainageCheckInterval,
+		dynamicconfig.VersionDrainageStatusVisibilityGracePeriod.Key():         drainageCheckInterval,
+		dynamicconfig.VersionDrainageStatusRefreshInterval.Key():               drainageCheckInterval,
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():                 1,
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():                1,
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key():            true,
