@@ -1,0 +1,358 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/internal/verify"
+	"github.com/ordersync/ordersync/sim"
+)
+
+// A rolling upgrade as the README describes it, with cursors in the middle
+// of their backfill: a fleet of workers runs as build A of a Worker
+// Deployment, build B starts beside it and is promoted with `ordersync
+// deployment set-current`, `ordersync deployment wait-drained` says when A
+// may go, A's workers drain and stop, and B finishes the backfill.
+//
+// The page rate (the simulator's rate limit) makes the backfill last about
+// a minute and a half, so the promotion lands in its middle; a small run
+// cap makes the cursors continue as new on both sides of it.
+const upgradePlatforms = `
+default:
+  kind: sim
+  start: -20m
+  interval: 20s
+  overlap: 5s
+  settle: 2s
+  timeout: 10s
+  retries: 10
+  retry_interval: 500ms
+  concurrency: 3
+  rate_limit: {rps: 20, burst: 4}
+  page_size: 10
+platforms:
+  upgrade-a:
+    endpoint: "{{SIM}}/shops/a"
+    credentials: {env: ORDERSYNC_E2E_UPGRADE_A_TOKEN}
+  upgrade-b:
+    endpoint: "{{SIM}}/shops/b"
+    credentials: {env: ORDERSYNC_E2E_UPGRADE_B_TOKEN}
+    task_queue: orders-upgrade-shared
+  upgrade-c:
+    endpoint: "{{SIM}}/shops/c"
+    credentials: {env: ORDERSYNC_E2E_UPGRADE_C_TOKEN}
+    task_queue: orders-upgrade-shared
+`
+
+var upgradeShops = map[string]string{"upgrade-a": "a", "upgrade-b": "b", "upgrade-c": "c"}
+
+const (
+	upgradeDeployment = "ordersync-e2e"
+	buildA            = "build-a"
+	buildB            = "build-b"
+	upgradeOverlap    = 5 * time.Second
+	upgradeRunCap     = 12
+)
+
+// TestRollingUpgradeMidBackfill: fleet on build A, build B beside it, B
+// promoted while every cursor is backfilling, A drained and stopped. No
+// workflow task fails (no non-determinism on the cursors' replay on B), no
+// order is missing or stale, and every cursor (and every other workflow
+// still open) ends on build B, having run on A before.
+func TestRollingUpgradeMidBackfill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: worker processes for minutes")
+	}
+	ordersyncBinary(t) // build before the clock starts
+	began := time.Now()
+	logf := func(format string, args ...any) {
+		t.Helper()
+		t.Logf("%6.1fs  %s", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+	}
+
+	srv := embeddedStack.server(t)
+	c := dialAt(t, srv.FrontendAddress(), embeddedStack.namespace)
+
+	cfg := sim.DefaultConfig()
+	cfg.Seed = 15
+	cfg.AdminToken = adminToken
+	cfg.Shops = []sim.ShopConfig{{Name: "a", Token: "upgrade-a-token"}, {Name: "b", Token: "upgrade-b-token"}, {Name: "c", Token: "upgrade-c-token"}}
+	cfg.History = 20 * time.Minute
+	cfg.HistoryOrders = 1200
+	cfg.LiveRate = 1
+	cfg.MaxUpdates = 2
+	cfg.UpdateSpread = 20 * time.Second
+	cfg.Late = upgradeOverlap
+	// ~120 pages of backlog per shop at 1.5 pages a second: the backfill
+	// outlasts the upgrade.
+	cfg.RateLimit = sim.RateLimit{RPS: 1.5, Burst: 1}
+	world, err := sim.New(cfg)
+	require.NoError(t, err)
+	simSrv, err := world.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = simSrv.Close() })
+
+	yaml := strings.ReplaceAll(upgradePlatforms, "{{SIM}}", simSrv.URL)
+	file, err := config.Parse([]byte(yaml))
+	require.NoError(t, err)
+	platformsPath := filepath.Join(t.TempDir(), "platforms.yaml")
+	require.NoError(t, os.WriteFile(platformsPath, []byte(yaml), 0o644))
+	env := append(embeddedStack.env(srv.FrontendAddress(), embeddedStack.storeDSN(t), platformsPath),
+		"ORDERSYNC_SIM_ADMIN_TOKEN="+adminToken,
+		"ORDERSYNC_E2E_UPGRADE_A_TOKEN=upgrade-a-token",
+		"ORDERSYNC_E2E_UPGRADE_B_TOKEN=upgrade-b-token",
+		"ORDERSYNC_E2E_UPGRADE_C_TOKEN=upgrade-c-token",
+		"ORDERSYNC_DEPLOYMENT_NAME="+upgradeDeployment,
+	)
+	ordersync := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := runOrdersync(t, env, args...)
+		require.Zero(t, code, "ordersync %s: %s%s", strings.Join(args, " "), out, errOut)
+		return out
+	}
+
+	// Build A: two workers, promoted before any cursor starts (a versioned
+	// worker takes no work until its build is current).
+	fleetA := startBuild(t, env, buildA, 2)
+	logf("build A: %d workers running", len(fleetA))
+	out := ordersync("deployment", "set-current", "--build-id", buildA)
+	require.Contains(t, out, "build build-a is current (was -)")
+	logf("%s", strings.TrimSpace(out))
+
+	for _, p := range file.Platforms {
+		start, err := p.ResolveStart(time.Now())
+		require.NoError(t, err)
+		_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+			ID: api.CursorWorkflowID(p.Name), TaskQueue: p.TaskQueue,
+			TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
+		}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: upgradeRunCap})
+		require.NoError(t, err)
+	}
+
+	// Let every cursor get well into its backfill on A.
+	waitFor(t, 2*time.Minute, "every cursor completes slices on build A", func() (bool, string) {
+		for _, p := range file.Platforms {
+			st, err := tryStatus(c, p.Name)
+			if err != nil || st.Counts.SlicesCompleted < 6 {
+				return false, fmt.Sprintf("%s: %d slices completed, error %v", p.Name, st.Counts.SlicesCompleted, err)
+			}
+		}
+		return true, ""
+	})
+	for _, p := range file.Platforms {
+		require.Equal(t, buildA, cursorBuild(t, c, p.Name), "%s before the upgrade", p.Name)
+	}
+
+	// Build B beside A, then promoted while the cursors are mid-backfill.
+	fleetB := startBuild(t, env, buildB, 2)
+	logf("build B: %d workers running beside build A", len(fleetB))
+	out = ordersync("deployment", "set-current", "--build-id", buildB)
+	promoted := time.Now()
+	require.Contains(t, out, "build build-b is current (was build-a)")
+	logf("%s", strings.TrimSpace(out))
+	for _, p := range file.Platforms {
+		st, err := tryStatus(c, p.Name)
+		require.NoError(t, err)
+		require.False(t, st.CaughtUp, "%s caught up before the upgrade: the test needs it mid-backfill (slow the simulator down)", p.Name)
+		logf("%s at promotion: watermark %s, %d slices done, %d in flight, run %d",
+			p.Name, st.Watermark.Format(time.TimeOnly), st.Counts.SlicesCompleted, len(st.InFlight), st.Runs)
+	}
+
+	// Drain A: Temporal says when it holds no workflow any more.
+	out = ordersync("deployment", "wait-drained", "--build-id", buildA, "--timeout", "3m")
+	require.Contains(t, out, "build build-a is drained")
+	logf("%s (%.1fs after the promotion)", strings.TrimSpace(out), time.Since(promoted).Seconds())
+	desc := ordersync("deployment", "describe", "-o", "json")
+	var described struct {
+		Current  string `json:"current_build_id"`
+		Versions []struct {
+			BuildID  string `json:"build_id"`
+			Drainage string `json:"drainage"`
+		} `json:"versions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(desc), &described), desc)
+	require.Equal(t, buildB, described.Current)
+	for _, w := range fleetA {
+		w.stop() // SIGTERM: running activities get --stop-timeout, then the process exits
+	}
+	logf("build A stopped")
+	for _, w := range fleetA {
+		require.NotContains(t, w.tail(1<<20), "level=ERROR msg=\"worker stopped\"", "a build-A worker died instead of draining")
+	}
+
+	// B alone finishes the backfill and follows the present.
+	for _, p := range file.Platforms {
+		st, err := tryStatus(c, p.Name)
+		require.NoError(t, err)
+		require.False(t, st.CaughtUp, "%s caught up before build A stopped: the upgrade was not mid-backfill", p.Name)
+	}
+	waitFor(t, 4*time.Minute, "every cursor catches up on build B", func() (bool, string) {
+		for _, p := range file.Platforms {
+			st, err := tryStatus(c, p.Name)
+			if err != nil || !st.CaughtUp {
+				return false, fmt.Sprintf("%s: watermark %s, error %v", p.Name, st.Watermark, err)
+			}
+		}
+		return true, ""
+	})
+	quiet := world.StopCreating()
+	target := quiet.Add(upgradeOverlap)
+	waitFor(t, 2*time.Minute, "every watermark passes the last change", func() (bool, string) {
+		for _, p := range file.Platforms {
+			st, err := tryStatus(c, p.Name)
+			if err != nil || st.Watermark.Before(target) {
+				return false, fmt.Sprintf("%s: watermark %s, error %v", p.Name, st.Watermark, err)
+			}
+		}
+		return true, ""
+	})
+	logf("caught up past the last change on build B")
+
+	// Nothing lost: `ordersync verify`, as an operator runs it.
+	for _, p := range file.Platforms {
+		code, out, errOut := runOrdersync(t, env, "verify", "--platform", p.Name, "-o", "json")
+		var res struct {
+			Report verify.Report `json:"report"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &res), "verify output: %s %s", out, errOut)
+		truth, err := world.Truth(upgradeShops[p.Name], time.Time{})
+		require.NoError(t, err)
+		logf("ordersync verify --platform %s: exit %d, %d checked, %d missing, %d stale (truth %d orders)",
+			p.Name, code, res.Report.Checked, len(res.Report.Missing), len(res.Report.Stale), len(truth.Orders))
+		require.Zero(t, code, "%s: verify: %s", p.Name, out)
+		require.Empty(t, res.Report.Missing, p.Name)
+		require.Empty(t, res.Report.Stale, p.Name)
+		require.Equal(t, len(truth.Orders), res.Report.Checked, "%s: verify must check every order", p.Name)
+	}
+
+	// Every cursor ends on B, and ran on A before in the same run or an
+	// earlier one: it moved, it was not started afresh.
+	for _, p := range file.Platforms {
+		require.Equal(t, buildB, cursorBuild(t, c, p.Name), "%s after the upgrade", p.Name)
+	}
+	h := scanHistories(t, c)
+	logf("histories: %d workflows, %d cursor runs; workflow tasks completed on A %d, on B %d; %d workflows ran on both builds; %d cursor runs moved from A to B mid-run",
+		h.workflows, h.cursorRuns, h.tasksOn[buildA], h.tasksOn[buildB], h.onBoth, h.cursorRunsMoved)
+	require.Empty(t, h.failedTasks, "workflow tasks failed (non-determinism?)")
+	require.Positive(t, h.tasksOn[buildA])
+	require.Positive(t, h.tasksOn[buildB])
+	require.Positive(t, h.cursorRunsMoved, "no cursor run continued on B where A left it: the upgrade did not hit a running cursor")
+	require.Zero(t, h.openNotOnB, "open workflows not on build B")
+	for _, w := range append(fleetA, fleetB...) {
+		log := w.tail(1 << 22)
+		require.False(t, nondeterminismRE.MatchString(log), "a worker logged a non-determinism error:\n%s", nondeterminismRE.FindString(log))
+	}
+}
+
+// startBuild starts n `ordersync worker` processes of one build and waits
+// until each polls.
+func startBuild(t *testing.T, env []string, build string, n int) []*workerProc {
+	t.Helper()
+	var out []*workerProc
+	for i := range n {
+		w := startWorkerProc(t, fmt.Sprintf("%s-worker-%d", build, i+1), env, "--build-id", build, "--stop-timeout", "5s")
+		require.True(t, w.waitRunning(45*time.Second), "%s worker %d did not start:\n%s", build, i+1, w.tail(4000))
+		require.Contains(t, w.tail(1<<20), "build_id="+build)
+		out = append(out, w)
+	}
+	return out
+}
+
+// cursorBuild is the build the cursor's current run is on.
+func cursorBuild(t *testing.T, c client.Client, platform string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := c.DescribeWorkflowExecution(ctx, api.CursorWorkflowID(platform), "")
+	require.NoError(t, err)
+	vi := d.GetWorkflowExecutionInfo().GetVersioningInfo()
+	require.NotNil(t, vi, "%s has no versioning info", platform)
+	require.Equal(t, enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE, vi.GetBehavior(), platform)
+	require.Equal(t, upgradeDeployment, vi.GetDeploymentVersion().GetDeploymentName(), platform)
+	return vi.GetDeploymentVersion().GetBuildId()
+}
+
+var nondeterminismRE = regexp.MustCompile(`(?i).{0,200}(nondeterministic|non-deterministic|TMPRL1100).{0,200}`)
+
+type historyScan struct {
+	workflows, cursorRuns   int
+	tasksOn                 map[string]int
+	onBoth, cursorRunsMoved int
+	openNotOnB              int
+	failedTasks             []string
+}
+
+// scanHistories reads every workflow of the namespace (open and closed,
+// every run): workflow task failures, which build completed each task, and
+// where the open ones are now.
+func scanHistories(t *testing.T, c client.Client) historyScan {
+	t.Helper()
+	ctx := context.Background()
+	h := historyScan{tasksOn: map[string]int{}}
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: token, PageSize: 500})
+		require.NoError(t, err)
+		for _, info := range resp.Executions {
+			h.workflows++
+			we := info.GetExecution()
+			builds := map[string]bool{}
+			var sequence []string
+			it := c.GetWorkflowHistory(ctx, we.GetWorkflowId(), we.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				require.NoError(t, err)
+				switch ev.GetEventType() {
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+					h.failedTasks = append(h.failedTasks, describeFailedTask(we.GetWorkflowId(), ev.GetWorkflowTaskFailedEventAttributes()))
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+					b := ev.GetWorkflowTaskCompletedEventAttributes().GetDeploymentVersion().GetBuildId()
+					h.tasksOn[b]++
+					builds[b] = true
+					if len(sequence) == 0 || sequence[len(sequence)-1] != b {
+						sequence = append(sequence, b)
+					}
+				}
+			}
+			if builds[buildA] && builds[buildB] {
+				h.onBoth++
+			}
+			if info.GetType().GetName() == api.CursorWorkflowType {
+				h.cursorRuns++
+				if strings.Join(sequence, ",") == buildA+","+buildB {
+					h.cursorRunsMoved++
+				}
+			}
+			if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING &&
+				info.GetVersioningInfo().GetDeploymentVersion().GetBuildId() != buildB {
+				h.openNotOnB++
+				t.Logf("open on %q: %s", info.GetVersioningInfo().GetDeploymentVersion().GetBuildId(), we.GetWorkflowId())
+			}
+		}
+		token = resp.NextPageToken
+		if len(token) == 0 {
+			return h
+		}
+	}
+}
+
+func describeFailedTask(id string, a *historypb.WorkflowTaskFailedEventAttributes) string {
+	return fmt.Sprintf("%s: %s: %s", id, a.GetCause(), a.GetFailure().GetMessage())
+}
