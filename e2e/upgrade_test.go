@@ -45,7 +45,7 @@ default:
   retries: 10
   retry_interval: 500ms
   concurrency: 3
-  rate_limit: {rps: 20, burst: 4}
+  rate_limit: {rps: 1.5, burst: 1}
   page_size: 10
 platforms:
   upgrade-a:
@@ -100,8 +100,8 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 	cfg.MaxUpdates = 2
 	cfg.UpdateSpread = 20 * time.Second
 	cfg.Late = upgradeOverlap
-	// ~120 pages of backlog per shop at 1.5 pages a second: the backfill
-	// outlasts the upgrade.
+	// ~120 pages of backlog per shop at 1.5 pages a second (the platforms
+	// pace themselves the same): the backfill outlasts the upgrade.
 	cfg.RateLimit = sim.RateLimit{RPS: 1.5, Burst: 1}
 	world, err := sim.New(cfg)
 	require.NoError(t, err)
@@ -340,10 +340,14 @@ func scanHistories(t *testing.T, c client.Client) historyScan {
 					h.cursorRunsMoved++
 				}
 			}
-			if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING &&
-				info.GetVersioningInfo().GetDeploymentVersion().GetBuildId() != buildB {
-				h.openNotOnB++
-				t.Logf("open on %q: %s", info.GetVersioningInfo().GetDeploymentVersion().GetBuildId(), we.GetWorkflowId())
+			if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				// Visibility does not carry the version; the execution does.
+				d, err := c.DescribeWorkflowExecution(ctx, we.GetWorkflowId(), we.GetRunId())
+				require.NoError(t, err)
+				if on := d.GetWorkflowExecutionInfo().GetVersioningInfo().GetDeploymentVersion().GetBuildId(); on != buildB {
+					h.openNotOnB++
+					t.Logf("open on %q: %s", on, we.GetWorkflowId())
+				}
 			}
 		}
 		token = resp.NextPageToken
