@@ -202,6 +202,10 @@ yet known or lacks a queue, then says which.`,
 			if app.Output == "json" {
 				return writeJSON(app, map[string]string{"deployment": name, "current_build_id": build, "previous_build_id": prev})
 			}
+			if prev == build {
+				fmt.Fprintf(app.Out, "Deployment %s: build %s is current already\n", name, build)
+				return nil
+			}
 			fmt.Fprintf(app.Out, "Deployment %s: build %s is current (was %s)\n", name, build, orDash(prev))
 			if prev != "" && prev != build {
 				fmt.Fprintf(app.Out, "Build %s is draining; stop its workers once `ordersync deployment wait-drained --deployment-name %s --build-id %s` returns.\n", prev, name, prev)
@@ -217,19 +221,28 @@ yet known or lacks a queue, then says which.`,
 
 // setCurrentVersion makes build current, trying again while its workers
 // have not registered yet (or not all their task queues), up to wait. It
-// returns the build that was current before ("" for none).
+// returns the build that was current before ("" for none). The change is
+// conditional on the state it read (the conflict token), so a concurrent
+// promotion is not overwritten unseen: it reads again and retries.
 func setCurrentVersion(ctx context.Context, c client.Client, name, build string, wait time.Duration, ignoreMissing bool) (string, error) {
 	h := c.WorkerDeploymentClient().GetHandle(name)
 	deadline := time.Now().Add(wait)
 	for {
-		resp, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{
-			BuildID: build, IgnoreMissingTaskQueues: ignoreMissing,
-		})
+		var prev string
+		desc, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
 		if err == nil {
-			if resp.PreviousVersion == nil {
-				return "", nil
+			if cur := desc.Info.RoutingConfig.CurrentVersion; cur != nil {
+				prev = cur.BuildID
 			}
-			return resp.PreviousVersion.BuildID, nil
+			if prev == build {
+				return prev, nil
+			}
+			_, err = h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{
+				BuildID: build, ConflictToken: desc.ConflictToken, IgnoreMissingTaskQueues: ignoreMissing,
+			})
+			if err == nil {
+				return prev, nil
+			}
 		}
 		if !notRegisteredYet(err) || time.Now().After(deadline) {
 			return "", deploymentError(name, build, err)
@@ -242,14 +255,16 @@ func setCurrentVersion(ctx context.Context, c client.Client, name, build string,
 	}
 }
 
-// notRegisteredYet tells the errors of a build whose workers have not (all)
-// polled yet: the deployment or version is unknown, or it lacks a queue.
+// notRegisteredYet tells the errors worth another try: the build's workers
+// have not (all) polled yet (the deployment or version is unknown, or it
+// lacks a queue), or the deployment changed between reading and writing.
 func notRegisteredYet(err error) bool {
 	var notFound *serviceerror.NotFound
 	var precondition *serviceerror.FailedPrecondition
 	return errors.As(err, &notFound) ||
 		errors.As(err, &precondition) && (strings.Contains(precondition.Message, "missing active task queues") ||
-			strings.Contains(precondition.Message, "not found in deployment"))
+			strings.Contains(precondition.Message, "not found in deployment") ||
+			strings.Contains(precondition.Message, "conflict token mismatch"))
 }
 
 // deploymentError says what an error of the deployment APIs means for the
