@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -26,10 +27,12 @@ import (
 )
 
 // A rolling upgrade as the README describes it, with cursors in the middle
-// of their backfill: a fleet of workers runs as build A of a Worker
-// Deployment, build B starts beside it and is promoted with `ordersync
-// deployment set-current`, `ordersync deployment wait-drained` says when A
-// may go, A's workers drain and stop, and B finishes the backfill.
+// of their backfill: an unversioned worker starts the cursors; a fleet of
+// workers runs as build A of a Worker Deployment beside it and is promoted
+// (turning versioning on); build B starts beside A and is promoted with
+// `ordersync deployment set-current`, `ordersync deployment wait-drained`
+// says when A may go, A's workers drain and stop, and B finishes the
+// backfill.
 //
 // The page rate (the simulator's rate limit) makes the backfill last about
 // a minute and a half, so the promotion lands in its middle; a small run
@@ -37,7 +40,7 @@ import (
 const upgradePlatforms = `
 default:
   kind: sim
-  start: -20m
+  start: -30m
   interval: 20s
   overlap: 5s
   settle: 2s
@@ -71,11 +74,12 @@ const (
 	upgradeRunCap     = 12
 )
 
-// TestRollingUpgradeMidBackfill: fleet on build A, build B beside it, B
-// promoted while every cursor is backfilling, A drained and stopped. No
-// workflow task fails (no non-determinism on the cursors' replay on B), no
-// order is missing or stale, and every cursor (and every other workflow
-// still open) ends on build B, having run on A before.
+// TestRollingUpgradeMidBackfill: cursors started unversioned move to build
+// A; build B beside A is promoted while every cursor is backfilling, A
+// drained and stopped. No workflow task fails (no non-determinism on the
+// cursors' replay on another build), no order is missing or stale, and
+// every cursor (and every other workflow still open) ends on build B,
+// having run on A before in the same run.
 func TestRollingUpgradeMidBackfill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: worker processes for minutes")
@@ -94,14 +98,14 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 	cfg.Seed = 15
 	cfg.AdminToken = adminToken
 	cfg.Shops = []sim.ShopConfig{{Name: "a", Token: "upgrade-a-token"}, {Name: "b", Token: "upgrade-b-token"}, {Name: "c", Token: "upgrade-c-token"}}
-	cfg.History = 20 * time.Minute
-	cfg.HistoryOrders = 1200
+	cfg.History = 30 * time.Minute
+	cfg.HistoryOrders = 1800
 	cfg.LiveRate = 1
 	cfg.MaxUpdates = 2
 	cfg.UpdateSpread = 20 * time.Second
 	cfg.Late = upgradeOverlap
-	// ~120 pages of backlog per shop at 1.5 pages a second (the platforms
-	// pace themselves the same): the backfill outlasts the upgrade.
+	// ~180 pages of backlog per shop at 1.5 pages a second (the platforms
+	// pace themselves the same): the backfill outlasts both upgrades.
 	cfg.RateLimit = sim.RateLimit{RPS: 1.5, Burst: 1}
 	world, err := sim.New(cfg)
 	require.NoError(t, err)
@@ -128,14 +132,11 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 		return out
 	}
 
-	// Build A: two workers, promoted before any cursor starts (a versioned
-	// worker takes no work until its build is current).
-	fleetA := startBuild(t, env, buildA, 2)
-	logf("build A: %d workers running", len(fleetA))
-	out := ordersync("deployment", "set-current", "--build-id", buildA)
-	require.Contains(t, out, "build build-a is current (was -)")
-	logf("%s", strings.TrimSpace(out))
-
+	// Unversioned first, as every fleet ran before worker versioning: one
+	// worker without the deployment settings starts the backfill.
+	unversioned := startWorkerProc(t, "unversioned-worker", withoutDeployment(env), "--stop-timeout", "5s")
+	require.True(t, unversioned.waitRunning(45*time.Second), "unversioned worker did not start:\n%s", unversioned.tail(4000))
+	require.NotContains(t, unversioned.tail(1<<20), "build_id=")
 	for _, p := range file.Platforms {
 		start, err := p.ResolveStart(time.Now())
 		require.NoError(t, err)
@@ -145,17 +146,32 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 		}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: upgradeRunCap})
 		require.NoError(t, err)
 	}
+	waitSlices(t, c, file.Platforms, 3, "unversioned")
+	for _, p := range file.Platforms {
+		build, _, err := versionOf(c, api.CursorWorkflowID(p.Name))
+		require.NoError(t, err)
+		require.Empty(t, build, "%s runs unversioned", p.Name)
+	}
 
-	// Let every cursor get well into its backfill on A.
-	waitFor(t, 2*time.Minute, "every cursor completes slices on build A", func() (bool, string) {
+	// Turning versioning on is an upgrade too: build A beside the
+	// unversioned worker, promoted; the running cursors move to it.
+	fleetA := startBuild(t, env, buildA, 2)
+	logf("build A: %d workers running beside the unversioned one", len(fleetA))
+	out := ordersync("deployment", "set-current", "--build-id", buildA)
+	require.Contains(t, out, "build build-a is current (was -)")
+	logf("%s", strings.TrimSpace(out))
+	waitFor(t, time.Minute, "every cursor moves from unversioned to build A", func() (bool, string) {
 		for _, p := range file.Platforms {
-			st, err := tryStatus(c, p.Name)
-			if err != nil || st.Counts.SlicesCompleted < 6 {
-				return false, fmt.Sprintf("%s: %d slices completed, error %v", p.Name, st.Counts.SlicesCompleted, err)
+			build, _, err := versionOf(c, api.CursorWorkflowID(p.Name))
+			if err != nil || build != buildA {
+				return false, fmt.Sprintf("%s on %q, error %v", p.Name, build, err)
 			}
 		}
 		return true, ""
 	})
+	unversioned.stop()
+	logf("cursors on build A; unversioned worker stopped")
+	waitSlices(t, c, file.Platforms, 8, "build A")
 	for _, p := range file.Platforms {
 		require.Equal(t, buildA, cursorBuild(t, c, p.Name), "%s before the upgrade", p.Name)
 	}
@@ -248,14 +264,15 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 		require.Equal(t, buildB, cursorBuild(t, c, p.Name), "%s after the upgrade", p.Name)
 	}
 	h := scanHistories(t, c)
-	logf("histories: %d workflows, %d cursor runs; workflow tasks completed on A %d, on B %d; %d workflows ran on both builds; %d cursor runs moved from A to B mid-run",
-		h.workflows, h.cursorRuns, h.tasksOn[buildA], h.tasksOn[buildB], h.onBoth, h.cursorRunsMoved)
+	logf("histories: %d workflows, %d cursor runs; workflow tasks completed unversioned %d, on A %d, on B %d; %d workflows ran on both builds; cursor runs moved mid-run: %d unversioned to A, %d A to B",
+		h.workflows, h.cursorRuns, h.tasksOn[""], h.tasksOn[buildA], h.tasksOn[buildB], h.onBoth, h.cursorRunsMigrated, h.cursorRunsMoved)
 	require.Empty(t, h.failedTasks, "workflow tasks failed (non-determinism?)")
 	require.Positive(t, h.tasksOn[buildA])
 	require.Positive(t, h.tasksOn[buildB])
 	require.Positive(t, h.cursorRunsMoved, "no cursor run continued on B where A left it: the upgrade did not hit a running cursor")
+	require.Positive(t, h.cursorRunsMigrated, "no cursor run continued on A where the unversioned worker left it")
 	require.Zero(t, h.openNotOnB, "open workflows not on build B")
-	for _, w := range append(fleetA, fleetB...) {
+	for _, w := range append(append(fleetA, fleetB...), unversioned) {
 		log := w.tail(1 << 22)
 		require.False(t, nondeterminismRE.MatchString(log), "a worker logged a non-determinism error:\n%s", nondeterminismRE.FindString(log))
 	}
@@ -275,18 +292,54 @@ func startBuild(t *testing.T, env []string, build string, n int) []*workerProc {
 	return out
 }
 
-// cursorBuild is the build the cursor's current run is on.
+// cursorBuild is the build the cursor's current run is on; it must be an
+// auto-upgrade workflow of the test's deployment.
 func cursorBuild(t *testing.T, c client.Client, platform string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	d, err := c.DescribeWorkflowExecution(ctx, api.CursorWorkflowID(platform), "")
+	build, vi, err := versionOf(c, api.CursorWorkflowID(platform))
 	require.NoError(t, err)
-	vi := d.GetWorkflowExecutionInfo().GetVersioningInfo()
 	require.NotNil(t, vi, "%s has no versioning info", platform)
 	require.Equal(t, enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE, vi.GetBehavior(), platform)
 	require.Equal(t, upgradeDeployment, vi.GetDeploymentVersion().GetDeploymentName(), platform)
-	return vi.GetDeploymentVersion().GetBuildId()
+	return build
+}
+
+// versionOf is the build a workflow's current run is on ("" unversioned)
+// and its versioning info, from the execution (visibility lacks it).
+func versionOf(c client.Client, workflowID string) (string, *workflowpb.WorkflowExecutionVersioningInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return "", nil, err
+	}
+	vi := d.GetWorkflowExecutionInfo().GetVersioningInfo()
+	return vi.GetDeploymentVersion().GetBuildId(), vi, nil
+}
+
+// waitSlices waits until every platform's cursor completed n slices.
+func waitSlices(t *testing.T, c client.Client, platforms []config.Platform, n int64, on string) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, fmt.Sprintf("every cursor completes %d slices (%s)", n, on), func() (bool, string) {
+		for _, p := range platforms {
+			st, err := tryStatus(c, p.Name)
+			if err != nil || st.Counts.SlicesCompleted < n {
+				return false, fmt.Sprintf("%s: %d slices completed, error %v", p.Name, st.Counts.SlicesCompleted, err)
+			}
+		}
+		return true, ""
+	})
+}
+
+// withoutDeployment is env without the deployment settings: an unversioned worker.
+func withoutDeployment(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "ORDERSYNC_DEPLOYMENT_NAME=") && !strings.HasPrefix(kv, "ORDERSYNC_BUILD_ID=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 var nondeterminismRE = regexp.MustCompile(`(?i).{0,200}(nondeterministic|non-deterministic|TMPRL1100).{0,200}`)
@@ -295,6 +348,7 @@ type historyScan struct {
 	workflows, cursorRuns   int
 	tasksOn                 map[string]int
 	onBoth, cursorRunsMoved int
+	cursorRunsMigrated      int
 	openNotOnB              int
 	failedTasks             []string
 }
@@ -336,8 +390,12 @@ func scanHistories(t *testing.T, c client.Client) historyScan {
 			}
 			if info.GetType().GetName() == api.CursorWorkflowType {
 				h.cursorRuns++
-				if strings.Join(sequence, ",") == buildA+","+buildB {
+				seq := "," + strings.Join(sequence, ",") + ","
+				if strings.Contains(seq, ","+buildA+","+buildB+",") {
 					h.cursorRunsMoved++
+				}
+				if strings.Contains(seq, ",,"+buildA+",") {
+					h.cursorRunsMigrated++ // unversioned, then A
 				}
 			}
 			if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
