@@ -171,7 +171,7 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 	})
 	unversioned.stop()
 	logf("cursors on build A; unversioned worker stopped")
-	waitSlices(t, c, file.Platforms, 8, "build A")
+	waitSlices(t, c, file.Platforms, 5, "build A")
 	for _, p := range file.Platforms {
 		require.Equal(t, buildA, cursorBuild(t, c, p.Name), "%s before the upgrade", p.Name)
 	}
@@ -192,7 +192,7 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 	}
 
 	// Drain A: Temporal says when it holds no workflow any more.
-	out = ordersync("deployment", "wait-drained", "--build-id", buildA, "--timeout", "3m")
+	out = ordersync("deployment", "wait-drained", "--build-id", buildA, "--timeout", "90s")
 	require.Contains(t, out, "build build-a is drained")
 	logf("%s (%.1fs after the promotion)", strings.TrimSpace(out), time.Since(promoted).Seconds())
 	desc := ordersync("deployment", "describe", "-o", "json")
