@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	mathrand "math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,6 +26,8 @@ import (
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/verify"
 	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/starter"
+	"github.com/ordersync/ordersync/store"
 )
 
 // A rolling upgrade as the README describes it, with cursors in the middle
@@ -32,7 +36,7 @@ import (
 // (turning versioning on); build B starts beside A and is promoted with
 // `ordersync deployment set-current`, `ordersync deployment wait-drained`
 // says when A may go, A's workers drain and stop, and B finishes the
-// backfill.
+// backfill. A Delivery workflow feeds a webhook all along.
 //
 // The page rate (the simulator's rate limit) makes the backfill last about
 // a minute and a half, so the promotion lands in its middle; a small run
@@ -62,6 +66,15 @@ platforms:
     endpoint: "{{SIM}}/shops/c"
     credentials: {env: ORDERSYNC_E2E_UPGRADE_C_TOKEN}
     task_queue: orders-upgrade-shared
+destinations:
+  upgrade-hook:
+    kind: webhook
+    url: "{{HOOK}}"
+    secret: {env: ORDERSYNC_E2E_HOOK_SECRET}
+    batch_size: 25
+    timeout: 1s
+    retries: 20
+    retry_interval: 100ms
 `
 
 var upgradeShops = map[string]string{"upgrade-a": "a", "upgrade-b": "b", "upgrade-c": "c"}
@@ -79,7 +92,9 @@ const (
 // drained and stopped. No workflow task fails (no non-determinism on the
 // cursors' replay on another build), no order is missing or stale, and
 // every cursor (and every other workflow still open) ends on build B,
-// having run on A before in the same run.
+// having run on A before in the same run; cursors, slices and the delivery
+// each moved from A to B while running, and every change reached the
+// webhook.
 func TestRollingUpgradeMidBackfill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: worker processes for minutes")
@@ -113,12 +128,21 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = simSrv.Close() })
 
-	yaml := strings.ReplaceAll(upgradePlatforms, "{{SIM}}", simSrv.URL)
+	// A webhook receiver that fails now and then: the Delivery workflow
+	// moves across builds too, in the middle of its batches.
+	rcv := &flakyReceiver{rnd: mathrand.New(mathrand.NewPCG(3, 4)), batchIDs: map[string]int{}}
+	hook := httptest.NewServer(rcv)
+	t.Cleanup(hook.Close)
+	const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+	yaml := strings.NewReplacer("{{SIM}}", simSrv.URL, "{{HOOK}}", hook.URL).Replace(upgradePlatforms)
 	file, err := config.Parse([]byte(yaml))
 	require.NoError(t, err)
 	platformsPath := filepath.Join(t.TempDir(), "platforms.yaml")
 	require.NoError(t, os.WriteFile(platformsPath, []byte(yaml), 0o644))
-	env := append(embeddedStack.env(srv.FrontendAddress(), embeddedStack.storeDSN(t), platformsPath),
+	storeDSN := embeddedStack.storeDSN(t)
+	env := append(embeddedStack.env(srv.FrontendAddress(), storeDSN, platformsPath),
+		"ORDERSYNC_E2E_HOOK_SECRET="+hookSecret,
 		"ORDERSYNC_SIM_ADMIN_TOKEN="+adminToken,
 		"ORDERSYNC_E2E_UPGRADE_A_TOKEN=upgrade-a-token",
 		"ORDERSYNC_E2E_UPGRADE_B_TOKEN=upgrade-b-token",
@@ -144,6 +168,10 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 			ID: api.CursorWorkflowID(p.Name), TaskQueue: p.TaskQueue,
 			TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
 		}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: upgradeRunCap})
+		require.NoError(t, err)
+	}
+	for _, d := range file.Destinations {
+		_, err := starter.EnsureDelivery(context.Background(), c, d)
 		require.NoError(t, err)
 	}
 	waitSlices(t, c, file.Platforms, 3, "unversioned")
@@ -241,6 +269,24 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 	})
 	logf("caught up past the last change on build B")
 
+	// Every change delivered, in order per order, across both upgrades.
+	st, err := store.Open(context.Background(), storeDSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	head, err := st.Head(context.Background())
+	require.NoError(t, err)
+	feed := allFeed(t, st)
+	require.Len(t, feed, int(head.LastSeq), "nothing compacted: seqs 1..head")
+	waitFor(t, 2*time.Minute, "the webhook acknowledges the whole feed", func() (bool, string) {
+		ds, err := deliveryStatus(c, "upgrade-hook")
+		return err == nil && ds.State.Acked >= head.LastSeq, fmt.Sprintf("acked %d of %d, error %v", ds.State.Acked, head.LastSeq, err)
+	})
+	rcv.mu.Lock()
+	arrivals := append([]store.Change(nil), rcv.arrivals...)
+	rcv.mu.Unlock()
+	requireFeedDelivered(t, "webhook", feed, arrivals)
+	logf("webhook: %d changes, all delivered (%d arrivals)", len(feed), len(arrivals))
+
 	// Nothing lost: `ordersync verify`, as an operator runs it.
 	for _, p := range file.Platforms {
 		code, out, errOut := runOrdersync(t, env, "verify", "--platform", p.Name, "-o", "json")
@@ -264,11 +310,15 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 		require.Equal(t, buildB, cursorBuild(t, c, p.Name), "%s after the upgrade", p.Name)
 	}
 	h := scanHistories(t, c)
+	logf("workflows that ran on A, then on B, by type: %v", h.movedByType)
 	logf("histories: %d workflows, %d cursor runs; workflow tasks completed unversioned %d, on A %d, on B %d; %d workflows ran on both builds; cursor runs moved mid-run: %d unversioned to A, %d A to B",
 		h.workflows, h.cursorRuns, h.tasksOn[""], h.tasksOn[buildA], h.tasksOn[buildB], h.onBoth, h.cursorRunsMigrated, h.cursorRunsMoved)
 	require.Empty(t, h.failedTasks, "workflow tasks failed (non-determinism?)")
 	require.Positive(t, h.tasksOn[buildA])
 	require.Positive(t, h.tasksOn[buildB])
+	for _, typ := range []string{api.CursorWorkflowType, api.SliceWorkflowType, api.DeliveryWorkflowType} {
+		require.Positive(t, h.movedByType[typ], "no %s workflow ran on A and then on B", typ)
+	}
 	require.Positive(t, h.cursorRunsMoved, "no cursor run continued on B where A left it: the upgrade did not hit a running cursor")
 	require.Positive(t, h.cursorRunsMigrated, "no cursor run continued on A where the unversioned worker left it")
 	require.Zero(t, h.openNotOnB, "open workflows not on build B")
@@ -331,6 +381,17 @@ func waitSlices(t *testing.T, c client.Client, platforms []config.Platform, n in
 	})
 }
 
+func deliveryStatus(c client.Client, dest string) (api.DeliveryStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st api.DeliveryStatus
+	v, err := c.QueryWorkflow(ctx, api.DeliveryWorkflowID(dest), "", api.QueryDeliveryStatus)
+	if err == nil {
+		err = v.Get(&st)
+	}
+	return st, err
+}
+
 // withoutDeployment is env without the deployment settings: an unversioned worker.
 func withoutDeployment(env []string) []string {
 	var out []string
@@ -349,6 +410,7 @@ type historyScan struct {
 	tasksOn                 map[string]int
 	onBoth, cursorRunsMoved int
 	cursorRunsMigrated      int
+	movedByType             map[string]int // workflows that ran on A, then on B
 	openNotOnB              int
 	failedTasks             []string
 }
@@ -359,7 +421,7 @@ type historyScan struct {
 func scanHistories(t *testing.T, c client.Client) historyScan {
 	t.Helper()
 	ctx := context.Background()
-	h := historyScan{tasksOn: map[string]int{}}
+	h := historyScan{tasksOn: map[string]int{}, movedByType: map[string]int{}}
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: token, PageSize: 500})
@@ -387,6 +449,7 @@ func scanHistories(t *testing.T, c client.Client) historyScan {
 			}
 			if builds[buildA] && builds[buildB] {
 				h.onBoth++
+				h.movedByType[info.GetType().GetName()]++
 			}
 			if info.GetType().GetName() == api.CursorWorkflowType {
 				h.cursorRuns++
