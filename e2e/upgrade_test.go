@@ -223,6 +223,11 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 	out = ordersync("deployment", "wait-drained", "--build-id", buildA, "--timeout", "90s")
 	require.Contains(t, out, "build build-a is drained")
 	logf("%s (%.1fs after the promotion)", strings.TrimSpace(out), time.Since(promoted).Seconds())
+	table := ordersync("deployment", "describe")
+	logf("ordersync deployment describe:\n%s", table)
+	require.Contains(t, table, "Deployment ordersync-e2e: current build build-b")
+	require.Regexp(t, `(?m)^build-a\s+-\s+drained\s`, table)
+	require.Regexp(t, `(?m)^build-b\s+current\s+-\s`, table)
 	desc := ordersync("deployment", "describe", "-o", "json")
 	var described struct {
 		Current  string `json:"current_build_id"`
