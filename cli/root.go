@@ -77,7 +77,8 @@ platforms come from a YAML file (--platforms-file, ORDERSYNC_PLATFORMS_FILE).`,
 	root.PersistentFlags().StringVarP(&app.Output, "output", "o", "table", "output format: table or json")
 	app.temporal.register(root.PersistentFlags())
 	root.AddCommand(newWorkerCommand(app), newSimCommand(app), newPlatformCommand(app), newConfigCommand(app),
-		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app), newSetupCommand(app), newChangesCommand(app), newDeliveriesCommand(app), newReceiverCommand(app))
+		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app), newSetupCommand(app), newChangesCommand(app), newDeliveriesCommand(app),
+		newReceiverCommand(app), newDeploymentCommand(app))
 	return root
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/config"
@@ -20,6 +21,7 @@ import (
 func newWorkerCommand(app *App) *cobra.Command {
 	var names []string
 	var stopTimeout time.Duration
+	var deploymentName, buildID string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run Temporal workers for the configured platforms' task queues",
@@ -40,10 +42,26 @@ credentials and options its own platforms file declares for that platform;
 a cursor whose settings differ in one of them (after a config signal, say)
 gets a permanent error naming the field, and the slice is dead-lettered.
 The worker re-reads the file when it changes (within a few seconds), so an
-edited endpoint needs no restart; a new task queue does.`,
-		Example: "  ordersync worker\n  ordersync worker --platforms shopify-acme,amazon-eu --stop-timeout 1m",
-		Args:    cobra.NoArgs,
+edited endpoint needs no restart; a new task queue does.
+
+With --deployment-name and --build-id (or ORDERSYNC_DEPLOYMENT_NAME and
+ORDERSYNC_BUILD_ID) the worker is that version of a Temporal Worker
+Deployment: it gets work only once the version is the deployment's current
+one (` + "`ordersync deployment set-current`" + `), and every workflow moves
+to the next version promoted. Without them it runs unversioned.`,
+		Example: "  ordersync worker\n  ordersync worker --platforms shopify-acme,amazon-eu --stop-timeout 1m\n" +
+			"  ordersync worker --deployment-name ordersync --build-id v1.5.0",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("deployment-name") {
+				app.Process.DeploymentName = deploymentName
+			}
+			if cmd.Flags().Changed("build-id") {
+				app.Process.BuildID = buildID
+			}
+			if err := config.ValidateDeployment(app.Process.DeploymentName, app.Process.BuildID, config.DeploymentSettings); err != nil {
+				return Usage(err)
+			}
 			ctx, stop := SignalContext()
 			defer stop()
 			return app.RunWorker(ctx, names, stopTimeout)
@@ -51,6 +69,8 @@ edited endpoint needs no restart; a new task queue does.`,
 	}
 	cmd.Flags().StringSliceVar(&names, "platforms", nil, "comma-separated platform names to serve (default: all in the file)")
 	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", worker.DefaultStopTimeout, "how long running activities may finish on shutdown")
+	cmd.Flags().StringVar(&deploymentName, "deployment-name", "", "Temporal Worker Deployment this worker is a version of (default $ORDERSYNC_DEPLOYMENT_NAME; unset: unversioned)")
+	cmd.Flags().StringVar(&buildID, "build-id", "", "build ID of this worker's version (default $ORDERSYNC_BUILD_ID); set with --deployment-name")
 	return cmd
 }
 
@@ -97,17 +117,31 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew,
 		Client: c, Store: st, Platforms: platforms, PlatformsFile: file.Path, Alerter: a.Alerter(),
 		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, RequestSlots: slots,
-		Feed: st, Destinations: file.Destinations,
+		Feed: st, Destinations: file.Destinations, Version: a.workerVersion(),
 	})
 	if err != nil {
 		return err
 	}
-	a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress)
+	if a.Process.Versioned() {
+		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress,
+			"deployment", a.Process.DeploymentName, "build_id", a.Process.BuildID)
+	} else {
+		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress)
+	}
 	go a.compactFeed(ctx, st, file.DestinationNames())
 	<-ctx.Done()
 	a.Logger.Info("worker draining", "stop_timeout", stopTimeout)
 	ws.Stop()
 	return nil
+}
+
+// workerVersion is the Worker Deployment version the process settings
+// name, or the zero value (unversioned).
+func (a *App) workerVersion() sdkworker.WorkerDeploymentVersion {
+	if !a.Process.Versioned() {
+		return sdkworker.WorkerDeploymentVersion{}
+	}
+	return sdkworker.WorkerDeploymentVersion{DeploymentName: a.Process.DeploymentName, BuildID: a.Process.BuildID}
 }
 
 // feedCompactInterval is how often a worker compacts the change feed.

@@ -47,6 +47,12 @@ type Process struct {
 	// destination has acknowledged; an unacknowledged change is never
 	// removed, however old.
 	ChangeRetention time.Duration `envconfig:"CHANGE_RETENTION" default:"168h"`
+	// DeploymentName and BuildID make `ordersync worker` a version of a
+	// Temporal Worker Deployment (worker versioning): set both or neither.
+	// The --deployment-name and --build-id flags override them, so the
+	// worker checks the pair (DeploymentSettings) once flags are applied.
+	DeploymentName string `envconfig:"DEPLOYMENT_NAME"`
+	BuildID        string `envconfig:"BUILD_ID"`
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`

@@ -75,8 +75,10 @@ func checkEnv(t *testing.T, where string, env map[string]string) {
 		require.Contains(t, known, name, "%s: %s is not a variable config.Process reads", where, name)
 		t.Setenv(name, value)
 	}
-	_, err := config.LoadProcess()
+	p, err := config.LoadProcess()
 	require.NoError(t, err, "%s: the environment does not load", where)
+	require.NoError(t, config.ValidateDeployment(p.DeploymentName, expandDefault(p.BuildID), config.DeploymentSettings), where)
+	require.True(t, p.Versioned(), "%s: the workers run unversioned; set ORDERSYNC_DEPLOYMENT_NAME and ORDERSYNC_BUILD_ID (README, \"Rolling upgrades\")", where)
 	for _, v := range []string{"ORDERSYNC_METRICS_ADDRESS", "ORDERSYNC_TEMPORAL_ADDRESS"} {
 		addr, ok := env[v]
 		require.True(t, ok, "%s: %s is not set (its default listens on / dials loopback only)", where, v)
@@ -84,6 +86,14 @@ func checkEnv(t *testing.T, where string, env map[string]string) {
 		require.NoError(t, err, "%s: %s", where, v)
 		require.Equal(t, defaultPort(t, v), port, "%s: %s uses another port than the default", where, v)
 	}
+}
+
+// expandDefault resolves compose's ${VARIABLE:-default} to its default.
+func expandDefault(v string) string {
+	if m := regexp.MustCompile(`^\$\{[A-Z0-9_]+:-(.*)\}$`).FindStringSubmatch(v); m != nil {
+		return m[1]
+	}
+	return v
 }
 
 // command finds the ordersync subcommand args name and parses its flags,
@@ -210,6 +220,15 @@ func TestComposeAgreesWithCode(t *testing.T) {
 				checkPlatforms(t, "compose service "+name, body, s.Environment)
 			}
 		}
+	})
+
+	t.Run("the build ID is the image tag", func(t *testing.T) {
+		w := c.Services["worker"]
+		tag, ok := strings.CutPrefix(w.Image, "ordersync:")
+		require.True(t, ok)
+		require.Equal(t, w.Environment["ORDERSYNC_BUILD_ID"], tag, "an upgrade sets one and must set the other")
+		promote := command(t, "promote", c.Services["promote"].Command)
+		require.Equal(t, "set-current", promote.Name(), "the promote service makes the workers' build current")
 	})
 
 	t.Run("worker drains within its grace period", func(t *testing.T) {
@@ -353,9 +372,18 @@ func TestKubernetesAgreesWithCode(t *testing.T) {
 	ctr := pod.Containers[0]
 	env := map[string]string{}
 	for _, e := range ctr.Env {
-		if e.ValueFrom == nil {
+		switch {
+		case e.ValueFrom == nil:
 			env[e.Name] = e.Value
-		} else {
+		case e.ValueFrom.FieldRef != nil:
+			// The downward API: a label of the pod template, read as the
+			// value here.
+			label, ok := strings.CutPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.labels['")
+			require.True(t, ok, "%s: only pod labels are read from the downward API", e.Name)
+			label = strings.TrimSuffix(label, "']")
+			require.Contains(t, dep.Spec.Template.Labels, label, "%s reads a label the pod does not have", e.Name)
+			env[e.Name] = dep.Spec.Template.Labels[label]
+		default:
 			require.NotNil(t, e.ValueFrom.SecretKeyRef, e.Name)
 			require.Contains(t, processEnv(t), e.Name, "%s from a secret is not a variable config.Process reads", e.Name)
 		}

@@ -193,10 +193,15 @@ func createNamespace(opts *Options, sqlCfg *config.SQL, clusterName string) erro
 }
 
 // singleNodeDynamicConfig tunes the server for one process: one task-queue
-// partition (measured here: triples dispatch throughput on one node) and
-// immediate search-attribute visibility.
+// partition (measured here: triples dispatch throughput on one node),
+// immediate search-attribute visibility, and worker-deployment drainage
+// reported within seconds instead of the server's 3-minute grace plus
+// 3-minute refresh (they cover visibility lag across a cluster; this
+// server's SQLite visibility is written with the workflow).
 func singleNodeDynamicConfig() dynamicconfig.StaticClient {
 	return dynamicconfig.StaticClient{
+		dynamicconfig.VersionDrainageStatusVisibilityGracePeriod.Key():         drainageCheckInterval,
+		dynamicconfig.VersionDrainageStatusRefreshInterval.Key():               drainageCheckInterval,
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():                 1,
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():                1,
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key():            true,
@@ -204,6 +209,11 @@ func singleNodeDynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): true,
 	}
 }
+
+// drainageCheckInterval is how soon, and how often, the dev server checks
+// whether a worker deployment version that lost its current role still
+// has pinned workflows.
+const drainageCheckInterval = 5 * time.Second
 
 // forgetOldMembers deletes the cluster membership a previous run left in the
 // database. On one node every recorded member is this server's own dead

@@ -68,6 +68,12 @@ type Options struct {
 	// MetricsPollInterval is how often the status gauges are refreshed
 	// (default metrics.DefaultPollInterval).
 	MetricsPollInterval time.Duration
+	// Version, when set, makes every task-queue worker a version of a
+	// Temporal Worker Deployment: it takes tasks only for workflows on that
+	// version, which are the deployment's current version's once it is
+	// promoted (every workflow type auto-upgrades, see workflows.Register).
+	// The zero value runs unversioned, as before worker versioning.
+	Version sdkworker.WorkerDeploymentVersion
 }
 
 // Workers is a started set of task-queue workers.
@@ -146,8 +152,13 @@ func Start(opts Options) (*Workers, error) {
 	sort.Strings(ws.queues)
 	ws.ready = opts.Metrics.Readiness()
 	ws.ready.Expect(ws.queues)
+	var deployment sdkworker.DeploymentOptions
+	if opts.Version != (sdkworker.WorkerDeploymentVersion{}) {
+		deployment = sdkworker.DeploymentOptions{UseVersioning: true, Version: opts.Version}
+	}
 	for _, q := range ws.queues {
 		w := sdkworker.New(opts.Client, q, sdkworker.Options{
+			DeploymentOptions:            deployment,
 			TaskQueueActivitiesPerSecond: plan[q],
 			WorkerStopTimeout:            opts.StopTimeout,
 			// A worker the SDK gave up on (namespace gone, say) no longer
@@ -164,7 +175,12 @@ func Start(opts Options) (*Workers, error) {
 			return nil, fmt.Errorf("start worker for task queue %s: %w", q, err)
 		}
 		ws.workers = append(ws.workers, w)
-		logger.Info("worker polling", "task_queue", q, "activities_per_second", plan[q])
+		if deployment.UseVersioning {
+			logger.Info("worker polling", "task_queue", q, "activities_per_second", plan[q],
+				"deployment", opts.Version.DeploymentName, "build_id", opts.Version.BuildID)
+		} else {
+			logger.Info("worker polling", "task_queue", q, "activities_per_second", plan[q])
+		}
 	}
 	if opts.Metrics != nil {
 		if err := ws.startPoller(opts, logger); err != nil {

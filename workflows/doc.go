@@ -148,6 +148,22 @@
 //     A history that stops replaying means the change needs rule 1 or 2:
 //     fix the code, never re-record.
 //
+// # Worker deployments
+//
+// Workers may run as versions (builds) of a Temporal Worker Deployment
+// (`ordersync worker --deployment-name --build-id`). Every workflow type is
+// registered auto-upgrade (register.go): when a new build is promoted,
+// each running cursor, slice, dead-letter and delivery workflow runs its
+// next workflow task on it, replaying its history there; the rules above
+// are what makes that safe, so versioning adds no rule of its own. Pinned
+// was rejected: a cursor never completes, so pinning would hold the old
+// build until every cursor continues as new, and pinned slices would strand
+// (their tasks wait for the old build's workers) if that build stopped
+// before they finished. With nothing pinned, the old build is drained as
+// soon as the server's visibility catches up; "written in it until no
+// worker of the previous release runs" (rule 4) means until the old build
+// was drained and stopped. Unversioned workers ignore the behavior.
+//
 // # What the Web UI shows
 //
 // A cursor upserts the PlatformState search attribute when its state

@@ -12,10 +12,28 @@ type Registry interface {
 	RegisterWorkflowWithOptions(w interface{}, options workflow.RegisterOptions)
 }
 
+// registered lists every workflow a worker serves: its function, its stable
+// type name, and its versioning behavior when the worker runs as a version
+// of a Worker Deployment. Every type auto-upgrades: its next workflow task
+// runs on the deployment's current version, so cursors, dead letters and
+// deliveries (which run for months) and slices move to a new build as soon
+// as it is promoted; their code keeps old histories replaying through the
+// GetVersion discipline ("Versioning" in doc.go). An unversioned worker
+// ignores the behavior, so it changes nothing there.
+var registered = []struct {
+	Fn       interface{}
+	Name     string
+	Behavior workflow.VersioningBehavior
+}{
+	{PlatformCursor, api.CursorWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
+	{FetchSlice, api.SliceWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
+	{DeadLetter, api.DeadLetterWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
+	{Delivery, api.DeliveryWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
+}
+
 // Register registers the workflows under their stable type names.
 func Register(r Registry) {
-	r.RegisterWorkflowWithOptions(PlatformCursor, workflow.RegisterOptions{Name: api.CursorWorkflowType})
-	r.RegisterWorkflowWithOptions(FetchSlice, workflow.RegisterOptions{Name: api.SliceWorkflowType})
-	r.RegisterWorkflowWithOptions(DeadLetter, workflow.RegisterOptions{Name: api.DeadLetterWorkflowType})
-	r.RegisterWorkflowWithOptions(Delivery, workflow.RegisterOptions{Name: api.DeliveryWorkflowType})
+	for _, w := range registered {
+		r.RegisterWorkflowWithOptions(w.Fn, workflow.RegisterOptions{Name: w.Name, VersioningBehavior: w.Behavior})
+	}
 }
