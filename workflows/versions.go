@@ -74,6 +74,16 @@ const (
 	// histories of before do not hold. Asked when the state differs from
 	// the attribute, which for a new run is its first loop turn.
 	versionPlatformState = "platform-state-search-attribute"
+
+	// versionDeliveryLanes guards max_in_flight above 1 (delivery in
+	// lanes, delivery_lanes.go). Before it the only value accepted was 1:
+	// a Delivery started with more failed at once, and a config signal
+	// asking for more was refused. Asked lazily, only where a value above 1
+	// is judged: at the start of a run whose settings ask for it, and when
+	// a config signal does. A history without the marker keeps the old
+	// verdict; runs with max_in_flight 1 record nothing and take the path
+	// they always took.
+	versionDeliveryLanes = "delivery-lanes"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

@@ -1,0 +1,145 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersync/ordersync/api"
+)
+
+// Delivery in lanes (max_in_flight > 1).
+//
+// The next range of the feed after the acknowledged seq is listed split
+// into up to max_in_flight lanes by order (activities.LaneOf): every
+// change of one order in the range is in one lane, each lane in seq
+// order. The lanes are delivered at once, one activity each. The
+// acknowledged seq moves to the range's end only when every lane is
+// confirmed (or its refused changes set aside); a lane that fails is
+// retried alone, with the same batch id, while the confirmed lanes are not
+// sent again; the next range is listed only after that. So:
+//
+//   - one order's changes reach the destination for the first time in
+//     seq order: within a range they travel in one batch, in order, and a
+//     later range waits for every lane of this one;
+//   - a redelivery (a lane retried after a failure the receiver may have
+//     half-processed, or a range listed again after its changes were
+//     compacted) repeats a batch of changes it carried before, in the same
+//     order and under the same ids, before anything newer of those orders
+//     is sent: after dropping what it has seen by id, a receiver sees each
+//     order's changes in order;
+//   - lanes of one range land in any order relative to each other, which
+//     only reorders different orders.
+//
+// The range and its unconfirmed lanes (seqs only) are in the state
+// (Pending), so continue-as-new and a failed lane keep them.
+
+// stepLanes lists the next range when none is pending, then delivers the
+// pending range's lanes once.
+func (d *delivery) stepLanes(ctx workflow.Context) error {
+	if d.st.Pending == nil {
+		lanes := d.dest.MaxInFlight
+		var next api.NextBatchResult
+		err := workflow.ExecuteActivity(d.feedActivityContext(ctx), acts.NextBatch, api.NextBatchRequest{
+			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll, Resume: d.resume,
+			Lanes: lanes}).Get(ctx, &next)
+		if err != nil {
+			return fmt.Errorf("list the next range after %d: %w", d.st.Acked, err)
+		}
+		if d.resume {
+			d.resume, d.st.Acked = false, max(d.st.Acked, next.After)
+		}
+		if next.After != d.st.Acked || next.To <= next.After || len(next.Lanes) == 0 {
+			return nil // nothing yet (or listed from a seq since passed): list again
+		}
+		d.st.Pending = &api.PendingRange{SeqRange: api.SeqRange{After: next.After, To: next.To}, Lanes: lanes, Left: next.Lanes}
+	}
+	d.now = workflow.Now(ctx)
+	if _, _, ok := d.blocked(); ok {
+		return nil // paused (or a window closed) during the long poll: the range waits
+	}
+	return d.deliverPending(ctx)
+}
+
+// deliverPending delivers every lane left of the pending range at once and
+// settles each: confirmed lanes leave, refused ones are delivered change by
+// change, failed ones stay for the next turn.
+func (d *delivery) deliverPending(ctx workflow.Context) error {
+	p := d.st.Pending
+	futures := make([]workflow.Future, len(p.Left))
+	for i, lane := range p.Left {
+		d.takeToken()
+		futures[i] = workflow.ExecuteActivity(d.deliverActivityContext(ctx), acts.DeliverChanges, api.DeliverRequest{
+			Destination: d.dest.Name, SeqRange: p.SeqRange, Expect: len(lane.Seqs), Lane: lane.Lane, Lanes: p.Lanes, Seqs: lane.Seqs})
+	}
+	d.inFlight, d.inFlightLanes = &api.SeqRange{After: p.After, To: p.To}, len(futures)
+	errs := make([]error, len(futures))
+	for i, f := range futures {
+		errs[i] = f.Get(ctx, nil)
+	}
+	d.inFlight, d.inFlightLanes = nil, 0
+
+	var left []api.LaneBatch
+	var failure error
+	gone := false
+	for i, lane := range p.Left {
+		d.batchesThisRun++
+		err := errs[i]
+		switch {
+		case err == nil:
+			d.laneDelivered(len(lane.Seqs))
+			continue
+		case isRefused(err) && len(lane.Seqs) == 1:
+			d.poison(ctx, lane.Seqs[0], err)
+			continue
+		case isRefused(err):
+			d.st.Counts.Bisected++
+			rest, berr := d.bisectLane(ctx, lane.Seqs)
+			if len(rest) == 0 {
+				continue
+			}
+			lane.Seqs, err = rest, berr
+		}
+		gone = gone || isGone(err)
+		failure = err
+		left = append(left, lane)
+	}
+	switch {
+	case len(left) == 0:
+		d.st.Acked, d.st.Pending = p.To, nil
+		return nil
+	case gone:
+		// The range no longer holds what it was listed with: list it
+		// again. Lanes confirmed already are sent again (duplicates only).
+		d.st.Pending = nil
+	default:
+		p.Left = left
+	}
+	return d.failed(ctx, failure)
+}
+
+// bisectLane delivers a refused lane one change at a time, in order,
+// setting aside the changes refused alone. On another failure it stops and
+// returns the changes not yet settled, to be retried as the lane.
+func (d *delivery) bisectLane(ctx workflow.Context, seqs []int64) ([]int64, error) {
+	for i, seq := range seqs {
+		err := d.deliver(ctx, seq-1, seq, 1)
+		switch {
+		case err == nil:
+			d.laneDelivered(1)
+		case isRefused(err):
+			d.poison(ctx, seq, err)
+		default:
+			return seqs[i:], err
+		}
+	}
+	return nil, nil
+}
+
+// laneDelivered counts a confirmed lane batch; the acknowledged seq moves
+// only when the whole range is confirmed.
+func (d *delivery) laneDelivered(n int) {
+	d.st.Counts.Batches++
+	d.st.Counts.Changes += int64(n)
+	d.st.ConsecutiveFailures = 0
+}
