@@ -41,8 +41,8 @@ type WebhookBatch struct {
 	Type        string `json:"type"` // "orders.changes"
 	Destination string `json:"destination"`
 	// FromSeq and ToSeq bound the batch's seqs (inclusive).
-	FromSeq int64          `json:"from_seq"`
-	ToSeq int64 `json:"to_seq"`
+	FromSeq int64 `json:"from_seq"`
+	ToSeq   int64 `json:"to_seq"`
 	// Lane and Lanes (1-based, with max_in_flight > 1) say this batch is
 	// one of Lanes delivered at once: all of an order's changes up to
 	// ToSeq are in one lane, so lanes may be processed in parallel.
