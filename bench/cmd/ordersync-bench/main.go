@@ -1,12 +1,14 @@
 // Command ordersync-bench measures ordersync end to end on one machine: an
 // embedded Temporal server, the platform simulator and a SQLite store, all
-// started by this program. It runs four cases and prints a table:
+// started by this program. It runs these cases and prints a table:
 //
 //	B1 backfill      90 days of history over 10 shops, against a direct loop
 //	                 (same connector and store code, no Temporal)
 //	B2 rate-limited  the simulator limits each shop to R requests/s
 //	B3 freshness     steady state: update visible at the platform -> in the store
 //	B4 scale         1,000 platforms with 60 s intervals on one worker process
+//	B8 delivery      change feed -> webhook receiver / JetStream: changes/s
+//	                 and commit-to-confirmation lag (-cases b8; delivery.go)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -71,7 +73,7 @@ func (e *benchEnv) profile(name string) func() {
 func main() {
 	var (
 		out      = flag.String("out", "bench/results", "directory for the JSON results")
-		cases    = flag.String("cases", "b1,b2,b3,b4", "cases to run")
+		cases    = flag.String("cases", "b1,b2,b3,b4,b8", "cases to run")
 		work     = flag.String("work", "", "directory for databases and logs (default: a temporary directory, removed afterwards)")
 		workerB  = flag.String("ordersync", "bin/ordersync", "ordersync binary: B2 and B4 run `ordersync worker` as a separate process (empty: the worker runs in this process)")
 		profDir  = flag.String("cpuprofile", "", "write a CPU profile of this process per case into this directory")
@@ -80,6 +82,8 @@ func main() {
 	)
 	var p params
 	p.register(flag.CommandLine)
+	var dp deliveryParams
+	dp.register(flag.CommandLine)
 	flag.Parse()
 
 	env := &benchEnv{profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
@@ -144,6 +148,13 @@ func main() {
 			r.Note = failure("B4", err)
 		}
 		rep.B4 = &r
+	}
+	if want["b8"] || want["delivery"] {
+		r, err := runDelivery(ctx, env, &dp)
+		if err != nil {
+			failure("B8", err)
+		}
+		rep.B8 = &r
 	}
 	rep.finish()
 	rep.printTable(os.Stdout)

@@ -38,6 +38,7 @@ type report struct {
 	B2     *rateResult      `json:"b2_rate_limited,omitempty"`
 	B3     *freshResult     `json:"b3_freshness,omitempty"`
 	B4     *scaleResult     `json:"b4_scale,omitempty"`
+	B8     *deliveryReport  `json:"b8_delivery,omitempty"`
 	env    *benchEnv
 }
 
@@ -152,6 +153,9 @@ func (r *report) printTable(w io.Writer) {
 		target := 1.5 * iv.Seconds()
 		fmt.Fprintf(tw, "B4 scale\t%s\t%s\tp99 lag <= %.0fs, worker RSS <= 512 MiB\t%s\n", setting, result, target,
 			yes(b.Note == "" && b.LagSamples > 0 && b.LagP99 <= target && max(b.WorkerProc.RSSMaxMiB, b.WorkerProc.PeakRSSMiB) <= 512))
+	}
+	if r.B8 != nil {
+		r.B8.printRows(tw)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
