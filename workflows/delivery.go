@@ -55,6 +55,9 @@ type delivery struct {
 	waitUntil      time.Time
 	inFlight       *api.SeqRange
 	inFlightLanes  int
+	// backlog: the last range listed in lanes was cut by a full lane, so
+	// the next listing need not wait (delivery_lanes.go).
+	backlog bool
 	woken          bool // set by message handlers, so waits end early
 	alerts         int  // alert activities in flight
 

@@ -2,7 +2,9 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/api"
@@ -39,20 +41,35 @@ import (
 func (d *delivery) stepLanes(ctx workflow.Context) error {
 	if d.st.Pending == nil {
 		lanes := d.dest.MaxInFlight
+		req := api.NextBatchRequest{Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll,
+			Resume: d.resume, Lanes: lanes}
 		var next api.NextBatchResult
-		err := workflow.ExecuteActivity(d.feedActivityContext(ctx), acts.NextBatch, api.NextBatchRequest{
-			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll, Resume: d.resume,
-			Lanes: lanes}).Get(ctx, &next)
-		if err != nil {
-			return fmt.Errorf("list the next range after %d: %w", d.st.Acked, err)
+		if d.backlog {
+			// The last range was cut by a full lane: more is waiting, so
+			// list without waiting, in this workflow task (a local
+			// activity), instead of a round trip through the server.
+			req.Wait = 0
+			if err := workflow.ExecuteLocalActivity(d.localFeedActivityContext(ctx), acts.NextBatch, req).Get(ctx, &next); err != nil {
+				d.backlog = false // list the regular way, with its retries
+				return nil
+			}
+		} else {
+			if err := workflow.ExecuteActivity(d.feedActivityContext(ctx), acts.NextBatch, req).Get(ctx, &next); err != nil {
+				return fmt.Errorf("list the next range after %d: %w", d.st.Acked, err)
+			}
 		}
 		if d.resume {
 			d.resume, d.st.Acked = false, max(d.st.Acked, next.After)
 		}
 		if next.After != d.st.Acked || next.To <= next.After || len(next.Lanes) == 0 {
+			d.backlog = false
 			return nil // nothing yet (or listed from a seq since passed): list again
 		}
 		d.st.Pending = &api.PendingRange{SeqRange: api.SeqRange{After: next.After, To: next.To}, Lanes: lanes, Left: next.Lanes}
+		d.backlog = false
+		for _, l := range next.Lanes {
+			d.backlog = d.backlog || len(l.Seqs) >= d.dest.BatchSize
+		}
 	}
 	d.now = workflow.Now(ctx)
 	if _, _, ok := d.blocked(); ok {
@@ -142,4 +159,13 @@ func (d *delivery) laneDelivered(n int) {
 	d.st.Counts.Batches++
 	d.st.Counts.Changes += int64(n)
 	d.st.ConsecutiveFailures = 0
+}
+
+// localFeedActivityContext runs a listing that does not wait as a local
+// activity; failures fall back to the regular, long-polling listing.
+func (d *delivery) localFeedActivityContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 1},
+	})
 }
