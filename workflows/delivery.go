@@ -380,14 +380,18 @@ func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
 		StartToCloseTimeout: d.dest.Timeout.D() + 5*time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        d.dest.RetryInterval.D(),
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			MaximumAttempts:        int32(d.dest.Retries + 1),
-			NonRetryableErrorTypes: []string{activities.ErrDeliveryRefused, activities.ErrChangesGone, activities.ErrPermanent},
-		},
+		RetryPolicy:         d.deliverRetryPolicy(),
 	})
+}
+
+func (d *delivery) deliverRetryPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        d.dest.RetryInterval.D(),
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		MaximumAttempts:        int32(d.dest.Retries + 1),
+		NonRetryableErrorTypes: []string{activities.ErrDeliveryRefused, activities.ErrChangesGone, activities.ErrPermanent},
+	}
 }
 
 func (d *delivery) bookkeepingContext(ctx workflow.Context) workflow.Context {

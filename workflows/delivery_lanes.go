@@ -84,10 +84,19 @@ func (d *delivery) stepLanes(ctx workflow.Context) error {
 func (d *delivery) deliverPending(ctx workflow.Context) error {
 	p := d.st.Pending
 	futures := make([]workflow.Future, len(p.Left))
+	// While a backlog waits, the lanes run as local activities: a range
+	// then costs the server one workflow task, not a task per lane
+	// (B8 in docs/performance.md). Otherwise, and for lanes that failed,
+	// regular activities, which the server retries and shows.
+	local := d.backlog && d.st.ConsecutiveFailures == 0
 	for i, lane := range p.Left {
 		d.takeToken()
-		futures[i] = workflow.ExecuteActivity(d.deliverActivityContext(ctx), acts.DeliverChanges, api.DeliverRequest{
-			Destination: d.dest.Name, SeqRange: p.SeqRange, Expect: len(lane.Seqs), Lane: lane.Lane, Lanes: p.Lanes, Seqs: lane.Seqs})
+		req := api.DeliverRequest{Destination: d.dest.Name, SeqRange: p.SeqRange, Expect: len(lane.Seqs), Lane: lane.Lane, Lanes: p.Lanes, Seqs: lane.Seqs}
+		if local {
+			futures[i] = workflow.ExecuteLocalActivity(d.localDeliverActivityContext(ctx), acts.DeliverChanges, req)
+		} else {
+			futures[i] = workflow.ExecuteActivity(d.deliverActivityContext(ctx), acts.DeliverChanges, req)
+		}
 	}
 	d.inFlight, d.inFlightLanes = &api.SeqRange{After: p.After, To: p.To}, len(futures)
 	errs := make([]error, len(futures))
@@ -167,5 +176,14 @@ func (d *delivery) localFeedActivityContext(ctx workflow.Context) workflow.Conte
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 1},
+	})
+}
+
+// localDeliverActivityContext delivers a lane in a local activity with the
+// destination's timeout and retries, as deliverActivityContext does.
+func (d *delivery) localDeliverActivityContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: d.dest.Timeout.D() + 5*time.Second,
+		RetryPolicy:         d.deliverRetryPolicy(),
 	})
 }
