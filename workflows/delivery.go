@@ -55,11 +55,13 @@ type delivery struct {
 	waitUntil      time.Time
 	inFlight       *api.SeqRange
 	inFlightLanes  int
-	// backlog: the last range listed in lanes was cut by a full lane, so
-	// the next listing need not wait (delivery_lanes.go).
-	backlog bool
 	woken          bool // set by message handlers, so waits end early
 	alerts         int  // alert activities in flight
+
+	// backlog: the last range listed in lanes was cut by a full lane, so
+	// the next listing need not wait and the lanes run as local
+	// activities (delivery_lanes.go).
+	backlog bool
 
 	// resume is set until the first listing of a workflow started without
 	// state: it continues after the store's record of the destination.
