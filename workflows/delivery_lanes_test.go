@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -160,6 +162,18 @@ func TestDeliveryLanesKeepEachOrderInOrderThroughFailures(t *testing.T) {
 			f := newLaneFeed(60, 9)
 			f.answer = flaky
 			f.mock(env)
+			var mu sync.Mutex
+			started := map[string]int{}
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				mu.Lock()
+				started["regular "+info.ActivityType.Name]++
+				mu.Unlock()
+			})
+			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+				mu.Lock()
+				started["local "+info.ActivityType.Name]++
+				mu.Unlock()
+			})
 			var st api.DeliveryStatus
 			stopAt(env, 10*time.Minute, func() { st = deliveryStatus(t, env) })
 			env.ExecuteWorkflow(api.DeliveryWorkflowType, lanesDestination(lanes))
@@ -181,6 +195,13 @@ func TestDeliveryLanesKeepEachOrderInOrderThroughFailures(t *testing.T) {
 				maxRange = max(maxRange, f.listings[i]-f.listings[i-1])
 			}
 			require.Greater(t, maxRange, int64(testDestination().BatchSize))
+			// Full ranges (a backlog) are listed and delivered in local
+			// activities; after a failed lane, regular ones.
+			mu.Lock()
+			defer mu.Unlock()
+			for _, k := range []string{"local NextBatch", "local DeliverChanges", "regular NextBatch", "regular DeliverChanges"} {
+				require.Positive(t, started[k], "%s: %v", k, started)
+			}
 		})
 	}
 }
