@@ -62,6 +62,9 @@ type delivery struct {
 	// the next listing need not wait and the lanes run as local
 	// activities (delivery_lanes.go).
 	backlog bool
+	// regularOnly: a lane of the pending range failed as a local
+	// activity; until the range is confirmed its lanes go as regular ones.
+	regularOnly bool
 
 	// resume is set until the first listing of a workflow started without
 	// state: it continues after the store's record of the destination.
@@ -382,18 +385,14 @@ func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
 		StartToCloseTimeout: d.dest.Timeout.D() + 5*time.Second,
-		RetryPolicy:         d.deliverRetryPolicy(),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        d.dest.RetryInterval.D(),
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        int32(d.dest.Retries + 1),
+			NonRetryableErrorTypes: []string{activities.ErrDeliveryRefused, activities.ErrChangesGone, activities.ErrPermanent},
+		},
 	})
-}
-
-func (d *delivery) deliverRetryPolicy() *temporal.RetryPolicy {
-	return &temporal.RetryPolicy{
-		InitialInterval:        d.dest.RetryInterval.D(),
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		MaximumAttempts:        int32(d.dest.Retries + 1),
-		NonRetryableErrorTypes: []string{activities.ErrDeliveryRefused, activities.ErrChangesGone, activities.ErrPermanent},
-	}
 }
 
 func (d *delivery) bookkeepingContext(ctx workflow.Context) workflow.Context {

@@ -84,11 +84,12 @@ func (d *delivery) stepLanes(ctx workflow.Context) error {
 func (d *delivery) deliverPending(ctx workflow.Context) error {
 	p := d.st.Pending
 	futures := make([]workflow.Future, len(p.Left))
-	// While a backlog waits, the lanes run as local activities: a range
-	// then costs the server one workflow task, not a task per lane
-	// (B8 in docs/performance.md). Otherwise, and for lanes that failed,
-	// regular activities, which the server retries and shows.
-	local := d.backlog && d.st.ConsecutiveFailures == 0
+	// While a backlog waits, the lanes run as local activities, one
+	// attempt each: a range then costs the server one workflow task, not a
+	// task per lane (B8 in docs/performance.md). Otherwise, and once a
+	// local attempt failed, regular activities, which the server retries
+	// (the destination's retries) and shows.
+	local := d.backlog && !d.regularOnly
 	for i, lane := range p.Left {
 		d.takeToken()
 		req := api.DeliverRequest{Destination: d.dest.Name, SeqRange: p.SeqRange, Expect: len(lane.Seqs), Lane: lane.Lane, Lanes: p.Lanes, Seqs: lane.Seqs}
@@ -112,6 +113,12 @@ func (d *delivery) deliverPending(ctx workflow.Context) error {
 		d.batchesThisRun++
 		err := errs[i]
 		switch {
+		case local && err != nil && !isRefused(err) && !isGone(err):
+			// Not a failure yet: the lane goes again at once as a regular
+			// activity, with the destination's retries.
+			d.regularOnly = true
+			left = append(left, lane)
+			continue
 		case err == nil:
 			d.laneDelivered(len(lane.Seqs))
 			continue
@@ -132,7 +139,10 @@ func (d *delivery) deliverPending(ctx workflow.Context) error {
 	}
 	switch {
 	case len(left) == 0:
-		d.st.Acked, d.st.Pending = p.To, nil
+		d.st.Acked, d.st.Pending, d.regularOnly = p.To, nil, false
+		return nil
+	case failure == nil:
+		p.Left = left // only local attempts failed
 		return nil
 	case gone:
 		// The range no longer holds what it was listed with: list it
@@ -179,11 +189,12 @@ func (d *delivery) localFeedActivityContext(ctx workflow.Context) workflow.Conte
 	})
 }
 
-// localDeliverActivityContext delivers a lane in a local activity with the
-// destination's timeout and retries, as deliverActivityContext does.
+// localDeliverActivityContext delivers a lane in a local activity, one
+// attempt with the destination's timeout: a failed lane is retried as a
+// regular activity (deliverPending).
 func (d *delivery) localDeliverActivityContext(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: d.dest.Timeout.D() + 5*time.Second,
-		RetryPolicy:         d.deliverRetryPolicy(),
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 }

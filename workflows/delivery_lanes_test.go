@@ -381,3 +381,48 @@ func TestDeliveryLanesRefusedBeforeTheirVersion(t *testing.T) {
 		require.Equal(t, int64(20), st.State.Acked)
 	})
 }
+
+// TestDeliveryLanesLocalFailureGoesAgainAsARegularActivity: a lane that
+// fails as a local activity (one attempt) is sent again at once as a
+// regular activity, with the destination's retries, and is not yet a
+// failed batch for the breaker.
+func TestDeliveryLanesLocalFailureGoesAgainAsARegularActivity(t *testing.T) {
+	env := newEnv(t)
+	f := newLaneFeed(40, 40)
+	f.answer = func(req api.DeliverRequest, n int) error {
+		if slices.Contains(req.Seqs, 30) && n == 1 {
+			return temporal.NewApplicationError("HTTP 503", activities.ErrTransient)
+		}
+		return nil
+	}
+	f.mock(env)
+	var mu sync.Mutex
+	var kinds []string // how each attempt at the lane holding 30 ran
+	record := func(kind string, args []any) {
+		if req, ok := args[0].(api.DeliverRequest); ok && slices.Contains(req.Seqs, 30) {
+			mu.Lock()
+			kinds = append(kinds, kind)
+			mu.Unlock()
+		}
+	}
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		var req api.DeliverRequest
+		if info.ActivityType.Name == "DeliverChanges" && args.Get(&req) == nil {
+			record("regular", []any{req})
+		}
+	})
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, args []any) {
+		if info.ActivityType.Name == "DeliverChanges" {
+			record("local", args)
+		}
+	})
+	var st api.DeliveryStatus
+	stopAt(env, time.Minute, func() { st = deliveryStatus(t, env) })
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, lanesDestination(4))
+	requireStopped(t, env)
+
+	require.Equal(t, []string{"local", "regular"}, kinds)
+	require.Zero(t, st.State.Counts.Failures)
+	require.Equal(t, int64(40), st.State.Acked)
+	require.Empty(t, f.orderViolations())
+}
