@@ -24,17 +24,26 @@ import (
 //   - one order's changes reach the destination for the first time in
 //     seq order: within a range they travel in one batch, in order, and a
 //     later range waits for every lane of this one;
-//   - a redelivery (a lane retried after a failure the receiver may have
-//     half-processed, or a range listed again after its changes were
-//     compacted) repeats a batch of changes it carried before, in the same
-//     order and under the same ids, before anything newer of those orders
-//     is sent: after dropping what it has seen by id, a receiver sees each
-//     order's changes in order;
+//   - a redelivery repeats changes the receiver may have had, in the same
+//     order, before anything newer of those orders is sent: a lane retried
+//     after a failure the receiver may have half-processed (same batch
+//     id), the whole range after a worker lost a workflow task of local
+//     activities (same batch ids), or a range listed again because its
+//     changes were no longer all there (same per-change ids, other batch
+//     boundaries). After dropping what it has seen by id (per change: its
+//     seq), a receiver sees each order's changes in order;
 //   - lanes of one range land in any order relative to each other, which
 //     only reorders different orders.
 //
 // The range and its unconfirmed lanes (seqs only) are in the state
 // (Pending), so continue-as-new and a failed lane keep them.
+//
+// Round trips: while a backlog waits (the last range filled a lane), the
+// listing (without a long poll) and the lanes (one attempt each) run as
+// local activities, so a range costs the server one workflow task. A lane
+// whose local attempt fails goes again at once as a regular activity with
+// the destination's retries, and the range stays on regular activities
+// until it is confirmed; only a regular failure counts for the breaker.
 
 // stepLanes lists the next range when none is pending, then delivers the
 // pending range's lanes once.
