@@ -27,11 +27,12 @@ import (
 //   - a redelivery repeats changes the receiver may have had, in the same
 //     order, before anything newer of those orders is sent: a lane retried
 //     after a failure the receiver may have half-processed (same batch
-//     id), the whole range after a worker lost a workflow task of local
-//     activities (same batch ids), or a range listed again because its
-//     changes were no longer all there (same per-change ids, other batch
-//     boundaries). After dropping what it has seen by id (per change: its
-//     seq), a receiver sees each order's changes in order;
+//     id); or the range again, listed anew from the same acknowledged seq,
+//     after a worker lost a workflow task of local activities or when its
+//     changes were no longer all there (the same changes first, with the
+//     same per-change ids, but the batch boundaries and ids may differ).
+//     After dropping what it has seen by id (per change: its seq), a
+//     receiver sees each order's changes in order;
 //   - lanes of one range land in any order relative to each other, which
 //     only reorders different orders.
 //
