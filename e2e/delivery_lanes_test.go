@@ -136,4 +136,5 @@ func TestDeliveryInLanesEndToEnd(t *testing.T) {
 		len(feed), len(arrivals), faults, redelivered, most, watch.lanes)
 
 	requireNoOrderData(t, s, api.DeliveryWorkflowID("e2e-lanes"), feed)
+	replayRuns(t, s, api.DeliveryWorkflowID("e2e-lanes"))
 }
