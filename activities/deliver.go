@@ -1,9 +1,11 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -65,7 +67,17 @@ type batch struct {
 	ID          string
 	Destination string
 	api.SeqRange
-	Changes []store.Change
+	// Lane and Lanes place a lane's batch in its range (Lanes > 1).
+	Lane, Lanes int
+	Changes     []store.Change
+}
+
+// laneBatchID names one lane's batch: its first seq, the range's end and
+// the lane, which together fix its changes (every change of the lane from
+// its first seq to the end), so a redelivery carries the same id and no
+// other batch does.
+func laneBatchID(destination string, req api.DeliverRequest) string {
+	return fmt.Sprintf("%s-%d-%d-lane%dof%d", destination, req.Seqs[0], req.To, req.Lane+1, req.Lanes)
 }
 
 // batchID is deterministic from the destination and the seq range, so a
@@ -101,15 +113,21 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 	if err := a.Feed.AckChanges(ctx, d.Name, req.After); err != nil {
 		return api.NextBatchResult{}, temporal.NewApplicationError(err.Error(), ErrStore)
 	}
+	lanes := max(req.Lanes, 1)
 	deadline := time.Now().Add(req.Wait)
 	for {
-		changes, err := a.readBatch(ctx, d, req.After, req.Limit)
+		// Listing needs seqs and order ids only, not the orders.
+		changes, err := a.readChanges(ctx, d, store.ChangeQuery{After: req.After, Limit: req.Limit * lanes, KeysOnly: true})
 		if err != nil {
 			return api.NextBatchResult{}, err
 		}
 		if len(changes) > 0 || !time.Now().Before(deadline) {
 			out := api.NextBatchResult{After: req.After}
-			for _, c := range changes {
+			if req.Lanes > 1 {
+				out.To, out.Lanes = splitLanes(req.After, changes, req.Lanes, req.Limit)
+				return out, nil
+			}
+			for _, c := range changes[:min(len(changes), req.Limit)] {
 				out.Seqs = append(out.Seqs, c.Seq)
 			}
 			return out, nil
@@ -122,23 +140,59 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 	}
 }
 
-// readBatch reads up to limit of d's changes after after; a destination
-// limited to some platforms reads each of them and merges in seq order.
-func (a *Activities) readBatch(ctx context.Context, d config.Destination, after int64, limit int) ([]store.Change, error) {
+// splitLanes splits changes (in seq order, after after) into up to lanes
+// batches of at most limit, every change of one order in the same lane
+// (LaneOf). The range ends before the first change whose lane is full, so
+// it is a gap-free prefix of changes; it returns the range's end and the
+// non-empty lanes.
+func splitLanes(after int64, changes []store.Change, lanes, limit int) (int64, []api.LaneBatch) {
+	byLane := make([][]int64, lanes)
+	to := after
+	for _, c := range changes {
+		l := LaneOf(c.Platform, c.OrderID, lanes)
+		if len(byLane[l]) >= limit {
+			break
+		}
+		byLane[l] = append(byLane[l], c.Seq)
+		to = c.Seq
+	}
+	var out []api.LaneBatch
+	for l, seqs := range byLane {
+		if len(seqs) > 0 {
+			out = append(out, api.LaneBatch{Lane: l, Seqs: seqs})
+		}
+	}
+	return to, out
+}
+
+// LaneOf is the lane of an order among lanes: FNV-1a of platform/order
+// id, so one order's changes always share a lane and go in seq order.
+func LaneOf(platform, orderID string, lanes int) int {
+	h := fnv.New32a()
+	h.Write([]byte(platform))
+	h.Write([]byte{'/'})
+	h.Write([]byte(orderID))
+	return int(h.Sum32() % uint32(lanes))
+}
+
+// readChanges reads d's changes for q; a destination limited to some
+// platforms reads each of them and merges in seq order.
+func (a *Activities) readChanges(ctx context.Context, d config.Destination, q store.ChangeQuery) ([]store.Change, error) {
 	platforms := d.Platforms
 	if len(platforms) == 0 {
 		platforms = []string{""}
 	}
 	var out []store.Change
 	for _, p := range platforms {
-		cs, err := a.Feed.Changes(ctx, store.ChangeQuery{After: after, Limit: limit, Platform: p})
+		q.Platform = p
+		cs, err := a.Feed.Changes(ctx, q)
 		if err != nil {
 			return nil, temporal.NewApplicationError(fmt.Sprintf("read changes for %s: %v", d.Name, err), ErrStore)
 		}
 		out = append(out, cs...)
 	}
-	slices.SortFunc(out, func(x, y store.Change) int { return int(x.Seq - y.Seq) })
-	return out[:min(len(out), limit)], nil
+	slices.SortFunc(out, func(x, y store.Change) int { return cmp.Compare(x.Seq, y.Seq) })
+	return out[:min(len(out), q.Limit)], nil
 }
 
 // DeliverChanges reads the destination's changes in (After, To] and
@@ -149,24 +203,18 @@ func (a *Activities) DeliverChanges(ctx context.Context, req api.DeliverRequest)
 	if err != nil {
 		return api.DeliverResult{}, err
 	}
-	changes, err := a.readBatch(ctx, d, req.After, max(req.Expect, 1)+1)
+	changes, err := a.readRequested(ctx, d, req)
 	if err != nil {
 		return api.DeliverResult{}, err
-	}
-	n := 0
-	for n < len(changes) && changes[n].Seq <= req.To {
-		n++
-	}
-	changes = changes[:n]
-	if len(changes) != req.Expect {
-		return api.DeliverResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("changes (%d, %d] of %s: listed %d, found %d", req.After, req.To, d.Name, req.Expect, len(changes)), ErrChangesGone, nil)
 	}
 	s, err := a.Deliveries.sender(d)
 	if err != nil {
 		return api.DeliverResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
 	}
 	b := batch{ID: batchID(d.Name, req.SeqRange), Destination: d.Name, SeqRange: req.SeqRange, Changes: changes}
+	if req.Lanes > 1 {
+		b.ID, b.Lane, b.Lanes = laneBatchID(d.Name, req), req.Lane, req.Lanes
+	}
 	sendCtx, cancel := context.WithTimeout(ctx, d.Timeout.D())
 	defer cancel()
 	if err := s.send(sendCtx, b); err != nil {
@@ -177,6 +225,49 @@ func (a *Activities) DeliverChanges(ctx context.Context, req api.DeliverRequest)
 		return api.DeliverResult{}, temporal.NewApplicationError(fmt.Sprintf("deliver %s: %v", b.ID, err), ErrTransient)
 	}
 	return api.DeliverResult{Delivered: len(changes)}, nil
+}
+
+// readRequested reads the changes a DeliverRequest names: all of (After,
+// To], or with Seqs only those. It fails with ErrChangesGone when it finds
+// fewer than the request expects.
+func (a *Activities) readRequested(ctx context.Context, d config.Destination, req api.DeliverRequest) ([]store.Change, error) {
+	q := store.ChangeQuery{After: req.After, Limit: max(req.Expect, 1) + 1}
+	if req.Lanes > 1 || len(req.Seqs) > 0 {
+		if err := checkLaneRequest(req); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
+		}
+		q.Seqs = req.Seqs
+	}
+	changes, err := a.readChanges(ctx, d, q)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for n < len(changes) && changes[n].Seq <= req.To {
+		n++
+	}
+	changes = changes[:n]
+	if len(changes) != req.Expect {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("changes (%d, %d] of %s: listed %d, found %d", req.After, req.To, d.Name, req.Expect, len(changes)), ErrChangesGone, nil)
+	}
+	return changes, nil
+}
+
+// checkLaneRequest refuses a lane request that does not name a lane of
+// (After, To] by its seqs.
+func checkLaneRequest(req api.DeliverRequest) error {
+	switch {
+	case req.Lanes < 2 || req.Lane < 0 || req.Lane >= req.Lanes:
+		return fmt.Errorf("lane %d of %d is not a lane", req.Lane, req.Lanes)
+	case len(req.Seqs) == 0 || len(req.Seqs) != req.Expect:
+		return fmt.Errorf("lane %d of (%d, %d]: %d seqs for %d changes", req.Lane, req.After, req.To, len(req.Seqs), req.Expect)
+	case req.Seqs[0] <= req.After || req.Seqs[len(req.Seqs)-1] > req.To:
+		return fmt.Errorf("lane %d: seqs %d..%d outside (%d, %d]", req.Lane, req.Seqs[0], req.Seqs[len(req.Seqs)-1], req.After, req.To)
+	case !slices.IsSorted(req.Seqs):
+		return fmt.Errorf("lane %d: seqs not in order", req.Lane)
+	}
+	return nil
 }
 
 func (a *Activities) destination(name string) (config.Destination, error) {

@@ -41,8 +41,13 @@ type WebhookBatch struct {
 	Type        string `json:"type"` // "orders.changes"
 	Destination string `json:"destination"`
 	// FromSeq and ToSeq bound the batch's seqs (inclusive).
-	FromSeq int64          `json:"from_seq"`
-	ToSeq   int64          `json:"to_seq"`
+	FromSeq int64 `json:"from_seq"`
+	ToSeq   int64 `json:"to_seq"`
+	// Lane and Lanes (1-based, with max_in_flight > 1) say this batch is
+	// one of Lanes delivered at once: all of an order's changes up to
+	// ToSeq are in one lane, so lanes may be processed in parallel.
+	Lane    int            `json:"lane,omitempty"`
+	Lanes   int            `json:"lanes,omitempty"`
 	Changes []store.Change `json:"changes"`
 }
 
@@ -86,20 +91,24 @@ func (w *webhookSender) send(ctx context.Context, b batch) error {
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
 	}
-	body, err := json.Marshal(WebhookBatch{ID: b.ID, Type: "orders.changes", Destination: b.Destination,
-		FromSeq: b.Changes[0].Seq, ToSeq: b.Changes[len(b.Changes)-1].Seq, Changes: b.Changes})
+	body := WebhookBatch{ID: b.ID, Type: "orders.changes", Destination: b.Destination,
+		FromSeq: b.Changes[0].Seq, ToSeq: b.Changes[len(b.Changes)-1].Seq, Changes: b.Changes}
+	if b.Lanes > 1 {
+		body.Lane, body.Lanes = b.Lane+1, b.Lanes
+	}
+	raw, err := json.Marshal(body)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("encode batch "+b.ID+": "+err.Error(), ErrPermanent, nil)
 	}
 	ts := w.now().Unix()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(raw))
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("webhook request: "+err.Error(), ErrPermanent, nil)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("webhook-id", b.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", signWebhook(key, b.ID, ts, body))
+	req.Header.Set("webhook-signature", signWebhook(key, b.ID, ts, raw))
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("post batch %s: %w", b.ID, redactURL(err))

@@ -74,6 +74,27 @@ type DeliveryState struct {
 	Runs      int            `json:"runs"`
 	// Rejected counts refused signals.
 	Rejected int `json:"rejected,omitempty"`
+	// Pending is the range being delivered in lanes (max_in_flight > 1)
+	// with the lanes not yet confirmed; Acked moves to its end once none
+	// is left. Carried so a continue-as-new resends only those lanes.
+	Pending *PendingRange `json:"pending,omitempty"`
+}
+
+// PendingRange is a range of the feed split into lanes: every change of
+// one order in the range is in the same lane, each lane in seq order.
+type PendingRange struct {
+	SeqRange
+	// Lanes is how many lanes the range was split into (the destination's
+	// max_in_flight when it was listed).
+	Lanes int `json:"lanes"`
+	// Left are the lanes not yet confirmed.
+	Left []LaneBatch `json:"left"`
+}
+
+// LaneBatch is one lane's share of a range: seqs only.
+type LaneBatch struct {
+	Lane int     `json:"lane"`
+	Seqs []int64 `json:"seqs"`
 }
 
 // DeliveryCounts are running totals over the workflow's life.
@@ -121,6 +142,9 @@ type DeliveryStatus struct {
 	Settings config.Destination `json:"settings"`
 	// InFlight is the seq range being delivered, if any.
 	InFlight *SeqRange `json:"in_flight,omitempty"`
+	// InFlightLanes counts the batches of InFlight being delivered at once
+	// (max_in_flight > 1).
+	InFlightLanes int `json:"in_flight_lanes,omitempty"`
 }
 
 // SeqRange is the half-open range (After, To] of the change feed.
@@ -141,6 +165,9 @@ type NextBatchRequest struct {
 	// destination when that is further: a Delivery workflow started anew
 	// (after a terminate) then does not deliver everything again.
 	Resume bool `json:"resume,omitempty"`
+	// Lanes > 1 lists up to Lanes batches of up to Limit changes each,
+	// split by order (NextBatchResult.Lanes); 0 or 1 lists one batch.
+	Lanes int `json:"lanes,omitempty"`
 }
 
 // NextBatchResult lists the seqs of the next batch (empty: none yet).
@@ -149,6 +176,11 @@ type NextBatchResult struct {
 	// the store's record when further.
 	After int64   `json:"after"`
 	Seqs  []int64 `json:"seqs,omitempty"`
+	// To and Lanes answer a request with Lanes > 1: the range (After, To]
+	// and its non-empty lanes, which together hold each of its changes
+	// once. To is After when the feed has nothing yet.
+	To    int64       `json:"to,omitempty"`
+	Lanes []LaneBatch `json:"lanes,omitempty"`
 }
 
 // DeliverRequest delivers the destination's changes in (After, To].
@@ -158,6 +190,12 @@ type DeliverRequest struct {
 	// Expect is how many changes the range held when it was listed; the
 	// activity fails if it reads fewer (compacted meanwhile).
 	Expect int `json:"expect"`
+	// Lane, Lanes and Seqs deliver one lane of a range split into Lanes
+	// (max_in_flight > 1): only the listed seqs of (After, To], which
+	// must number Expect.
+	Lane  int     `json:"lane,omitempty"`
+	Lanes int     `json:"lanes,omitempty"`
+	Seqs  []int64 `json:"seqs,omitempty"`
 }
 
 // DeliverResult counts what was delivered.

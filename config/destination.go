@@ -52,8 +52,10 @@ type Destination struct {
 	RetryInterval Duration `json:"retry_interval" yaml:"retry_interval"`
 	// RateLimit bounds deliveries (batches) per second.
 	RateLimit RateLimit `json:"rate_limit" yaml:"rate_limit"`
-	// MaxInFlight is how many batches may be delivered at once. Only 1 is
-	// accepted for now: it is what keeps changes of one order in order.
+	// MaxInFlight is how many batches may be delivered at once (1 to
+	// MaxInFlightLimit). Above 1 each range of the feed is split into that
+	// many lanes by order, so one order's changes stay in one batch, in
+	// order; the next range starts once every lane is confirmed.
 	MaxInFlight int `json:"max_in_flight" yaml:"max_in_flight"`
 	// BreakerFailures pauses delivery after this many consecutive failed
 	// batches and raises an alert; 0 disables the breaker.
@@ -62,6 +64,11 @@ type Destination struct {
 	Windows   []string `json:"windows,omitempty" yaml:"windows"`
 	TaskQueue string   `json:"task_queue" yaml:"task_queue"`
 }
+
+// MaxInFlightLimit bounds max_in_flight: each batch in flight is an
+// activity and a connection to the destination, and a range of
+// max_in_flight × batch_size seqs is listed in workflow history at once.
+const MaxInFlightLimit = 16
 
 // DestinationDefaults are the settings of a destination that sets nothing.
 func DestinationDefaults() Destination {
@@ -127,8 +134,8 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 	if d.RateLimit.Burst < 1 {
 		bad("rate_limit.burst", "must be at least 1, got %d", d.RateLimit.Burst)
 	}
-	if d.MaxInFlight != 1 {
-		bad("max_in_flight", "must be 1 for now (one batch at a time keeps each order's changes in order), got %d", d.MaxInFlight)
+	if d.MaxInFlight < 1 || d.MaxInFlight > MaxInFlightLimit {
+		bad("max_in_flight", "must be 1 to %d batches delivered at once, got %d", MaxInFlightLimit, d.MaxInFlight)
 	}
 	if d.BreakerFailures < 0 {
 		bad("breaker_failures", "must not be negative (0 disables the breaker), got %d", d.BreakerFailures)

@@ -66,12 +66,18 @@ func TestDestinationsValidate(t *testing.T) {
 			"destination \"oms\": field \"batch_size\": cannot unmarshal !!str `many` into int (line 8)",
 		}},
 		{"nats mistakes", `
-  bus: {kind: nats, url: "http://x", subject: "orders.>", platforms: [nope], max_in_flight: 3, secret: {env: "a b"}}`, []string{
+  bus: {kind: nats, url: "http://x", subject: "orders.>", platforms: [nope], max_in_flight: 17, secret: {env: "a b"}}`, []string{
 			`destination "bus": field "secret.env": "a b" is not an environment variable name (put the secret in the environment, not here)`,
 			`destination "bus": field "url": "http://x" is not a nats:// or tls:// URL`,
 			`destination "bus": field "subject": "orders.>" is not a NATS subject of plain tokens (letters, digits, _ and -, separated by dots)`,
 			`destination "bus": field "platforms": "nope" is not a platform of this file`,
-			`destination "bus": field "max_in_flight": must be 1 for now (one batch at a time keeps each order's changes in order), got 3`,
+			`destination "bus": field "max_in_flight": must be 1 to 16 batches delivered at once, got 17`,
+		}},
+		{"several batches in flight", `
+  oms: {kind: webhook, url: "https://x", secret: {env: S}, max_in_flight: 16}`, nil},
+		{"no batch in flight", `
+  oms: {kind: webhook, url: "https://x", secret: {env: S}, max_in_flight: 0}`, []string{
+			`destination "oms": field "max_in_flight": must be 1 to 16 batches delivered at once, got 0`,
 		}},
 		{"kafka", `
   stream: {kind: kafka, brokers: ["127.0.0.1:9092"], topic: orders}`, nil},

@@ -20,6 +20,7 @@ var feedCases = []struct {
 	{"every accepted version appends one change", testFeedAppends},
 	{"a change carries its order and lines", testFeedCarriesOrder},
 	{"paging, resuming and the platform filter", testFeedPaging},
+	{"a seq list and keys only", testFeedSeqsAndKeys},
 	{"a refused batch appends nothing", testFeedRefusedBatch},
 	{"concurrent writers: unique seqs, never out of order to a resuming reader", testFeedConcurrentWriters},
 	{"acks only grow", testFeedAcks},
@@ -145,6 +146,50 @@ func testFeedPaging(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	require.Equal(t, int64(4), n) // 3, 5, 7, 9
 	_, err = s.Changes(ctx, ChangeQuery{After: -1})
+	require.ErrorIs(t, err, ErrBadQuery)
+}
+
+// testFeedSeqsAndKeys: a delivery lane reads only its seqs (with After,
+// Limit and Platform still applying), and a listing reads keys without
+// orders.
+func testFeedSeqsAndKeys(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
+	ctx := context.Background()
+	for i := range 5 {
+		upsert(t, s, version("a", fmt.Sprint(i), 1), version("b", fmt.Sprint(i), 1))
+	}
+	seqsOf := func(cs []Change) []int64 {
+		var out []int64
+		for _, c := range cs {
+			out = append(out, c.Seq)
+		}
+		return out
+	}
+	got, err := s.Changes(ctx, ChangeQuery{Seqs: []int64{9, 2, 5, 42}})
+	require.NoError(t, err)
+	require.Equal(t, []int64{2, 5, 9}, seqsOf(got), "in seq order, absent seqs ignored")
+	require.Equal(t, "v1", got[0].Order.Status, "with the order")
+	got, err = s.Changes(ctx, ChangeQuery{After: 2, Limit: 1, Seqs: []int64{9, 2, 5}})
+	require.NoError(t, err)
+	require.Equal(t, []int64{5}, seqsOf(got))
+	got, err = s.Changes(ctx, ChangeQuery{Platform: "b", Seqs: []int64{1, 2, 3, 4}})
+	require.NoError(t, err)
+	require.Equal(t, []int64{2, 4}, seqsOf(got))
+
+	keys, err := s.Changes(ctx, ChangeQuery{After: 3, Limit: 4, KeysOnly: true})
+	require.NoError(t, err)
+	full, err := s.Changes(ctx, ChangeQuery{After: 3, Limit: 4})
+	require.NoError(t, err)
+	require.Len(t, keys, 4)
+	for i := range keys {
+		require.Empty(t, keys[i].Order.Status)
+		full[i].Order = StoredOrder{}
+		require.Equal(t, full[i], keys[i])
+	}
+	keys, err = s.Changes(ctx, ChangeQuery{Platform: "a", Seqs: []int64{1, 2, 3}, KeysOnly: true})
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 3}, seqsOf(keys))
+	_, err = s.Changes(ctx, ChangeQuery{Seqs: make([]int64, maxQuerySeqs+1)})
 	require.ErrorIs(t, err, ErrBadQuery)
 }
 

@@ -49,11 +49,21 @@ type ChangeQuery struct {
 	Limit int
 	// Platform keeps only one platform's changes; "" keeps all.
 	Platform string
+	// Seqs, when not empty, keeps only these seqs (a delivery lane's
+	// batch, which skips the other lanes' changes of its range).
+	Seqs []int64
+	// KeysOnly leaves each change's Order empty: listing what to deliver
+	// needs seqs and order ids, not the orders.
+	KeysOnly bool
 }
 
 // DefaultChangeLimit is how many changes Changes returns when the query
 // does not say.
 const DefaultChangeLimit = 500
+
+// maxQuerySeqs bounds ChangeQuery.Seqs: a delivery batch holds at most
+// 1,000 changes.
+const maxQuerySeqs = 10000
 
 // FeedHead says where the feed stands.
 type FeedHead struct {
@@ -109,6 +119,9 @@ func (q ChangeQuery) check() (ChangeQuery, error) {
 	}
 	if q.Limit <= 0 {
 		q.Limit = DefaultChangeLimit
+	}
+	if len(q.Seqs) > maxQuerySeqs {
+		return q, fmt.Errorf("%d seqs in one query, at most %d: %w", len(q.Seqs), maxQuerySeqs, ErrBadQuery)
 	}
 	return q, nil
 }

@@ -47,7 +47,8 @@ const pgChangesSQL = `SELECT c.seq, c.platform, c.order_id, c.updated_at, c.kind
 	o.status, o.created_at, o.updated_at, o.currency, o.total, o.line_count, o.raw, o.first_seen_at, o.last_seen_at,
 	o.lines_digest IS NOT NULL,
 	l.line_id, l.sku, l.title, l.quantity, l.unit_price, l.currency
-	FROM (SELECT * FROM changes WHERE seq > $1 AND ($2 = '' OR platform = $2) ORDER BY seq LIMIT $3) c
+	FROM (SELECT * FROM changes WHERE seq > $1 AND ($2 = '' OR platform = $2) AND (cardinality($4::bigint[]) = 0 OR seq = ANY($4))
+		ORDER BY seq LIMIT $3) c
 	JOIN orders o ON o.platform = c.platform AND o.order_id = c.order_id
 	LEFT JOIN order_lines l ON o.lines_digest IS NOT NULL AND l.platform = o.platform AND l.order_id = o.order_id
 	ORDER BY c.seq, l.position`
@@ -57,7 +58,14 @@ func (s *postgresStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, e
 	if err != nil {
 		return nil, fmt.Errorf("read changes: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, pgChangesSQL, q.After, q.Platform, q.Limit)
+	seqs := q.Seqs
+	if seqs == nil {
+		seqs = []int64{}
+	}
+	if q.KeysOnly {
+		return s.changeKeys(ctx, q, seqs)
+	}
+	rows, err := s.pool.Query(ctx, pgChangesSQL, q.After, q.Platform, q.Limit, seqs)
 	if err != nil {
 		return nil, fmt.Errorf("read changes after %d: %w", q.After, err)
 	}
@@ -96,6 +104,31 @@ func (s *postgresStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, e
 		return nil, fmt.Errorf("read changes after %d: %w", q.After, err)
 	}
 	return out.out, nil
+}
+
+// pgChangeKeysSQL lists changes without their orders (KeysOnly).
+const pgChangeKeysSQL = `SELECT seq, platform, order_id, updated_at, kind, committed_at FROM changes
+	WHERE seq > $1 AND ($2 = '' OR platform = $2) AND (cardinality($4::bigint[]) = 0 OR seq = ANY($4))
+	ORDER BY seq LIMIT $3`
+
+func (s *postgresStore) changeKeys(ctx context.Context, q ChangeQuery, seqs []int64) ([]Change, error) {
+	rows, err := s.pool.Query(ctx, pgChangeKeysSQL, q.After, q.Platform, q.Limit, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("list changes after %d: %w", q.After, err)
+	}
+	var out []Change
+	var ch Change
+	var kind string
+	_, err = pgx.ForEachRow(rows, []any{&ch.Seq, &ch.Platform, &ch.OrderID, &ch.UpdatedAt, &kind, &ch.CommittedAt}, func() error {
+		c := ch
+		c.Kind, c.UpdatedAt, c.CommittedAt = ChangeKind(kind), c.UpdatedAt.UTC(), c.CommittedAt.UTC()
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list changes after %d: %w", q.After, err)
+	}
+	return out, nil
 }
 
 func (s *postgresStore) CountChanges(ctx context.Context, platform string, after, upTo int64) (int64, error) {

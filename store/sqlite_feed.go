@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -35,15 +36,41 @@ const sqliteChangesSQL = `SELECT c.seq, c.platform, c.order_id, c.updated_at, c.
 	LEFT JOIN order_lines l ON o.lines_digest IS NOT NULL AND l.platform = o.platform AND l.order_id = o.order_id
 	ORDER BY c.seq, l.position`
 
+// sqliteChangeKeysSQL lists changes without their orders (KeysOnly).
+const sqliteChangeKeysSQL = `SELECT seq, platform, order_id, updated_at, kind, committed_at FROM changes WHERE seq > ? %s ORDER BY seq LIMIT ?`
+
+// sqliteChangeFilter is the WHERE clause beyond seq > ? for q, and its
+// arguments; a seq list travels as one JSON array.
+func sqliteChangeFilter(q ChangeQuery) (string, []any, error) {
+	var where string
+	var args []any
+	if q.Platform != "" {
+		where, args = where+" AND platform = ?", append(args, q.Platform)
+	}
+	if len(q.Seqs) > 0 {
+		list, err := json.Marshal(q.Seqs)
+		if err != nil {
+			return "", nil, err
+		}
+		where, args = where+" AND seq IN (SELECT value FROM json_each(?))", append(args, string(list))
+	}
+	return where, args, nil
+}
+
 func (s *sqliteStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, error) {
 	q, err := q.check()
 	if err != nil {
 		return nil, fmt.Errorf("read changes: %w", err)
 	}
-	query, args := fmt.Sprintf(sqliteChangesSQL, ""), []any{q.After, q.Limit}
-	if q.Platform != "" {
-		query, args = fmt.Sprintf(sqliteChangesSQL, "AND platform = ?"), []any{q.After, q.Platform, q.Limit}
+	where, filterArgs, err := sqliteChangeFilter(q)
+	if err != nil {
+		return nil, fmt.Errorf("read changes: %w", err)
 	}
+	args := append(append([]any{q.After}, filterArgs...), q.Limit)
+	if q.KeysOnly {
+		return s.changeKeys(ctx, fmt.Sprintf(sqliteChangeKeysSQL, where), args, q.After)
+	}
+	query := fmt.Sprintf(sqliteChangesSQL, where)
 	var out changeRows
 	err = s.withPool(ctx, func(p *sqlitePool) error {
 		out = changeRows{}
@@ -78,6 +105,33 @@ func (s *sqliteStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, err
 		return nil, fmt.Errorf("read changes after %d: %w", q.After, err)
 	}
 	return out.out, nil
+}
+
+func (s *sqliteStore) changeKeys(ctx context.Context, query string, args []any, after int64) ([]Change, error) {
+	var out []Change
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		out = nil
+		rows, err := p.db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ch Change
+			var kind string
+			var updated, committed int64
+			if err := rows.Scan(&ch.Seq, &ch.Platform, &ch.OrderID, &updated, &kind, &committed); err != nil {
+				return err
+			}
+			ch.Kind, ch.UpdatedAt, ch.CommittedAt = ChangeKind(kind), fromMicros(updated), fromMicros(committed)
+			out = append(out, ch)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list changes after %d: %w", after, err)
+	}
+	return out, nil
 }
 
 func scanSQLiteChange(rows *sql.Rows, ch *Change, kind *string, cUpdated, committed, first, last *int64, rest ...any) error {

@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -29,6 +31,11 @@ func Delivery(ctx workflow.Context, in api.DeliveryInput) error {
 	if ve := in.Destination.Validate(nil); ve != nil {
 		return temporal.NewNonRetryableApplicationError("invalid destination settings: "+ve.Error(), "InvalidInput", nil)
 	}
+	if in.Destination.MaxInFlight > 1 && !lanesAllowed(ctx) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("invalid destination settings: destination %q: field \"max_in_flight\": must be 1 for this run, got %d",
+				in.Destination.Name, in.Destination.MaxInFlight), "InvalidInput", nil)
+	}
 	d, err := newDelivery(in)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
@@ -47,8 +54,17 @@ type delivery struct {
 	waiting        string
 	waitUntil      time.Time
 	inFlight       *api.SeqRange
+	inFlightLanes  int
 	woken          bool // set by message handlers, so waits end early
 	alerts         int  // alert activities in flight
+
+	// backlog: the last range listed in lanes was cut by a full lane, so
+	// the next listing need not wait and the lanes run as local
+	// activities (delivery_lanes.go).
+	backlog bool
+	// regularOnly: a lane of the pending range failed as a local
+	// activity; until the range is confirmed its lanes go as regular ones.
+	regularOnly bool
 
 	// resume is set until the first listing of a workflow started without
 	// state: it continues after the store's record of the destination.
@@ -56,6 +72,12 @@ type delivery struct {
 	// rate limit: a token bucket of batches, refilled from workflow time.
 	tokens   float64
 	tokensAt time.Time
+}
+
+// lanesAllowed says whether this run may deliver in lanes: every run since
+// versionDeliveryLanes; a history from before refuses, as it did.
+func lanesAllowed(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionDeliveryLanes, workflow.DefaultVersion, 1) >= 1
 }
 
 func newDelivery(in api.DeliveryInput) (*delivery, error) {
@@ -96,6 +118,15 @@ func (d *delivery) run(ctx workflow.Context) error {
 			seq := d.st.Retrying[0]
 			d.st.Retrying = d.st.Retrying[1:]
 			if err := d.retryPoison(ctx, seq); err != nil {
+				return err
+			}
+			continue
+		}
+		if d.st.Pending != nil || d.dest.MaxInFlight > 1 {
+			// Several batches in flight (delivery_lanes.go). Histories of
+			// before it hold max_in_flight 1 only (the one value accepted
+			// then) and no pending range, so they replay the path below.
+			if err := d.stepLanes(ctx); err != nil {
 				return err
 			}
 			continue
@@ -232,9 +263,18 @@ func (d *delivery) failed(ctx workflow.Context, err error) error {
 
 // setAside puts a refused change on the poison list and moves past it.
 func (d *delivery) setAside(ctx workflow.Context, seq int64, err error) {
-	reason := refusalReason(err)
-	d.st.Poison = append(d.st.Poison, api.PoisonChange{Seq: seq, Reason: reason, At: workflow.Now(ctx)})
 	d.st.Acked = max(d.st.Acked, seq)
+	d.poison(ctx, seq, err)
+}
+
+// poison puts a refused change on the poison list, where an operator
+// retries or skips it, and alerts.
+func (d *delivery) poison(ctx workflow.Context, seq int64, err error) {
+	reason := refusalReason(err)
+	// Lowest seq first, as the poison query promises; lanes settle out of
+	// seq order.
+	i, _ := slices.BinarySearchFunc(d.st.Poison, seq, func(p api.PoisonChange, seq int64) int { return cmp.Compare(p.Seq, seq) })
+	d.st.Poison = slices.Insert(d.st.Poison, i, api.PoisonChange{Seq: seq, Reason: reason, At: workflow.Now(ctx)})
 	d.st.Counts.Poisoned++
 	d.st.ConsecutiveFailures = 0
 	d.alert(ctx, api.AlertDeliveryPoison, fmt.Sprintf("%s refused change %d (%s); set aside, retry or skip it", d.dest.Name, seq, reason),

@@ -104,6 +104,13 @@ func checkSelector(d *delivery, raw json.RawMessage) error {
 	return nil
 }
 
+// asksForLanes says whether checked config settings set max_in_flight
+// above 1.
+func asksForLanes(raw json.RawMessage) bool {
+	var dest config.Destination
+	return decodeStrict(raw, &dest) == nil && dest.MaxInFlight > 1
+}
+
 func (d *delivery) selected(raw json.RawMessage) []int64 {
 	var sel api.DeliverySelector
 	_ = decodeStrict(raw, &sel)
@@ -165,7 +172,11 @@ func (d *delivery) registerHandlers(ctx workflow.Context) error {
 // handleSignal applies a signal that passes its check; a refused one
 // changes nothing but the rejection count and last error.
 func (d *delivery) handleSignal(ctx workflow.Context, m deliveryMessage, raw json.RawMessage) {
-	if err := m.check(d, raw); err != nil {
+	err := m.check(d, raw)
+	if err == nil && m.name == api.SignalDeliveryConfig && asksForLanes(raw) && !lanesAllowed(ctx) {
+		err = fmt.Errorf("max_in_flight must be 1 in this run")
+	}
+	if err != nil {
 		d.st.Rejected++
 		d.st.LastError = m.name + " signal: " + err.Error()
 		workflow.GetLogger(ctx).Error("delivery signal refused", "destination", d.dest.Name, "error", d.st.LastError)
@@ -190,7 +201,7 @@ func (d *delivery) drainSignals(ctx workflow.Context) {
 
 func (d *delivery) status() api.DeliveryStatus {
 	s := api.DeliveryStatus{Destination: d.dest.Name, Kind: d.dest.Kind, State: d.st, AsOf: d.now, Settings: d.dest,
-		Waiting: d.waiting, WaitUntil: d.waitUntil, InFlight: d.inFlight}
+		Waiting: d.waiting, WaitUntil: d.waitUntil, InFlight: d.inFlight, InFlightLanes: d.inFlightLanes}
 	switch {
 	case d.st.BreakerOpen:
 		s.Waiting, s.WaitUntil = "breaker open", d.waitUntil

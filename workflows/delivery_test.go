@@ -249,7 +249,7 @@ func TestDeliveryConfigMessage(t *testing.T) {
 	bigger := testDestination()
 	bigger.BatchSize = 10
 	invalid := testDestination()
-	invalid.MaxInFlight = 4
+	invalid.MaxInFlight = 17
 	var wrongName, bad, good *updateOutcome
 	env.RegisterDelayedCallback(func() {
 		wrongName = sendUpdate(env, api.SignalDeliveryConfig, other)

@@ -38,7 +38,14 @@
 //	       -> failed after retries -> backoff, or the breaker opens (alert) -> resume
 //
 // Only seqs and counts enter history. One batch at a time keeps the changes
-// of each order in order; retried poison changes carry the order as stored
+// of each order in order. With max_in_flight N > 1 (delivery_lanes.go) the
+// workflow lists a range of up to N batches split into lanes by order,
+// delivers the lanes at once, and moves Acked to the range's end once every
+// lane is confirmed; a failed lane is retried alone, the range and its
+// unconfirmed lanes travel in the state (Pending), and the next range waits
+// for this one, so each order's changes still arrive in order. While a
+// backlog waits, listing and lanes run as local activities. Retried poison
+// changes carry the order as stored
 // now, so they never take a receiver back to an older version. Messages
 // (pause, resume, retry, skip, config) come from one table as signals and
 // updates; the run continues as new with its state after

@@ -93,12 +93,23 @@ const (
 	// step over 8x; a slice held back), so a run recorded before the
 	// change replays its old decisions.
 	versionDensitySpan = "density-backfill-span"
+
 	// versionBulkBackfill guards FetchSlice's bulk path (slice_bulk.go): a
 	// Shopify GraphQL slice at least options.bulk_min_span wide runs as a
 	// bulk query before (or, when that cannot deliver, instead of)
 	// paging. Asked lazily, only for such a slice, so a history recorded
 	// before it replays its pages.
 	versionBulkBackfill = "shopify-bulk-backfill"
+
+	// versionDeliveryLanes guards max_in_flight above 1 (delivery in
+	// lanes, delivery_lanes.go). Before it the only value accepted was 1:
+	// a Delivery started with more failed at once, and a config signal
+	// asking for more was refused. Asked lazily, only where a value above 1
+	// is judged: at the start of a run whose settings ask for it, and when
+	// a config signal does. A history without the marker keeps the old
+	// verdict; runs with max_in_flight 1 record nothing and take the path
+	// they always took.
+	versionDeliveryLanes = "delivery-lanes"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

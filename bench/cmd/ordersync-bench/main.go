@@ -1,6 +1,6 @@
 // Command ordersync-bench measures ordersync end to end on one machine: an
 // embedded Temporal server, the platform simulator and a SQLite store, all
-// started by this program. It runs four cases and prints a table:
+// started by this program. It runs these cases and prints a table:
 //
 //	B1 backfill      90 days of history over 10 shops, against a direct loop
 //	                 (same connector and store code, no Temporal)
@@ -11,6 +11,8 @@
 //	B6 quota         an Amazon-shaped platform at its documented quota (0.0167/s)
 //	B7 bulk          a 90-day, 50,000-order Shopify backfill, bulk query vs paged
 //	                 GraphQL (-cases b7; not in the default set)
+//	B8 delivery      change feed -> webhook receiver / JetStream: changes/s
+//	                 and commit-to-confirmation lag (-cases b8; delivery.go)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -75,7 +77,7 @@ func (e *benchEnv) profile(name string) func() {
 func main() {
 	var (
 		out      = flag.String("out", "bench/results", "directory for the JSON results")
-		cases    = flag.String("cases", "b1,b2,b3,b4,b5,b6", "cases to run, comma-separated")
+		cases    = flag.String("cases", "b1,b2,b3,b4,b5,b6,b8", "cases to run, comma-separated")
 		work     = flag.String("work", "", "directory for databases and logs (default: a temporary directory, removed afterwards)")
 		workerB  = flag.String("ordersync", "bin/ordersync", "ordersync binary: B2 and B4 run `ordersync worker` as a separate process (empty: the worker runs in this process)")
 		profDir  = flag.String("cpuprofile", "", "write a CPU profile of this process per case into this directory")
@@ -84,6 +86,8 @@ func main() {
 	)
 	var p params
 	p.register(flag.CommandLine)
+	var dp deliveryParams
+	dp.register(flag.CommandLine)
 	flag.Parse()
 
 	env := &benchEnv{profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
@@ -170,6 +174,13 @@ func main() {
 			r.Note = failure("B5", err)
 		}
 		rep.B5 = &r
+	}
+	if want["b8"] || want["delivery"] {
+		r, err := runDelivery(ctx, env, &dp)
+		if err != nil {
+			failure("B8", err)
+		}
+		rep.B8 = &r
 	}
 	if want["b6"] {
 		rep.B6 = &quotaResult{}

@@ -40,6 +40,7 @@ type report struct {
 	B4     *scaleResult     `json:"b4_scale,omitempty"`
 	B5     *fleetResult     `json:"b5_fleet,omitempty"`
 	B6     *quotaResult     `json:"b6_quota,omitempty"`
+	B8     *deliveryReport  `json:"b8_delivery,omitempty"`
 	env    *benchEnv
 }
 
@@ -158,6 +159,9 @@ func (r *report) printTable(w io.Writer) {
 	}
 	printFleet(tw, r.B5)
 	printQuota(tw, r.B6)
+	if r.B8 != nil {
+		r.B8.printRows(tw)
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 }

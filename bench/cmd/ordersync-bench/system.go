@@ -133,6 +133,9 @@ type systemOptions struct {
 	serverDB  string // "file" (like `ordersync dev`) or "memory"
 	childBin  string // run the worker as `childBin worker`; empty: in this process
 	wrapStore func(store.Store) activities.OrderStore
+	// extraYAML is appended to the platforms file (B8's destinations
+	// block); the in-process worker then delivers to them too.
+	extraYAML string
 }
 
 func startSystem(ctx context.Context, dir string, o systemOptions) (*system, error) {
@@ -187,6 +190,7 @@ func startSystem(ctx context.Context, dir string, o systemOptions) (*system, err
 			st = o.wrapStore(s.store)
 		}
 		if s.workers, err = worker.Start(worker.Options{Client: s.client, Store: st, Platforms: s.file.Platforms,
+			Feed: s.store, Destinations: s.file.Destinations,
 			StopTimeout: 5 * time.Second, Alerter: activities.LogAlerter{Logger: discardLogger()}, Logger: discardLogger()}); err != nil {
 			return nil, err
 		}
@@ -204,6 +208,7 @@ func (s *system) startStore(ctx context.Context, o systemOptions) error {
 	if s.fileRaw, err = platformsYAML(o.settings, s.simSrv.URL, shopNames(o.sim)); err != nil {
 		return err
 	}
+	s.fileRaw = append(s.fileRaw, o.extraYAML...)
 	if s.file, err = config.Parse(s.fileRaw); err != nil {
 		return fmt.Errorf("bench platforms file: %w", err)
 	}
