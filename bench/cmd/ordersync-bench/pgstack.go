@@ -231,14 +231,8 @@ func newPostgresStats(what string, dbs ...string) *postgresStats {
 }
 
 // sample reads the CPU of every backend on the databases. The first call
-// starts the window: backends seen later were born in it and count whole.
-// A backend that ends between samples loses its last few seconds.
+// starts the window.
 func (ps *postgresStats) sample(ctx context.Context, conn *pgx.Conn) {
-	initial := ps.started.IsZero()
-	if initial {
-		ps.started = time.Now()
-	}
-	ps.ended = time.Now()
 	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = ANY($1)", ps.Databases)
 	if err != nil {
 		ps.Note = "list backends: " + err.Error()
@@ -249,21 +243,35 @@ func (ps *postgresStats) sample(ctx context.Context, conn *pgx.Conn) {
 		ps.Note = "list backends: " + err.Error()
 		return
 	}
-	ps.Backends = max(ps.Backends, len(pids))
-	for _, pid32 := range pids {
-		pid := int(pid32)
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
+	cpu := map[int]float64{}
+	for _, pid := range pids {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(int(pid)))); err != nil {
 			ps.Note = "PostgreSQL's backends are not processes of this host: their CPU is not measured"
 			return
 		}
-		cpu := procCPU(pid)
+		cpu[int(pid)] = procCPU(int(pid))
+	}
+	ps.record(time.Now(), cpu)
+}
+
+// record adds one sample: the CPU seconds of each backend now. Backends
+// first seen after the first sample were born in the window and count
+// whole; one that ends between samples loses its last few seconds.
+func (ps *postgresStats) record(now time.Time, cpu map[int]float64) {
+	initial := ps.started.IsZero()
+	if initial {
+		ps.started = now
+	}
+	ps.ended = now
+	ps.Backends = max(ps.Backends, len(cpu))
+	for pid, c := range cpu {
 		if _, seen := ps.first[pid]; !seen {
 			ps.first[pid] = 0
 			if initial {
-				ps.first[pid] = cpu
+				ps.first[pid] = c
 			}
 		}
-		ps.last[pid] = cpu
+		ps.last[pid] = c
 	}
 	var used float64
 	for pid, c := range ps.last {

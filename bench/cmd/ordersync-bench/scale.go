@@ -57,6 +57,10 @@ type scaleResult struct {
 	ServerProcessCPUPerSlice    float64        `json:"server_process_cpu_ms_per_slice,omitempty"`
 	TemporalPostgresCPUPerSlice float64        `json:"temporal_postgres_cpu_ms_per_slice,omitempty"`
 	StorePostgresCPUPerSlice    float64        `json:"store_postgres_cpu_ms_per_slice,omitempty"`
+	// Driver is the benchmark process on the PostgreSQL stack: the
+	// simulator and the lag queries. On the dev server it is part of
+	// Server, so the two stacks' server numbers compare with it added.
+	Driver *processStats `json:"driver_process,omitempty"`
 	// PartitionsPolled counts the shared task queue's partitions that had
 	// pollers at the end of the window (4 on the PostgreSQL stack, 1 on
 	// the dev server).
@@ -157,15 +161,18 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 	if sys.child != nil {
 		res.WorkerProc = processStats{PID: sys.child.Process.Pid, What: "ordersync worker"}
 	}
-	var workers []*processStats
+	// measured are the processes sampled besides the server.
+	var measured []*processStats
 	var pgConn *pgx.Conn
 	if sys.pg != nil {
 		res.Server = processStats{PID: sys.pg.server.cmd.Process.Pid, What: "ordersync cluster --server-only: the Temporal server on PostgreSQL"}
 		res.WorkerProcs = make([]processStats, len(sys.children))
 		for i, c := range sys.children {
 			res.WorkerProcs[i] = processStats{PID: c.Process.Pid, What: fmt.Sprintf("ordersync worker %d", i+1)}
-			workers = append(workers, &res.WorkerProcs[i])
+			measured = append(measured, &res.WorkerProcs[i])
 		}
+		res.Driver = &processStats{PID: os.Getpid(), What: "benchmark process: simulator + driver"}
+		measured = append(measured, res.Driver)
 		res.TemporalPostgres = newPostgresStats("PostgreSQL backends of Temporal's databases", sys.pg.temporal.Database, sys.pg.temporal.VisibilityDatabase)
 		res.StorePostgres = newPostgresStats("PostgreSQL backends of the order store's database", sys.pg.storeDB)
 		if pgConn, err = pgx.Connect(ctx, sys.pg.adminDSN); err != nil {
@@ -173,7 +180,7 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 		}
 		defer pgConn.Close(context.Background())
 	} else {
-		workers = []*processStats{&res.WorkerProc}
+		measured = []*processStats{&res.WorkerProc}
 	}
 	label := strings.ToUpper(stack.name)
 	interval, err := time.ParseDuration(p.B4Interval)
@@ -207,7 +214,7 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 		}
 	}
 	res.Server.startCPU()
-	for _, w := range workers {
+	for _, w := range measured {
 		w.startCPU()
 	}
 	samplePostgres()
@@ -216,7 +223,7 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 	rng := rand.New(rand.NewPCG(1, 2))
 	for time.Since(start) < p.B4Window {
 		res.Server.sample()
-		for _, w := range workers {
+		for _, w := range measured {
 			w.sample()
 		}
 		samplePostgres()
@@ -242,7 +249,7 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 	end := time.Now()
 	res.WindowSeconds = end.Sub(start).Seconds()
 	res.Server.endCPU()
-	for _, w := range workers {
+	for _, w := range measured {
 		w.endCPU()
 	}
 	samplePostgres()
@@ -320,6 +327,10 @@ func printScale(w io.Writer, name string, b *scaleResult) {
 	iv, _ := time.ParseDuration(b.Settings.Interval)
 	setting := fmt.Sprintf("%d platforms, %s intervals, task queue %q (%d partitions polled), %s; stack: %s",
 		b.Platforms, b.Settings.Interval, b.Settings.SharedQueue, b.PartitionsPolled, b.Worker, b.Stack)
+	if b.TemporalPostgres != nil { // its stack names the worker processes
+		setting = fmt.Sprintf("%d platforms, %s intervals, task queue %q (%d partitions polled); stack: %s",
+			b.Platforms, b.Settings.Interval, b.Settings.SharedQueue, b.PartitionsPolled, b.Stack)
+	}
 	// The RSS target is per worker process.
 	workerRSS := max(b.WorkerProc.RSSMaxMiB, b.WorkerProc.PeakRSSMiB)
 	workers := fmt.Sprintf("worker RSS %.0f MiB (peak %.0f), %.2f cores", b.WorkerProc.RSSMeanMiB, b.WorkerProc.PeakRSSMiB, b.WorkerProc.CPUCores)
@@ -338,6 +349,9 @@ func printScale(w io.Writer, name string, b *scaleResult) {
 		server = fmt.Sprintf("server process RSS %.0f MiB (peak %.0f), %.2f cores + its PostgreSQL backends %.2f cores: %.0f ms of server CPU per slice (%.0f process + %.0f PostgreSQL); store's PostgreSQL backends %.2f cores, %.0f ms per slice",
 			b.Server.RSSMeanMiB, b.Server.PeakRSSMiB, b.Server.CPUCores, b.TemporalPostgres.CPUCores,
 			b.ServerCPUPerSlice, b.ServerProcessCPUPerSlice, b.TemporalPostgresCPUPerSlice, b.StorePostgres.CPUCores, b.StorePostgresCPUPerSlice)
+		if b.Driver != nil {
+			server += fmt.Sprintf("; simulator + driver %.2f cores (inside the dev server's number)", b.Driver.CPUCores)
+		}
 		server += note(joinNote(b.TemporalPostgres.Note, b.StorePostgres.Note))
 	}
 	result := fmt.Sprintf("lag p50 %.0fs, p99 %.0fs (%d samples); %.1f slices/s (%.1f needed); %s; %s",
