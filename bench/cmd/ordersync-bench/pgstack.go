@@ -148,8 +148,10 @@ func (s *system) startPostgresStack(ctx context.Context, o systemOptions) error 
 	if err != nil {
 		return err
 	}
-	args := []string{"cluster", "--server-only", "--postgres", temporalDSN, "--port", strconv.Itoa(port), "--ui-port", "0"}
-	env := []string{"ORDERSYNC_DATA_DIR=" + s.dir, "ORDERSYNC_TEMPORAL_NAMESPACE=" + pgNamespace, "ORDERSYNC_LOG_LEVEL=warn"}
+	// The DSN goes in the environment, not on a command line anyone may read.
+	args := []string{"cluster", "--server-only", "--port", strconv.Itoa(port), "--ui-port", "0"}
+	env := []string{"ORDERSYNC_CLUSTER_POSTGRES_DSN=" + temporalDSN, "ORDERSYNC_DATA_DIR=" + s.dir,
+		"ORDERSYNC_TEMPORAL_NAMESPACE=" + pgNamespace, "ORDERSYNC_LOG_LEVEL=warn"}
 	if pg.server, err = startServerChild(ctx, o.childBin, s.dir, args, env, pgNamespace, "Ready: ", 3*time.Minute); err != nil {
 		return err
 	}
