@@ -59,8 +59,8 @@ func TestPrintScale(t *testing.T) {
 	// Three workers of 200 MiB each: 600 MiB in all, but the RSS target
 	// is per process, so the row meets it.
 	r := &scaleResult{Platforms: 100, Settings: platformSettings{Interval: "60s"}, LagSamples: 10, LagP99: 30,
-		WorkerProc:  processStats{RSSMeanMiB: 600, RSSMaxMiB: 600, PeakRSSMiB: 600},
-		WorkerProcs: []processStats{{RSSMaxMiB: 200, PeakRSSMiB: 200}, {RSSMaxMiB: 200, PeakRSSMiB: 200}, {RSSMaxMiB: 200, PeakRSSMiB: 200}},
+		WorkerProc:       processStats{RSSMeanMiB: 600, RSSMaxMiB: 600, PeakRSSMiB: 600},
+		WorkerProcs:      []processStats{{RSSMaxMiB: 200, PeakRSSMiB: 200}, {RSSMaxMiB: 200, PeakRSSMiB: 200}, {RSSMaxMiB: 200, PeakRSSMiB: 200}},
 		TemporalPostgres: newPostgresStats("t"), StorePostgres: newPostgresStats("s"), Driver: &processStats{}}
 	b.Reset()
 	printScale(&b, "B4 scale (PostgreSQL stack)", r)
