@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that run the real Temporal server take a few minutes on a 2-core box.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run cluster test test-short lint generate histories clean chaos bench
+.PHONY: all build run cluster test test-short lint generate histories clean chaos bench bench-cluster
 
 all: build
 
@@ -82,6 +82,20 @@ chaos:
 bench: build
 	$(GO) build -o bin/ordersync-bench ./bench/cmd/ordersync-bench
 	./bin/ordersync-bench -ordersync ./$(BIN) -out bench/results $(BENCH_FLAGS)
+
+## bench-cluster: B4 (1,000 platforms, 60 s intervals) twice, side by side:
+## on the dev server with one worker process, and on the production-shaped
+## stack (`ordersync cluster --server-only`: Temporal on PostgreSQL, 4
+## task-queue partitions; a PostgreSQL store; 3 `ordersync worker`
+## processes), each on fresh databases dropped afterwards. About 12 minutes,
+## so not in `make bench`. PostgreSQL comes from ORDERSYNC_TEST_POSTGRES_DSN
+## (and ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN), else from .ci/postgres.sh;
+## without it the PostgreSQL case is skipped, saying so. BENCH_FLAGS as above,
+## e.g. BENCH_FLAGS="-b4-platforms 100 -b4-window 40s" (about 4 minutes).
+bench-cluster: build
+	$(GO) build -o bin/ordersync-bench ./bench/cmd/ordersync-bench
+	@if [ -z "$$ORDERSYNC_TEST_POSTGRES_DSN" ]; then eval "$$(bash .ci/postgres.sh | tail -n1)"; fi; \
+	./bin/ordersync-bench -ordersync ./$(BIN) -out bench/results -cases b4,b4pg $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin

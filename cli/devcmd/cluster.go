@@ -38,6 +38,9 @@ func NewCluster(app *cli.App) *cobra.Command {
   - --workers ` + "`ordersync worker`" + ` processes on the order store (ORDERSYNC_STORE_DSN,
     a PostgreSQL database is created when missing) and the demo cursors.
 Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/cluster/.
+--server-only stops after ` + "`ordersync setup`" + `: the schema, the server and the
+namespace, no simulator, workers or cursors (the benchmark's PostgreSQL case
+runs the server so, to measure its process apart).
 ` + "`make cluster`" + ` runs it on the PostgreSQL that .ci/postgres.sh sets up.`,
 		Example: "  ordersync cluster --postgres postgres://temporal:temporal@127.0.0.1:5432/temporal -f examples/demo-platforms.yaml",
 		Args:    cobra.NoArgs,
@@ -56,6 +59,7 @@ Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/c
 	cmd.Flags().StringVar(&o.postgres, "postgres", os.Getenv("ORDERSYNC_CLUSTER_POSTGRES_DSN"), "PostgreSQL URL for Temporal's databases (default $ORDERSYNC_CLUSTER_POSTGRES_DSN)")
 	o.stackFlags.register(cmd, "simulator address")
 	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many `ordersync worker` processes to run")
+	cmd.Flags().BoolVar(&o.serverOnly, "server-only", false, "run only the schema setup, the Temporal server (and Web UI) and `ordersync setup`; no simulator, store, workers or cursors")
 	return cmd
 }
 
@@ -64,16 +68,19 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	if err != nil {
 		return cli.Usage(fmt.Errorf("--postgres: %w", err))
 	}
-	if !strings.HasPrefix(app.Process.StoreDSN, "postgres") {
-		return cli.Usage(fmt.Errorf("ORDERSYNC_STORE_DSN must be a postgres:// URL for the cluster (got %s)", app.Process.StoreDSN))
-	}
-	file, err := app.LoadPlatforms()
-	if err != nil {
-		return err
-	}
-	platformsPath, err := filepath.Abs(file.Path)
-	if err != nil {
-		return err
+	// Checked before the server starts, so a mistake costs no schema setup.
+	var file *config.File
+	var platformsPath string
+	if !o.serverOnly {
+		if !strings.HasPrefix(app.Process.StoreDSN, "postgres") {
+			return cli.Usage(fmt.Errorf("ORDERSYNC_STORE_DSN must be a postgres:// URL for the cluster (got %s)", app.Process.StoreDSN))
+		}
+		if file, err = app.LoadPlatforms(); err != nil {
+			return err
+		}
+		if platformsPath, err = filepath.Abs(file.Path); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(app.Process.DataDir, "cluster")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -99,6 +106,11 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	// The operator's step, as against any cluster.
 	if err := app.RunSetup(ctx, tsetup.Options{Namespace: app.Process.TemporalNamespace}); err != nil {
 		return fmt.Errorf("ordersync setup: %w", err)
+	}
+	if o.serverOnly {
+		fmt.Fprintf(app.Out, "Ready: namespace %s on %s\n", app.Process.TemporalNamespace, srv.FrontendAddress())
+		runUntilInterrupted(ctx, app)
+		return nil
 	}
 
 	simSrv, err := startDemoSimulator(app, o.simListen, filepath.Join(dir, "sim-start"))

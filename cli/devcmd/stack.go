@@ -38,8 +38,9 @@ type devOptions struct {
 // clusterOptions are the flags of `ordersync cluster`.
 type clusterOptions struct {
 	stackFlags
-	postgres string
-	workers  int
+	postgres   string
+	workers    int
+	serverOnly bool
 }
 
 // register adds the flags to cmd; simHelp says what an empty --sim-listen means.

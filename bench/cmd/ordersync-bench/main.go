@@ -7,6 +7,8 @@
 //	B2 rate-limited  the simulator limits each shop to R requests/s
 //	B3 freshness     steady state: update visible at the platform -> in the store
 //	B4 scale         1,000 platforms with 60 s intervals on one worker process
+//	B4PG             B4 on the PostgreSQL stack, 3 worker processes (not in
+//	                 the default set: -cases b4pg, `make bench-cluster`)
 //	B5 fleet         5,000 platforms with 10-minute intervals on one worker process
 //	B6 quota         an Amazon-shaped platform at its documented quota (0.0167/s)
 //	B7 bulk          a 90-day, 50,000-order Shopify backfill, bulk query vs paged
@@ -162,11 +164,18 @@ func main() {
 		rep.B3 = &r
 	}
 	if want["b4"] {
-		r, err := runScale(ctx, env, &p)
+		r, err := runScale(ctx, env, &p, scaleStack{name: "b4"})
 		if err != nil {
 			r.Note = failure("B4", err)
 		}
 		rep.B4 = &r
+	}
+	if want["b4pg"] {
+		r, err := runScalePostgres(ctx, env, &p)
+		if err != nil {
+			r.Note = failure("B4 on PostgreSQL", err)
+		}
+		rep.B4PG = &r
 	}
 	if want["b5"] {
 		r, err := runFleet(ctx, env, &p)

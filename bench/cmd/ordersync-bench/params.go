@@ -43,6 +43,7 @@ type params struct {
 	B4Queue     string        `json:"b4_task_queue"`
 	B4CatchUp   time.Duration `json:"b4_catch_up_ns"`
 	B4LagSample int           `json:"b4_lag_sample"`
+	B4PGWorkers int           `json:"b4pg_workers"`
 
 	fleetQuotaParams // B5 and B6 (fleet.go)
 }
@@ -83,6 +84,7 @@ func (p *params) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.B4LagSample, "b4-lag-sample", 50, "B4: cursors whose lag is sampled every 10s")
 	fs.DurationVar(&p.B4Window, "b4-window", 150*time.Second, "B4: measurement window after the catch-up")
 	fs.StringVar(&p.B4Queue, "b4-task-queue", "orders-fleet", "B4: one task queue shared by all platforms (empty: one queue per platform)")
+	fs.IntVar(&p.B4PGWorkers, "b4pg-workers", 3, "B4PG (B4 on the PostgreSQL stack; B4's other flags apply): `ordersync worker` processes")
 
 	p.fleetQuotaParams.register(fs)
 }

@@ -438,30 +438,44 @@ func startServerProcess(ctx context.Context, bin, dir string) (*childProcess, er
 		return nil, err
 	}
 	_, port, _ := net.SplitHostPort(addr)
+	args := []string{"dev", "--server-only", "--port", port, "--ui-port", "0", "--db", filepath.Join(dir, "temporal.db")}
+	env := []string{"ORDERSYNC_DATA_DIR=" + dir, "ORDERSYNC_TEMPORAL_NAMESPACE=default", "ORDERSYNC_LOG_LEVEL=warn"}
+	return startServerChild(ctx, bin, dir, args, env, "default", "Temporal frontend: ", 90*time.Second)
+}
+
+// startServerChild runs `bin args...` (a command that starts a Temporal
+// server and prints "Temporal frontend: <address> ...") and waits until it
+// prints a line starting with ready.
+func startServerChild(ctx context.Context, bin, dir string, args, env []string, namespace, ready string, timeout time.Duration) (*childProcess, error) {
 	logf, err := os.Create(filepath.Join(dir, "server.out"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "dev", "--server-only", "--port", port, "--ui-port", "0", "--db", filepath.Join(dir, "temporal.db"))
-	cmd.Env = append(os.Environ(), "ORDERSYNC_DATA_DIR="+dir, "ORDERSYNC_TEMPORAL_NAMESPACE=default", "ORDERSYNC_LOG_LEVEL=warn")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
 	cmd.Stderr = logf
+	what := bin + " " + strings.Join(args[:min(2, len(args))], " ")
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start %s dev --server-only: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", what, err)
 	}
-	c := &childProcess{cmd: cmd, log: logf, namespace: "default", started: time.Now()}
-	found := make(chan string, 1)
+	c := &childProcess{cmd: cmd, log: logf, namespace: namespace, started: time.Now()}
+	found, gone := make(chan string, 1), make(chan struct{})
 	go func() {
+		defer close(gone)
 		sc := bufio.NewScanner(out)
-		sent := false
+		sent, address := false, ""
 		for sc.Scan() {
 			fmt.Fprintln(logf, sc.Text())
-			if a, ok := strings.CutPrefix(sc.Text(), "Temporal frontend: "); ok && !sent {
-				found <- strings.Fields(a)[0]
+			if a, ok := strings.CutPrefix(sc.Text(), "Temporal frontend: "); ok && address == "" {
+				address = strings.Fields(a)[0]
+			}
+			if strings.HasPrefix(sc.Text(), ready) && address != "" && !sent {
+				found <- address
 				sent = true
 			}
 		}
@@ -470,9 +484,17 @@ func startServerProcess(ctx context.Context, bin, dir string) (*childProcess, er
 	select {
 	case c.address = <-found:
 		return c, nil
-	case <-time.After(90 * time.Second):
+	case <-gone:
+		select {
+		case c.address = <-found:
+			return c, nil
+		default:
+		}
 		c.stop()
-		return nil, fmt.Errorf("%s dev --server-only did not report its frontend within 90s (see %s)", bin, logf.Name())
+		return nil, fmt.Errorf("%s ended before it was ready (see %s)", what, logf.Name())
+	case <-time.After(timeout):
+		c.stop()
+		return nil, fmt.Errorf("%s was not ready within %s (see %s)", what, timeout, logf.Name())
 	case <-ctx.Done():
 		c.stop()
 		return nil, ctx.Err()

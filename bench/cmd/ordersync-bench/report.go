@@ -38,6 +38,7 @@ type report struct {
 	B2     *rateResult      `json:"b2_rate_limited,omitempty"`
 	B3     *freshResult     `json:"b3_freshness,omitempty"`
 	B4     *scaleResult     `json:"b4_scale,omitempty"`
+	B4PG   *scaleResult     `json:"b4_scale_postgres,omitempty"`
 	B5     *fleetResult     `json:"b5_fleet,omitempty"`
 	B6     *quotaResult     `json:"b6_quota,omitempty"`
 	B8     *deliveryReport  `json:"b8_delivery,omitempty"`
@@ -144,19 +145,8 @@ func (r *report) printTable(w io.Writer) {
 		fmt.Fprintf(tw, "B3 freshness\t%s\t%s\tp99 <= %.0fs\t%s\n", setting, result, b.Target,
 			yes(b.Note == "" && b.NotLanded == 0 && b.P99 <= b.Target && b.Versions > 0))
 	}
-	if b := r.B4; b != nil {
-		iv, _ := time.ParseDuration(b.Settings.Interval)
-		setting := fmt.Sprintf("%d platforms, %s intervals, task queue %q, %s", b.Platforms, b.Settings.Interval, b.Settings.SharedQueue, b.Worker)
-		result := fmt.Sprintf("lag p50 %.0fs, p99 %.0fs (%d samples); %.1f slices/s (%.1f needed); worker RSS %.0f MiB (peak %.0f), %.2f cores; server RSS %.0f MiB (peak %.0f), %.2f cores, %.0f ms of server CPU per slice",
-			b.LagP50, b.LagP99, b.LagSamples, b.SlicesPerSecond, float64(b.Platforms)/iv.Seconds(),
-			b.WorkerProc.RSSMeanMiB, b.WorkerProc.PeakRSSMiB, b.WorkerProc.CPUCores,
-			b.Server.RSSMeanMiB, b.Server.PeakRSSMiB, b.Server.CPUCores, b.ServerCPUPerSlice)
-		result += note(b.Note)
-		// Issue 18: p99 lag within 1.5 intervals (90 s at 60 s intervals).
-		target := 1.5 * iv.Seconds()
-		fmt.Fprintf(tw, "B4 scale\t%s\t%s\tp99 lag <= %.0fs, worker RSS <= 512 MiB\t%s\n", setting, result, target,
-			yes(b.Note == "" && b.LagSamples > 0 && b.LagP99 <= target && max(b.WorkerProc.RSSMaxMiB, b.WorkerProc.PeakRSSMiB) <= 512))
-	}
+	printScale(tw, "B4 scale", r.B4)
+	printScale(tw, "B4 scale (PostgreSQL stack)", r.B4PG)
 	printFleet(tw, r.B5)
 	printQuota(tw, r.B6)
 	if r.B8 != nil {

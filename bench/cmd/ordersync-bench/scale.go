@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ordersync/ordersync/api"
@@ -37,6 +40,50 @@ type scaleResult struct {
 	ServerCPUPerSlice float64 `json:"server_cpu_ms_per_slice"`
 	WorkerCPUPerSlice float64 `json:"worker_cpu_ms_per_slice"`
 	Note              string  `json:"note,omitempty"`
+
+	// Stack is what the case ran on.
+	Stack string `json:"stack"`
+	// Skipped says why the case did not run (no PostgreSQL).
+	Skipped string `json:"skipped,omitempty"`
+	// WorkerProcs are the worker processes one by one when there are
+	// several; WorkerProc is then their sum.
+	WorkerProcs []processStats `json:"worker_processes,omitempty"`
+	// On the PostgreSQL stack: the CPU of the PostgreSQL backends serving
+	// Temporal's two databases and the order store's. ServerCPUPerSlice
+	// there is the Temporal server process and its backends together;
+	// ServerProcessCPUPerSlice the process alone.
+	TemporalPostgres            *postgresStats `json:"temporal_postgres_backends,omitempty"`
+	StorePostgres               *postgresStats `json:"store_postgres_backends,omitempty"`
+	ServerProcessCPUPerSlice    float64        `json:"server_process_cpu_ms_per_slice,omitempty"`
+	TemporalPostgresCPUPerSlice float64        `json:"temporal_postgres_cpu_ms_per_slice,omitempty"`
+	StorePostgresCPUPerSlice    float64        `json:"store_postgres_cpu_ms_per_slice,omitempty"`
+	// Driver is the benchmark process on the PostgreSQL stack: the
+	// simulator and the lag queries. On the dev server it is part of
+	// Server, so the two stacks' server numbers compare with it added.
+	Driver *processStats `json:"driver_process,omitempty"`
+	// PartitionsPolled counts the shared task queue's partitions that had
+	// pollers at the end of the window (4 on the PostgreSQL stack, 1 on
+	// the dev server).
+	PartitionsPolled int `json:"task_queue_partitions_polled,omitempty"`
+}
+
+// scaleStack is what B4 runs on: the embedded dev server (nil postgres) or
+// the production-shaped stack on PostgreSQL.
+type scaleStack struct {
+	name     string // the case's directory, log prefix and profile name
+	postgres *pgStackOptions
+}
+
+// sumProcesses is several processes' stats as one: memory and CPU added up.
+func sumProcesses(what string, ps []processStats) processStats {
+	out := processStats{What: what}
+	for _, p := range ps {
+		out.RSSMeanMiB += p.RSSMeanMiB
+		out.RSSMaxMiB += p.RSSMaxMiB
+		out.PeakRSSMiB += p.PeakRSSMiB
+		out.CPUCores += p.CPUCores
+	}
+	return out
 }
 
 // processStats are a process's memory and CPU over the measurement window.
@@ -71,9 +118,15 @@ func (ps *processStats) endCPU() {
 }
 
 // runScale runs B4: N platforms with live orders, each following the
-// present in `interval` slices, all served by one worker process.
-func runScale(ctx context.Context, env *benchEnv, p *params) (scaleResult, error) {
+// present in `interval` slices, all served by one worker process on the
+// embedded dev server, or by several on the PostgreSQL stack.
+func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (scaleResult, error) {
 	res := scaleResult{Platforms: p.B4Platforms, LiveRate: p.B4LiveRate, Worker: "in-process (worker and server measured together)"}
+	if stack.postgres != nil {
+		res.Stack = stack.postgres.describe()
+	} else {
+		res.Stack = fmt.Sprintf("embedded dev server (SQLite %s, 1 partition per task queue) in the benchmark process with the simulator; SQLite store", env.serverDB)
+	}
 	simCfg := sim.DefaultConfig()
 	simCfg.Seed = 17
 	simCfg.Shops = shops(p.B4Platforms)
@@ -90,12 +143,15 @@ func runScale(ctx context.Context, env *benchEnv, p *params) (scaleResult, error
 		Start: time.Now().UTC().Add(-p.B4Backlog).Truncate(time.Second), Interval: p.B4Interval, Overlap: "10s", Settle: "5s",
 		Timeout: "30s", Concurrency: 2, RPS: 2, Burst: 4, PageSize: 100, MaxPages: 100, SharedQueue: p.B4Queue,
 	}
-	opts := systemOptions{sim: simCfg, settings: res.Settings, serverDB: env.serverDB}
+	opts := systemOptions{sim: simCfg, settings: res.Settings, serverDB: env.serverDB, postgres: stack.postgres}
 	if env.workerBin != "" {
 		opts.childBin = env.workerBin
 		res.Worker = "ordersync worker process"
 	}
-	sys, err := startSystem(ctx, env.caseDir("b4"), opts)
+	if stack.postgres != nil {
+		res.Worker = fmt.Sprintf("%d ordersync worker processes", stack.postgres.workers)
+	}
+	sys, err := startSystem(ctx, env.caseDir(stack.name), opts)
 	if err != nil {
 		return res, err
 	}
@@ -105,18 +161,40 @@ func runScale(ctx context.Context, env *benchEnv, p *params) (scaleResult, error
 	if sys.child != nil {
 		res.WorkerProc = processStats{PID: sys.child.Process.Pid, What: "ordersync worker"}
 	}
+	// measured are the processes sampled besides the server.
+	var measured []*processStats
+	var pgConn *pgx.Conn
+	if sys.pg != nil {
+		res.Server = processStats{PID: sys.pg.server.cmd.Process.Pid, What: "ordersync cluster --server-only: the Temporal server on PostgreSQL"}
+		res.WorkerProcs = make([]processStats, len(sys.children))
+		for i, c := range sys.children {
+			res.WorkerProcs[i] = processStats{PID: c.Process.Pid, What: fmt.Sprintf("ordersync worker %d", i+1)}
+			measured = append(measured, &res.WorkerProcs[i])
+		}
+		res.Driver = &processStats{PID: os.Getpid(), What: "benchmark process: simulator + driver"}
+		measured = append(measured, res.Driver)
+		res.TemporalPostgres = newPostgresStats("PostgreSQL backends of Temporal's databases", sys.pg.temporal.Database, sys.pg.temporal.VisibilityDatabase)
+		res.StorePostgres = newPostgresStats("PostgreSQL backends of the order store's database", sys.pg.storeDB)
+		if pgConn, err = pgx.Connect(ctx, sys.pg.adminDSN); err != nil {
+			return res, fmt.Errorf("connect to PostgreSQL to measure its backends: %w", err)
+		}
+		defer pgConn.Close(context.Background())
+	} else {
+		measured = []*processStats{&res.WorkerProc}
+	}
+	label := strings.ToUpper(stack.name)
 	interval, err := time.ParseDuration(p.B4Interval)
 	if err != nil {
 		return res, err
 	}
-	env.logf("B4: %d platforms, %s intervals, queue %q, worker: %s", p.B4Platforms, p.B4Interval, p.B4Queue, res.Worker)
+	env.logf("%s: %d platforms, %s intervals, queue %q, worker: %s; %s", label, p.B4Platforms, p.B4Interval, p.B4Queue, res.Worker, res.Stack)
 
 	t0 := time.Now()
 	if err := sys.startCursors(ctx); err != nil {
 		return res, err
 	}
 	res.StartSeconds = time.Since(t0).Seconds()
-	env.logf("B4: %d cursors started in %.1fs; catching up the %s backlog", p.B4Platforms, res.StartSeconds, p.B4Backlog)
+	env.logf("%s: %d cursors started in %.1fs; catching up the %s backlog", label, p.B4Platforms, res.StartSeconds, p.B4Backlog)
 	// Catch up: every cursor has finished the backlog slices.
 	caughtUp := res.Settings.Start.Add(p.B4Backlog / interval * interval) // the end of the last backlog slice
 	if _, err := sys.waitWatermarks(ctx, caughtUp, p.B4CatchUp); err != nil {
@@ -125,18 +203,30 @@ func runScale(ctx context.Context, env *benchEnv, p *params) (scaleResult, error
 	res.CatchUpSeconds = time.Since(t0).Seconds()
 
 	names := sys.file.Names()
-	env.logf("B4: caught up after %.1fs; measuring for %s", res.CatchUpSeconds, p.B4Window)
+	env.logf("%s: caught up after %.1fs; measuring for %s", label, res.CatchUpSeconds, p.B4Window)
 	pagesBefore := totalPages(sys.sim.Stats())
-	stopProfile := env.profile("b4")
+	stopProfile := env.profile(stack.name)
 	defer stopProfile()
+	samplePostgres := func() {
+		if pgConn != nil {
+			res.TemporalPostgres.sample(ctx, pgConn)
+			res.StorePostgres.sample(ctx, pgConn)
+		}
+	}
 	res.Server.startCPU()
-	res.WorkerProc.startCPU()
+	for _, w := range measured {
+		w.startCPU()
+	}
+	samplePostgres()
 	start := time.Now()
 	var lags []float64
 	rng := rand.New(rand.NewPCG(1, 2))
 	for time.Since(start) < p.B4Window {
 		res.Server.sample()
-		res.WorkerProc.sample()
+		for _, w := range measured {
+			w.sample()
+		}
+		samplePostgres()
 		// Lag of a few random cursors: now minus the watermark. Queries
 		// cost the server and the worker too, so only a few per second.
 		perm := rng.Perm(len(names))[:min(len(names), p.B4LagSample)]
@@ -159,16 +249,32 @@ func runScale(ctx context.Context, env *benchEnv, p *params) (scaleResult, error
 	end := time.Now()
 	res.WindowSeconds = end.Sub(start).Seconds()
 	res.Server.endCPU()
-	res.WorkerProc.endCPU()
+	for _, w := range measured {
+		w.endCPU()
+	}
+	samplePostgres()
 	stopProfile()
+	if len(res.WorkerProcs) > 0 {
+		res.WorkerProc = sumProcesses(fmt.Sprintf("%d ordersync worker processes, summed", len(res.WorkerProcs)), res.WorkerProcs)
+	}
+	if res.PartitionsPolled, err = partitionsPolled(ctx, sys.client, p.B4Queue); err != nil {
+		res.Note = joinNote(res.Note, "partitions: "+err.Error())
+	}
 	res.Pages = totalPages(sys.sim.Stats()) - pagesBefore
 	if res.Slices, err = sys.countSlices(ctx, start, end); err != nil {
-		res.Note = "count slices: " + err.Error()
+		res.Note = joinNote(res.Note, "count slices: "+err.Error())
 	}
 	res.SlicesPerSecond = float64(res.Slices) / res.WindowSeconds
 	if res.Slices > 0 {
 		res.ServerCPUPerSlice = res.Server.CPUCores * res.WindowSeconds / float64(res.Slices) * 1000
 		res.WorkerCPUPerSlice = res.WorkerProc.CPUCores * res.WindowSeconds / float64(res.Slices) * 1000
+		if res.TemporalPostgres != nil {
+			perSlice := func(cores float64) float64 { return cores * res.WindowSeconds / float64(res.Slices) * 1000 }
+			res.ServerProcessCPUPerSlice = res.ServerCPUPerSlice
+			res.TemporalPostgresCPUPerSlice = perSlice(res.TemporalPostgres.CPUCores)
+			res.StorePostgresCPUPerSlice = perSlice(res.StorePostgres.CPUCores)
+			res.ServerCPUPerSlice += res.TemporalPostgresCPUPerSlice
+		}
 	}
 	sort.Float64s(lags)
 	res.LagSamples = len(lags)
@@ -191,9 +297,68 @@ func totalPages(st sim.Stats) int64 {
 func (s *system) countSlices(ctx context.Context, from, to time.Time) (int64, error) {
 	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Completed' AND CloseTime >= '%s' AND CloseTime < '%s'",
 		api.SliceWorkflowType, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
-	resp, err := s.client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: s.srv.Namespace(), Query: q})
+	resp, err := s.client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: s.namespace, Query: q})
 	if err != nil {
 		return 0, err
 	}
 	return resp.GetCount(), nil
+}
+
+// runScalePostgres runs B4 on the PostgreSQL stack ("b4pg"), or skips it,
+// saying why, when no PostgreSQL is at hand.
+func runScalePostgres(ctx context.Context, env *benchEnv, p *params) (scaleResult, error) {
+	pg, why := pgStackFromEnv(ctx, p.B4PGWorkers)
+	if pg == nil {
+		env.logf("B4PG: SKIPPED: %s", why)
+		return scaleResult{Platforms: p.B4Platforms, Skipped: why}, nil
+	}
+	return runScale(ctx, env, p, scaleStack{name: "b4pg", postgres: pg})
+}
+
+// printScale prints a B4 row: the dev server's or the PostgreSQL stack's.
+func printScale(w io.Writer, name string, b *scaleResult) {
+	if b == nil {
+		return
+	}
+	if b.Skipped != "" {
+		fmt.Fprintf(w, "%s\t%d platforms\tSKIPPED: %s\t\t-\n", name, b.Platforms, b.Skipped)
+		return
+	}
+	iv, _ := time.ParseDuration(b.Settings.Interval)
+	setting := fmt.Sprintf("%d platforms, %s intervals, task queue %q (%d partitions polled), %s; stack: %s",
+		b.Platforms, b.Settings.Interval, b.Settings.SharedQueue, b.PartitionsPolled, b.Worker, b.Stack)
+	if b.TemporalPostgres != nil { // its stack names the worker processes
+		setting = fmt.Sprintf("%d platforms, %s intervals, task queue %q (%d partitions polled); stack: %s",
+			b.Platforms, b.Settings.Interval, b.Settings.SharedQueue, b.PartitionsPolled, b.Stack)
+	}
+	// The RSS target is per worker process.
+	workerRSS := max(b.WorkerProc.RSSMaxMiB, b.WorkerProc.PeakRSSMiB)
+	workers := fmt.Sprintf("worker RSS %.0f MiB (peak %.0f), %.2f cores", b.WorkerProc.RSSMeanMiB, b.WorkerProc.PeakRSSMiB, b.WorkerProc.CPUCores)
+	if len(b.WorkerProcs) > 0 {
+		workerRSS = 0
+		var rss []string
+		for _, p := range b.WorkerProcs {
+			workerRSS = max(workerRSS, p.RSSMaxMiB, p.PeakRSSMiB)
+			rss = append(rss, fmt.Sprintf("%.0f", p.RSSMeanMiB))
+		}
+		workers = fmt.Sprintf("worker RSS %s MiB (peak of one %.0f), %.2f cores in all", strings.Join(rss, " + "), workerRSS, b.WorkerProc.CPUCores)
+	}
+	server := fmt.Sprintf("server RSS %.0f MiB (peak %.0f), %.2f cores, %.0f ms of server CPU per slice",
+		b.Server.RSSMeanMiB, b.Server.PeakRSSMiB, b.Server.CPUCores, b.ServerCPUPerSlice)
+	if b.TemporalPostgres != nil {
+		server = fmt.Sprintf("server process RSS %.0f MiB (peak %.0f), %.2f cores + its PostgreSQL backends %.2f cores: %.0f ms of server CPU per slice (%.0f process + %.0f PostgreSQL); store's PostgreSQL backends %.2f cores, %.0f ms per slice",
+			b.Server.RSSMeanMiB, b.Server.PeakRSSMiB, b.Server.CPUCores, b.TemporalPostgres.CPUCores,
+			b.ServerCPUPerSlice, b.ServerProcessCPUPerSlice, b.TemporalPostgresCPUPerSlice, b.StorePostgres.CPUCores, b.StorePostgresCPUPerSlice)
+		if b.Driver != nil {
+			server += fmt.Sprintf("; simulator + driver %.2f cores (inside the dev server's number)", b.Driver.CPUCores)
+		}
+		server += note(joinNote(b.TemporalPostgres.Note, b.StorePostgres.Note))
+	}
+	result := fmt.Sprintf("lag p50 %.0fs, p99 %.0fs (%d samples); %.1f slices/s (%.1f needed); %s; %s",
+		b.LagP50, b.LagP99, b.LagSamples, b.SlicesPerSecond, float64(b.Platforms)/iv.Seconds(), workers, server)
+	result += note(b.Note)
+	// Issue 18: p99 lag within 1.5 intervals (90 s at 60 s intervals).
+	target := 1.5 * iv.Seconds()
+	fmt.Fprintf(w, "%s\t%s\t%s\tp99 lag <= %.0fs, worker RSS <= 512 MiB\t%s\n", name, setting, result, target,
+		yes(b.Note == "" && b.LagSamples > 0 && b.LagP99 <= target && workerRSS <= 512))
 }

@@ -109,19 +109,26 @@ func shopNames(cfg sim.Config) []string {
 }
 
 // system is one case's running ordersync: an embedded Temporal server, the
-// simulator, a SQLite store and a worker (in this process or a child).
+// simulator, a SQLite store and a worker (in this process or a child); or,
+// with systemOptions.postgres, the production-shaped stack (pgstack.go).
 type system struct {
-	dir      string
-	srv      *devserver.Server
-	client   client.Client
-	sim      *sim.Simulator
-	simSrv   *sim.Server
-	file     *config.File
-	fileRaw  []byte
-	store    store.Store
-	workers  *worker.Workers
-	child    *exec.Cmd
-	childLog *os.File
+	dir       string
+	srv       *devserver.Server
+	namespace string
+	client    client.Client
+	sim       *sim.Simulator
+	simSrv    *sim.Server
+	file      *config.File
+	fileRaw   []byte
+	store     store.Store
+	storeURL  string
+	workers   *worker.Workers
+	// child is the first worker process; children all of them.
+	child     *exec.Cmd
+	children  []*exec.Cmd
+	childLogs []*os.File
+	// pg is the PostgreSQL stack's server process and databases.
+	pg *pgStack
 	// queryErrors counts status queries that failed (and were retried).
 	queryErrors    int
 	lastQueryError string
@@ -136,6 +143,9 @@ type systemOptions struct {
 	// extraYAML is appended to the platforms file (B8's destinations
 	// block); the in-process worker then delivers to them too.
 	extraYAML string
+	// postgres, when set, runs the production-shaped stack instead of the
+	// embedded server and SQLite (needs childBin).
+	postgres *pgStackOptions
 }
 
 func startSystem(ctx context.Context, dir string, o systemOptions) (*system, error) {
@@ -157,6 +167,14 @@ func startSystem(ctx context.Context, dir string, o systemOptions) (*system, err
 	if s.simSrv, err = s.sim.Start("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
+	if o.postgres != nil {
+		if err := s.startPostgresStack(ctx, o); err != nil {
+			return nil, err
+		}
+		ok = true
+		return s, nil
+	}
+	s.storeURL = "sqlite://" + filepath.Join(dir, "orders.db")
 	if o.serverDB == "none" { // the direct loop: simulator and store only
 		if err := s.startStore(ctx, o); err != nil {
 			return nil, err
@@ -174,14 +192,15 @@ func startSystem(ctx context.Context, dir string, o systemOptions) (*system, err
 	}); err != nil {
 		return nil, err
 	}
-	if s.client, err = client.Dial(client.Options{HostPort: s.srv.FrontendAddress(), Namespace: s.srv.Namespace(), Logger: quietLogger{}}); err != nil {
+	s.namespace = s.srv.Namespace()
+	if s.client, err = client.Dial(client.Options{HostPort: s.srv.FrontendAddress(), Namespace: s.namespace, Logger: quietLogger{}}); err != nil {
 		return nil, err
 	}
 	if err := s.startStore(ctx, o); err != nil {
 		return nil, err
 	}
 	if o.childBin != "" {
-		if err := s.startChild(o.childBin, s.platformsPath(), s.storeDSN()); err != nil {
+		if err := s.startChild(o.childBin, s.srv.FrontendAddress(), "worker.log"); err != nil {
 			return nil, err
 		}
 	} else {
@@ -200,7 +219,7 @@ func startSystem(ctx context.Context, dir string, o systemOptions) (*system, err
 }
 
 func (s *system) platformsPath() string { return filepath.Join(s.dir, "platforms.yaml") }
-func (s *system) storeDSN() string      { return "sqlite://" + filepath.Join(s.dir, "orders.db") }
+func (s *system) storeDSN() string      { return s.storeURL }
 
 // startStore writes the platforms file and opens the store.
 func (s *system) startStore(ctx context.Context, o systemOptions) error {
@@ -219,19 +238,20 @@ func (s *system) startStore(ctx context.Context, o systemOptions) error {
 	return err
 }
 
-// startChild runs `ordersync worker` against this system's server and store.
-func (s *system) startChild(bin, platformsPath, storeDSN string) error {
-	logf, err := os.Create(filepath.Join(s.dir, "worker.log"))
+// startChild runs one more `ordersync worker` against this system's server
+// and store, logging to logName in the case's directory.
+func (s *system) startChild(bin, address, logName string) error {
+	logf, err := os.Create(filepath.Join(s.dir, logName))
 	if err != nil {
 		return err
 	}
-	s.childLog = logf
+	s.childLogs = append(s.childLogs, logf)
 	cmd := exec.Command(bin, "worker", "--stop-timeout", "5s")
 	cmd.Env = append(os.Environ(),
-		"ORDERSYNC_TEMPORAL_ADDRESS="+s.srv.FrontendAddress(),
-		"ORDERSYNC_TEMPORAL_NAMESPACE="+s.srv.Namespace(),
-		"ORDERSYNC_STORE_DSN="+storeDSN,
-		"ORDERSYNC_PLATFORMS_FILE="+platformsPath,
+		"ORDERSYNC_TEMPORAL_ADDRESS="+address,
+		"ORDERSYNC_TEMPORAL_NAMESPACE="+s.namespace,
+		"ORDERSYNC_STORE_DSN="+s.storeDSN(),
+		"ORDERSYNC_PLATFORMS_FILE="+s.platformsPath(),
 		"ORDERSYNC_METRICS_ADDRESS=",
 		"ORDERSYNC_LOG_LEVEL=warn",
 	)
@@ -239,7 +259,10 @@ func (s *system) startChild(bin, platformsPath, storeDSN string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start worker process %s: %w", bin, err)
 	}
-	s.child = cmd
+	if s.child == nil {
+		s.child = cmd
+	}
+	s.children = append(s.children, cmd)
 	return nil
 }
 
@@ -332,25 +355,42 @@ func (s *system) stop() {
 	if s.workers != nil {
 		s.workers.Stop()
 	}
-	if s.child != nil && s.child.Process != nil {
-		_ = s.child.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = s.child.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = s.child.Process.Kill()
-			<-done
+	// Every worker drains at once (SIGTERM), before the server goes.
+	var wg sync.WaitGroup
+	for _, child := range s.children {
+		if child.Process == nil {
+			continue
 		}
+		_ = child.Process.Signal(syscall.SIGTERM)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan struct{})
+			go func() { _ = child.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				_ = child.Process.Kill()
+				<-done
+			}
+		}()
 	}
-	if s.childLog != nil {
-		s.childLog.Close()
+	wg.Wait()
+	for _, f := range s.childLogs {
+		f.Close()
 	}
 	if s.client != nil {
 		s.client.Close()
 	}
 	if s.srv != nil {
 		_ = s.srv.Stop()
+	}
+	if s.pg != nil {
+		if s.store != nil {
+			_ = s.store.Close() // before its database is dropped
+			s.store = nil
+		}
+		s.pg.stop()
 	}
 	if s.simSrv != nil {
 		_ = s.simSrv.Close()
