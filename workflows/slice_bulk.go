@@ -171,14 +171,7 @@ func (s *sliceRun) downloadBulk(ctx workflow.Context, in activities.BulkInput) e
 	if err := workflow.ExecuteActivity(bulkDownloadContext(ctx, s), acts.DownloadBulk, in).Get(ctx, &r); err != nil {
 		return err
 	}
-	s.res.Pages++
-	s.res.OrdersFetched += r.Fetched
-	s.res.OrdersInserted += r.Inserted
-	s.res.OrdersUpdated += r.Updated
-	s.res.OrdersUnchanged += r.Unchanged
-	s.res.OrdersOutsideRange += r.OutsideRange
-	s.res.OrdersRejected += r.Rejected
-	s.res.OrdersFutureStamped += r.FutureStamped
+	s.countPage(r)
 	return nil
 }
 
