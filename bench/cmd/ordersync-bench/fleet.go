@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"sort"
 	"time"
 
-	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/starter"
 )
 
@@ -108,37 +105,16 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 		return res, fmt.Errorf("B5 needs at least 1 platform and an interval of at least 1s (got %d, %s)", p.B5Platforms, p.B5Interval)
 	}
 	now := time.Now().UTC()
-	simCfg := sim.DefaultConfig()
-	simCfg.Seed = 19
-	simCfg.Shops = shops(p.B5Platforms)
-	simCfg.AdminToken = "bench-admin"
-	simCfg.HistoryOrders, simCfg.History = 0, 0
-	simCfg.LiveRate = p.B5LiveRate
-	simCfg.MaxUpdates = 2
-	simCfg.UpdateSpread = 10 * time.Minute
-	simCfg.Late = 5 * time.Second
-	simCfg.RateLimit = sim.RateLimit{RPS: 2, Burst: 4}
-	simCfg.Faults = sim.Faults{}
-	simCfg.Start = now.Add(-p.B5Interval) // orders before the first slice's start exist
+	simCfg := fleetSim(19, p.B5Platforms, p.B5LiveRate, 10*time.Minute, now.Add(-p.B5Interval)) // orders before the first slice's start exist
 	res.Settings = platformSettings{
 		Start: now.Truncate(time.Second), Interval: p.B5Interval.String(), Overlap: min(time.Minute, p.B5Interval/4).String(), Settle: p.B5Settle.String(),
 		Timeout: "30s", Concurrency: 2, RPS: 2, Burst: 4, PageSize: 100, MaxPages: 100, SharedQueue: p.B5Queue,
 	}
-	opts := systemOptions{sim: simCfg, settings: res.Settings, serverDB: env.serverDB}
-	if env.workerBin != "" {
-		opts.childBin = env.workerBin
-		res.Worker = "ordersync worker process"
-	}
-	sys, err := startSystem(ctx, env.caseDir("b5"), opts)
+	sys, err := startFleetSystem(ctx, env, "b5", simCfg, res.Settings, &res.Worker, &res.Server, &res.WorkerProc)
 	if err != nil {
 		return res, err
 	}
 	defer sys.stop()
-	res.Server = processStats{PID: os.Getpid(), What: "benchmark process: embedded Temporal server + simulator + driver"}
-	res.WorkerProc = processStats{PID: os.Getpid(), What: "in process"}
-	if sys.child != nil {
-		res.WorkerProc = processStats{PID: sys.child.Process.Pid, What: "ordersync worker"}
-	}
 	env.logf("B5: %d platforms, %s intervals, settle %s, queue %q, worker: %s", p.B5Platforms, p.B5Interval, p.B5Settle, p.B5Queue, res.Worker)
 
 	t0 := time.Now()
@@ -159,61 +135,24 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 	}
 	res.WarmupSecs = p.B5Warmup.Seconds()
 
-	names := sys.file.Names()
-	pagesBefore := totalPages(sys.sim.Stats())
-	stopProfile := env.profile("b5")
-	defer stopProfile()
-	res.Server.startCPU()
-	res.WorkerProc.startCPU()
-	start := time.Now()
-	var lags []float64
-	rng := rand.New(rand.NewPCG(5, 5))
-	for time.Since(start) < p.B5Window {
-		res.Server.sample()
-		res.WorkerProc.sample()
-		perm := rng.Perm(len(names))[:min(len(names), p.B5LagSample)]
-		sample := make([]string, len(perm))
-		for i, j := range perm {
-			sample[i] = names[j]
-		}
-		at := time.Now()
-		sts, err := sys.statuses(ctx, sample)
-		if err != nil {
-			res.QueryErrors++
-		}
-		for _, st := range sts {
-			lags = append(lags, at.Sub(st.Watermark).Seconds())
-		}
-		if err := sleep(ctx, 10*time.Second-time.Since(at)); err != nil {
-			return res, err
-		}
+	w, err := measureFleet(ctx, env, sys, "b5", &res.Server, &res.WorkerProc, p.B5Window, p.B5LagSample, rand.New(rand.NewPCG(5, 5)), &res.QueryErrors)
+	if err != nil {
+		return res, err
 	}
-	end := time.Now()
-	res.WindowSecs = end.Sub(start).Seconds()
-	res.Server.endCPU()
-	res.WorkerProc.endCPU()
+	// One more memory sample: the window's end.
 	res.Server.sample()
 	res.WorkerProc.sample()
-	stopProfile()
 	res.LoadAfter = loadAverage()
-	res.Pages = totalPages(sys.sim.Stats()) - pagesBefore
-	if res.Slices, err = sys.countSlices(ctx, start, end); err != nil {
-		res.Note = "count slices: " + err.Error()
+	res.WindowSecs, res.Pages, res.Slices, res.SlicesPerSecond = w.seconds, w.pages, w.slices, w.slicesPerSecond()
+	if w.countErr != nil {
+		res.Note = "count slices: " + w.countErr.Error()
 	}
-	res.SlicesPerSecond = float64(res.Slices) / res.WindowSecs
-	if res.Slices > 0 {
-		res.ServerCPUPerSlice = res.Server.CPUCores * res.WindowSecs / float64(res.Slices) * 1000
-		res.WorkerCPUPerSlice = res.WorkerProc.CPUCores * res.WindowSecs / float64(res.Slices) * 1000
-		if perSlice := (res.ServerCPUPerSlice + res.WorkerCPUPerSlice) / 1000; perSlice > 0 {
-			res.SustainableSlices = float64(runtime.NumCPU()) / perSlice
-			res.PlatformsAtInterval = res.SustainableSlices * p.B5Interval.Seconds()
-		}
+	res.ServerCPUPerSlice, res.WorkerCPUPerSlice = w.cpuPerSlice(res.Server), w.cpuPerSlice(res.WorkerProc)
+	if perSlice := (res.ServerCPUPerSlice + res.WorkerCPUPerSlice) / 1000; perSlice > 0 {
+		res.SustainableSlices = float64(runtime.NumCPU()) / perSlice
+		res.PlatformsAtInterval = res.SustainableSlices * p.B5Interval.Seconds()
 	}
-	sort.Float64s(lags)
-	res.LagSamples = len(lags)
-	if len(lags) > 0 {
-		res.LagP50, res.LagP99, res.LagMax = quantile(lags, 0.5), quantile(lags, 0.99), lags[len(lags)-1]
-	}
+	res.LagSamples, res.LagP50, res.LagP99, res.LagMax = w.lagStats()
 	return res, nil
 }
 

@@ -73,38 +73,17 @@ func (ps *processStats) endCPU() {
 // runScale runs B4: N platforms with live orders, each following the
 // present in `interval` slices, all served by one worker process.
 func runScale(ctx context.Context, env *benchEnv, p *params) (scaleResult, error) {
-	res := scaleResult{Platforms: p.B4Platforms, LiveRate: p.B4LiveRate, Worker: "in-process (worker and server measured together)"}
-	simCfg := sim.DefaultConfig()
-	simCfg.Seed = 17
-	simCfg.Shops = shops(p.B4Platforms)
-	simCfg.AdminToken = "bench-admin"
-	simCfg.HistoryOrders, simCfg.History = 0, 0
-	simCfg.LiveRate = p.B4LiveRate
-	simCfg.MaxUpdates = 2
-	simCfg.UpdateSpread = 5 * time.Minute
-	simCfg.Late = 5 * time.Second
-	simCfg.RateLimit = sim.RateLimit{RPS: 2, Burst: 4}
-	simCfg.Faults = sim.Faults{}
-	simCfg.Start = time.Now().Add(-p.B4Backlog)
+	res := scaleResult{Platforms: p.B4Platforms, LiveRate: p.B4LiveRate}
+	simCfg := fleetSim(17, p.B4Platforms, p.B4LiveRate, 5*time.Minute, time.Now().Add(-p.B4Backlog))
 	res.Settings = platformSettings{
 		Start: time.Now().UTC().Add(-p.B4Backlog).Truncate(time.Second), Interval: p.B4Interval, Overlap: "10s", Settle: "5s",
 		Timeout: "30s", Concurrency: 2, RPS: 2, Burst: 4, PageSize: 100, MaxPages: 100, SharedQueue: p.B4Queue,
 	}
-	opts := systemOptions{sim: simCfg, settings: res.Settings, serverDB: env.serverDB}
-	if env.workerBin != "" {
-		opts.childBin = env.workerBin
-		res.Worker = "ordersync worker process"
-	}
-	sys, err := startSystem(ctx, env.caseDir("b4"), opts)
+	sys, err := startFleetSystem(ctx, env, "b4", simCfg, res.Settings, &res.Worker, &res.Server, &res.WorkerProc)
 	if err != nil {
 		return res, err
 	}
 	defer sys.stop()
-	res.Server = processStats{PID: os.Getpid(), What: "benchmark process: embedded Temporal server + simulator + driver"}
-	res.WorkerProc = processStats{PID: os.Getpid(), What: "in process"}
-	if sys.child != nil {
-		res.WorkerProc = processStats{PID: sys.child.Process.Pid, What: "ordersync worker"}
-	}
 	interval, err := time.ParseDuration(p.B4Interval)
 	if err != nil {
 		return res, err
@@ -124,58 +103,133 @@ func runScale(ctx context.Context, env *benchEnv, p *params) (scaleResult, error
 	}
 	res.CatchUpSeconds = time.Since(t0).Seconds()
 
-	names := sys.file.Names()
 	env.logf("B4: caught up after %.1fs; measuring for %s", res.CatchUpSeconds, p.B4Window)
+	w, err := measureFleet(ctx, env, sys, "b4", &res.Server, &res.WorkerProc, p.B4Window, p.B4LagSample, rand.New(rand.NewPCG(1, 2)), &res.QueryErrors)
+	if err != nil {
+		return res, err
+	}
+	res.WindowSeconds, res.Pages, res.Slices, res.SlicesPerSecond = w.seconds, w.pages, w.slices, w.slicesPerSecond()
+	if w.countErr != nil {
+		res.Note = "count slices: " + w.countErr.Error()
+	}
+	res.ServerCPUPerSlice, res.WorkerCPUPerSlice = w.cpuPerSlice(res.Server), w.cpuPerSlice(res.WorkerProc)
+	res.LagSamples, res.LagP50, res.LagP99, res.LagMax = w.lagStats()
+	return res, nil
+}
+
+// fleetSim is the simulator of B4 and B5: one quiet shop per platform with
+// live orders (a few updates each) from start on, no history, no faults.
+func fleetSim(seed int64, platforms int, liveRate float64, updateSpread time.Duration, start time.Time) sim.Config {
+	simCfg := sim.DefaultConfig()
+	simCfg.Seed = seed
+	simCfg.Shops = shops(platforms)
+	simCfg.AdminToken = "bench-admin"
+	simCfg.HistoryOrders, simCfg.History = 0, 0
+	simCfg.LiveRate = liveRate
+	simCfg.MaxUpdates = 2
+	simCfg.UpdateSpread = updateSpread
+	simCfg.Late = 5 * time.Second
+	simCfg.RateLimit = sim.RateLimit{RPS: 2, Burst: 4}
+	simCfg.Faults = sim.Faults{}
+	simCfg.Start = start
+	return simCfg
+}
+
+// startFleetSystem starts B4's or B5's system, its worker in a child
+// process when the bench has a worker binary, and sets which worker ran and
+// the two processes to measure (also when it fails, for the report).
+func startFleetSystem(ctx context.Context, env *benchEnv, caseName string, simCfg sim.Config, settings platformSettings,
+	worker *string, server, workerProc *processStats) (*system, error) {
+	*worker = "in-process (worker and server measured together)"
+	opts := systemOptions{sim: simCfg, settings: settings, serverDB: env.serverDB}
+	if env.workerBin != "" {
+		opts.childBin = env.workerBin
+		*worker = "ordersync worker process"
+	}
+	sys, err := startSystem(ctx, env.caseDir(caseName), opts)
+	if err != nil {
+		return nil, err
+	}
+	*server = processStats{PID: os.Getpid(), What: "benchmark process: embedded Temporal server + simulator + driver"}
+	*workerProc = processStats{PID: os.Getpid(), What: "in process"}
+	if sys.child != nil {
+		*workerProc = processStats{PID: sys.child.Process.Pid, What: "ordersync worker"}
+	}
+	return sys, nil
+}
+
+// fleetWindow is what measureFleet saw over its window.
+type fleetWindow struct {
+	seconds  float64
+	lags     []float64 // sorted
+	pages    int64
+	slices   int64
+	countErr error // counting the slices failed
+}
+
+// measureFleet measures a running fleet (B4, B5) for window: every 10 s
+// the lag (now minus the watermark) of lagSample random cursors, and over
+// the window the memory and CPU of server and worker, the pages fetched
+// and the slices completed. Queries cost the server and the worker too,
+// so only a few per second; failed ones count in queryErrors.
+func measureFleet(ctx context.Context, env *benchEnv, sys *system, caseName string, server, worker *processStats,
+	window time.Duration, lagSample int, rng *rand.Rand, queryErrors *int) (fleetWindow, error) {
+	var w fleetWindow
+	names := sys.file.Names()
 	pagesBefore := totalPages(sys.sim.Stats())
-	stopProfile := env.profile("b4")
+	stopProfile := env.profile(caseName)
 	defer stopProfile()
-	res.Server.startCPU()
-	res.WorkerProc.startCPU()
+	server.startCPU()
+	worker.startCPU()
 	start := time.Now()
-	var lags []float64
-	rng := rand.New(rand.NewPCG(1, 2))
-	for time.Since(start) < p.B4Window {
-		res.Server.sample()
-		res.WorkerProc.sample()
-		// Lag of a few random cursors: now minus the watermark. Queries
-		// cost the server and the worker too, so only a few per second.
-		perm := rng.Perm(len(names))[:min(len(names), p.B4LagSample)]
-		sampleNames := make([]string, len(perm))
+	for time.Since(start) < window {
+		server.sample()
+		worker.sample()
+		perm := rng.Perm(len(names))[:min(len(names), lagSample)]
+		sample := make([]string, len(perm))
 		for i, j := range perm {
-			sampleNames[i] = names[j]
+			sample[i] = names[j]
 		}
 		at := time.Now()
-		sts, err := sys.statuses(ctx, sampleNames)
+		sts, err := sys.statuses(ctx, sample)
 		if err != nil {
-			res.QueryErrors++
+			*queryErrors++
 		}
 		for _, st := range sts {
-			lags = append(lags, at.Sub(st.Watermark).Seconds())
+			w.lags = append(w.lags, at.Sub(st.Watermark).Seconds())
 		}
 		if err := sleep(ctx, 10*time.Second-time.Since(at)); err != nil {
-			return res, err
+			return w, err
 		}
 	}
 	end := time.Now()
-	res.WindowSeconds = end.Sub(start).Seconds()
-	res.Server.endCPU()
-	res.WorkerProc.endCPU()
+	w.seconds = end.Sub(start).Seconds()
+	server.endCPU()
+	worker.endCPU()
 	stopProfile()
-	res.Pages = totalPages(sys.sim.Stats()) - pagesBefore
-	if res.Slices, err = sys.countSlices(ctx, start, end); err != nil {
-		res.Note = "count slices: " + err.Error()
+	w.pages = totalPages(sys.sim.Stats()) - pagesBefore
+	w.slices, w.countErr = sys.countSlices(ctx, start, end)
+	sort.Float64s(w.lags)
+	return w, nil
+}
+
+func (w fleetWindow) slicesPerSecond() float64 { return float64(w.slices) / w.seconds }
+
+// cpuPerSlice is a process's CPU milliseconds per completed slice (0 with
+// no slice).
+func (w fleetWindow) cpuPerSlice(ps processStats) float64 {
+	if w.slices == 0 {
+		return 0
 	}
-	res.SlicesPerSecond = float64(res.Slices) / res.WindowSeconds
-	if res.Slices > 0 {
-		res.ServerCPUPerSlice = res.Server.CPUCores * res.WindowSeconds / float64(res.Slices) * 1000
-		res.WorkerCPUPerSlice = res.WorkerProc.CPUCores * res.WindowSeconds / float64(res.Slices) * 1000
+	return ps.CPUCores * w.seconds / float64(w.slices) * 1000
+}
+
+// lagStats are the number of lag samples and their p50, p99 and maximum.
+func (w fleetWindow) lagStats() (n int, p50, p99, maxLag float64) {
+	if len(w.lags) == 0 {
+		return 0, 0, 0, 0
 	}
-	sort.Float64s(lags)
-	res.LagSamples = len(lags)
-	if len(lags) > 0 {
-		res.LagP50, res.LagP99, res.LagMax = quantile(lags, 0.5), quantile(lags, 0.99), lags[len(lags)-1]
-	}
-	return res, nil
+	return len(w.lags), quantile(w.lags, 0.5), quantile(w.lags, 0.99), w.lags[len(w.lags)-1]
 }
 
 func totalPages(st sim.Stats) int64 {
