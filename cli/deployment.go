@@ -33,16 +33,7 @@ longer needed.`,
 	}
 	cmd.PersistentFlags().StringVar(&name, "deployment-name", "", "Worker Deployment name (default $ORDERSYNC_DEPLOYMENT_NAME)")
 	deploymentName := func() (string, error) {
-		if name == "" {
-			name = app.Process.DeploymentName
-		}
-		if name == "" {
-			return "", Usage(errors.New("no deployment: give --deployment-name or set ORDERSYNC_DEPLOYMENT_NAME"))
-		}
-		if err := config.ValidateDeploymentName(name, "--deployment-name"); err != nil {
-			return "", Usage(err)
-		}
-		return name, nil
+		return flagOrEnv("deployment", "--deployment-name", name, "ORDERSYNC_DEPLOYMENT_NAME", app.Process.DeploymentName, config.ValidateDeploymentName)
 	}
 	cmd.AddCommand(newDeploymentDescribeCommand(app, deploymentName),
 		newDeploymentSetCurrentCommand(app, deploymentName),
@@ -56,13 +47,19 @@ func buildIDFlag(cmd *cobra.Command, dst *string, what string) {
 }
 
 func (a *App) buildID(given string) (string, error) {
+	return flagOrEnv("build", "--build-id", given, "ORDERSYNC_BUILD_ID", a.Process.BuildID, config.ValidateBuildID)
+}
+
+// flagOrEnv is a flag's value, or else the one from its environment
+// variable; neither, or a value validate refuses, is a usage error.
+func flagOrEnv(what, flag, given, env, fromEnv string, validate func(value, label string) error) (string, error) {
 	if given == "" {
-		given = a.Process.BuildID
+		given = fromEnv
 	}
 	if given == "" {
-		return "", Usage(errors.New("no build: give --build-id or set ORDERSYNC_BUILD_ID"))
+		return "", Usage(fmt.Errorf("no %s: give %s or set %s", what, flag, env))
 	}
-	if err := config.ValidateBuildID(given, "--build-id"); err != nil {
+	if err := validate(given, flag); err != nil {
 		return "", Usage(err)
 	}
 	return given, nil
