@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/template"
 	"time"
 
@@ -416,15 +415,7 @@ func (c *childProcess) stop() {
 	if c == nil || c.cmd == nil || c.cmd.Process == nil {
 		return
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-done
-	}
+	terminate(c.cmd)
 	if c.log != nil {
 		c.log.Close()
 	}

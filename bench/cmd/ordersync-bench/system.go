@@ -328,20 +328,26 @@ func (s *system) waitWatermarks(ctx context.Context, t time.Time, timeout time.D
 	}
 }
 
+// terminate stops a started child process: SIGTERM, then SIGKILL if it
+// has not exited within 15 s.
+func terminate(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
 func (s *system) stop() {
 	if s.workers != nil {
 		s.workers.Stop()
 	}
 	if s.child != nil && s.child.Process != nil {
-		_ = s.child.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = s.child.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = s.child.Process.Kill()
-			<-done
-		}
+		terminate(s.child)
 	}
 	if s.childLog != nil {
 		s.childLog.Close()
