@@ -85,6 +85,19 @@ func (a *Activities) bulkConnector(p config.Platform) (connectors.BulkLister, er
 	return b, nil
 }
 
+// bulkRequest is the platform's bulk connector once one request may go
+// out (StartBulk, PollBulk, CancelBulk send one each).
+func (a *Activities) bulkRequest(ctx context.Context, p config.Platform) (connectors.BulkLister, error) {
+	b, err := a.bulkConnector(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.request(ctx, p); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // request waits for the platform's request rate, as a page does.
 func (a *Activities) request(ctx context.Context, p config.Platform) error {
 	if err := a.Limiters.Wait(ctx, p); err != nil {
@@ -97,11 +110,8 @@ func (a *Activities) request(ctx context.Context, p config.Platform) error {
 // StartBulk starts the slice's bulk query, or adopts the one an earlier
 // attempt started.
 func (a *Activities) StartBulk(ctx context.Context, in BulkInput) (BulkState, error) {
-	b, err := a.bulkConnector(in.Platform)
+	b, err := a.bulkRequest(ctx, in.Platform)
 	if err != nil {
-		return BulkState{}, err
-	}
-	if err := a.request(ctx, in.Platform); err != nil {
 		return BulkState{}, err
 	}
 	op, err := b.StartBulk(ctx, in.From, in.To, a.Limiters.Meter(in.Platform))
@@ -119,11 +129,8 @@ func (a *Activities) StartBulk(ctx context.Context, in BulkInput) (BulkState, er
 
 // PollBulk looks at the operation once.
 func (a *Activities) PollBulk(ctx context.Context, in BulkInput) (BulkState, error) {
-	b, err := a.bulkConnector(in.Platform)
+	b, err := a.bulkRequest(ctx, in.Platform)
 	if err != nil {
-		return BulkState{}, err
-	}
-	if err := a.request(ctx, in.Platform); err != nil {
 		return BulkState{}, err
 	}
 	op, err := b.BulkStatus(ctx, in.ID, a.Limiters.Meter(in.Platform))
@@ -135,11 +142,8 @@ func (a *Activities) PollBulk(ctx context.Context, in BulkInput) (BulkState, err
 
 // CancelBulk cancels the operation of a slice that was cancelled.
 func (a *Activities) CancelBulk(ctx context.Context, in BulkInput) error {
-	b, err := a.bulkConnector(in.Platform)
+	b, err := a.bulkRequest(ctx, in.Platform)
 	if err != nil {
-		return err
-	}
-	if err := a.request(ctx, in.Platform); err != nil {
 		return err
 	}
 	if err := b.CancelBulk(ctx, in.ID, a.Limiters.Meter(in.Platform)); err != nil {

@@ -33,16 +33,7 @@ longer needed.`,
 	}
 	cmd.PersistentFlags().StringVar(&name, "deployment-name", "", "Worker Deployment name (default $ORDERSYNC_DEPLOYMENT_NAME)")
 	deploymentName := func() (string, error) {
-		if name == "" {
-			name = app.Process.DeploymentName
-		}
-		if name == "" {
-			return "", Usage(errors.New("no deployment: give --deployment-name or set ORDERSYNC_DEPLOYMENT_NAME"))
-		}
-		if err := config.ValidateDeploymentName(name, "--deployment-name"); err != nil {
-			return "", Usage(err)
-		}
-		return name, nil
+		return flagOrEnv("deployment", "--deployment-name", name, "ORDERSYNC_DEPLOYMENT_NAME", app.Process.DeploymentName, config.ValidateDeploymentName)
 	}
 	cmd.AddCommand(newDeploymentDescribeCommand(app, deploymentName),
 		newDeploymentSetCurrentCommand(app, deploymentName),
@@ -56,13 +47,19 @@ func buildIDFlag(cmd *cobra.Command, dst *string, what string) {
 }
 
 func (a *App) buildID(given string) (string, error) {
+	return flagOrEnv("build", "--build-id", given, "ORDERSYNC_BUILD_ID", a.Process.BuildID, config.ValidateBuildID)
+}
+
+// flagOrEnv is a flag's value, or else the one from its environment
+// variable; neither, or a value validate refuses, is a usage error.
+func flagOrEnv(what, flag, given, env, fromEnv string, validate func(value, label string) error) (string, error) {
 	if given == "" {
-		given = a.Process.BuildID
+		given = fromEnv
 	}
 	if given == "" {
-		return "", Usage(errors.New("no build: give --build-id or set ORDERSYNC_BUILD_ID"))
+		return "", Usage(fmt.Errorf("no %s: give %s or set %s", what, flag, env))
 	}
-	if err := config.ValidateBuildID(given, "--build-id"); err != nil {
+	if err := validate(given, flag); err != nil {
 		return "", Usage(err)
 	}
 	return given, nil
@@ -92,17 +89,8 @@ func newDeploymentDescribeCommand(app *App, deploymentName func() (string, error
 		Short:   "List the deployment's builds: which is current, which are draining or drained",
 		Example: "  ordersync deployment describe --deployment-name ordersync",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			name, err := deploymentName()
-			if err != nil {
-				return err
-			}
-			c, err := app.Dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			d, err := describeDeployment(cmd.Context(), c, name)
+		RunE: app.deploymentRun(deploymentName, nil, func(ctx context.Context, c client.Client, name, _ string) error {
+			d, err := describeDeployment(ctx, c, name)
 			if err != nil {
 				return err
 			}
@@ -116,7 +104,32 @@ func newDeploymentDescribeCommand(app *App, deploymentName func() (string, error
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.BuildID, orDash(v.Role), orDash(v.Drainage), fmtTime(v.Created))
 			}
 			return tw.Flush()
-		},
+		}),
+	}
+}
+
+// deploymentRun is the RunE of a deployment command: it resolves the
+// deployment name and, when buildFlag is not nil, the build (--build-id or
+// $ORDERSYNC_BUILD_ID), dials Temporal, and runs fn.
+func (a *App) deploymentRun(deploymentName func() (string, error), buildFlag *string,
+	fn func(ctx context.Context, c client.Client, name, build string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		name, err := deploymentName()
+		if err != nil {
+			return err
+		}
+		var build string
+		if buildFlag != nil {
+			if build, err = a.buildID(*buildFlag); err != nil {
+				return err
+			}
+		}
+		c, err := a.Dial(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return fn(cmd.Context(), c, name, build)
 	}
 }
 
@@ -181,21 +194,8 @@ start, so set-current tries again for up to --wait while the build is not
 yet known or lacks a queue, then says which.`,
 		Example: "  ordersync deployment set-current --deployment-name ordersync --build-id v1.5.0",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			name, err := deploymentName()
-			if err != nil {
-				return err
-			}
-			build, err := app.buildID(buildID)
-			if err != nil {
-				return err
-			}
-			c, err := app.Dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			prev, err := setCurrentVersion(cmd.Context(), c, name, build, wait, ignoreMissing)
+		RunE: app.deploymentRun(deploymentName, &buildID, func(ctx context.Context, c client.Client, name, build string) error {
+			prev, err := setCurrentVersion(ctx, c, name, build, wait, ignoreMissing)
 			if err != nil {
 				return err
 			}
@@ -211,7 +211,7 @@ yet known or lacks a queue, then says which.`,
 				fmt.Fprintf(app.Out, "Build %s is draining; stop its workers once `ordersync deployment wait-drained --deployment-name %s --build-id %s` returns.\n", prev, name, prev)
 			}
 			return nil
-		},
+		}),
 	}
 	buildIDFlag(cmd, &buildID, "build to promote")
 	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for the build's workers to register")
@@ -297,21 +297,8 @@ unless someone pinned a workflow to it by hand. Exits 1 after --timeout, or
 at once for the current or ramping build.`,
 		Example: "  ordersync deployment wait-drained --deployment-name ordersync --build-id v1.4.0 --timeout 15m",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			name, err := deploymentName()
-			if err != nil {
-				return err
-			}
-			build, err := app.buildID(buildID)
-			if err != nil {
-				return err
-			}
-			c, err := app.Dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			status, err := waitDrained(cmd.Context(), c, name, build, timeout)
+		RunE: app.deploymentRun(deploymentName, &buildID, func(ctx context.Context, c client.Client, name, build string) error {
+			status, err := waitDrained(ctx, c, name, build, timeout)
 			if err != nil {
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
@@ -320,7 +307,7 @@ at once for the current or ramping build.`,
 			}
 			fmt.Fprintf(app.Out, "Deployment %s: build %s is drained; its workers can stop.\n", name, build)
 			return nil
-		},
+		}),
 	}
 	buildIDFlag(cmd, &buildID, "build to wait for")
 	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "give up after this long")

@@ -1,13 +1,7 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +9,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/workflows"
 )
@@ -29,68 +22,15 @@ import (
 // ORDERSYNC_RECORD_HISTORIES (make histories).
 func TestRecordHistoriesDeliveryLanes(t *testing.T) {
 	write := releaseWriter(t)
-	var mu sync.Mutex
-	failedOnce := false
 	// The receiver refuses any batch holding change 7 and fails the first
 	// delivery holding change 40.
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var b activities.WebhookBatch
-		_ = json.Unmarshal(body, &b)
-		for _, c := range b.Changes {
-			switch c.Seq {
-			case 7:
-				w.WriteHeader(http.StatusUnprocessableEntity)
-				return
-			case 40:
-				mu.Lock()
-				first := !failedOnce
-				failedOnce = true
-				mu.Unlock()
-				if first {
-					w.WriteHeader(http.StatusServiceUnavailable)
-					return
-				}
-			}
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(hook.Close)
-	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	yaml := recordPlatforms + `
-destinations:
-  rec-lanes:
-    kind: webhook
-    url: "` + hook.URL + `"
-    secret: {env: ORDERSYNC_E2E_HOOK_SECRET}
-    batch_size: 5
-    max_in_flight: 3
-    retry_interval: 100ms
-`
-	s := startSystem(t, recordSim(), yaml)
+	s := deliveryRecordingSystem(t, "rec-lanes", "    max_in_flight: 3\n", 40)
 	s.startCursors()
 	// Let a backlog gather, so ranges fill their lanes.
 	s.waitWatermark("rec", time.Now().Add(-20*time.Second), 2*time.Minute)
-	d, _ := s.file.Destination("rec-lanes")
-	id := api.DeliveryWorkflowID("rec-lanes")
-	ctx := context.Background()
-	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: d.TaskQueue},
-		api.DeliveryWorkflowType, api.DeliveryInput{Destination: d, MaxBatchesPerRun: 30})
-	require.NoError(t, err)
-	status := func() api.DeliveryStatus {
-		v, err := s.client.QueryWorkflow(ctx, id, "", api.QueryDeliveryStatus)
-		require.NoError(t, err)
-		var st api.DeliveryStatus
-		require.NoError(t, v.Get(&st))
-		return st
-	}
-	eventually(t, 2*time.Minute, "a second run", func() bool { return status().State.Runs >= 2 })
-	runs := runIDs(t, s.client, id)
-	require.GreaterOrEqual(t, len(runs), 2)
-	h := exportHistory(t, s.client, id, runs[0])
-	for _, want := range []string{"EVENT_TYPE_MARKER_RECORDED", "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED", "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"} {
-		require.True(t, strings.Contains(string(h), want), "the first run's history holds no %s", want)
-	}
+	id, status := startRecordedDelivery(t, s, "rec-lanes", 30)
+	h := firstRunHistory(t, s, id, status,
+		"EVENT_TYPE_MARKER_RECORDED", "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED", "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW")
 	st := status()
 	require.Equal(t, []int64{7}, poisonSeqsOf(st))
 	write("delivery_lanes_continue_as_new.json", h)

@@ -437,7 +437,9 @@ type shopifyLineConn struct {
 	PageInfo shopifyPageInfo   `json:"pageInfo"`
 }
 
-type shopifyNode struct {
+// shopifyOrderFields are an Order node's own fields: the node of a page
+// query without its lineItems, and a bulk result's order line as it is.
+type shopifyOrderFields struct {
 	ID                       string          `json:"id"`
 	Name                     string          `json:"name"`
 	CreatedAt                string          `json:"createdAt"`
@@ -447,7 +449,11 @@ type shopifyNode struct {
 	DisplayFulfillmentStatus string          `json:"displayFulfillmentStatus"`
 	CurrencyCode             string          `json:"currencyCode"`
 	TotalPriceSet            shopifyMoneyBag `json:"totalPriceSet"`
-	LineItems                shopifyLineConn `json:"lineItems"`
+}
+
+type shopifyNode struct {
+	shopifyOrderFields
+	LineItems shopifyLineConn `json:"lineItems"`
 }
 
 // shopifySeconds renders a µs time as Shopify does: whole seconds, UTC.
@@ -479,11 +485,11 @@ func renderShopify(seq uint32, o *order, v version, currency string, lines int) 
 		fulfillment = "FULFILLED"
 	}
 	updated := shopifySeconds(v.updated)
-	n := shopifyNode{
+	n := shopifyNode{shopifyOrderFields: shopifyOrderFields{
 		ID: shopifyOrderGID + orderID(seq), Name: "#" + orderID(seq), CreatedAt: shopifySeconds(o.created), UpdatedAt: updated,
 		DisplayFinancialStatus: financial, DisplayFulfillmentStatus: fulfillment, CurrencyCode: currency,
 		TotalPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: formatCents(v.total), CurrencyCode: currency}},
-	}
+	}}
 	if cancelled {
 		n.CancelledAt = &updated
 	}

@@ -323,18 +323,6 @@ func nextLine(b []byte) []byte {
 	return b
 }
 
-type bulkOrderNode struct {
-	ID                       string          `json:"id"`
-	Name                     string          `json:"name"`
-	CreatedAt                string          `json:"createdAt"`
-	UpdatedAt                string          `json:"updatedAt"`
-	CancelledAt              *string         `json:"cancelledAt"`
-	DisplayFinancialStatus   string          `json:"displayFinancialStatus"`
-	DisplayFulfillmentStatus string          `json:"displayFulfillmentStatus"`
-	CurrencyCode             string          `json:"currencyCode"`
-	TotalPriceSet            shopifyMoneyBag `json:"totalPriceSet"`
-}
-
 type bulkLineNode struct {
 	shopifyLineNode
 	ParentID string `json:"__parentId"`
@@ -347,9 +335,7 @@ func (s *Simulator) bulkResult(sh *shop, j *bulkJob) ([]byte, int64) {
 	sh.world.scan(j.lo, j.hi, func(it listed) {
 		n, _ := renderShopify(it.seq, &it.o, it.v, sh.currency, 0)
 		conn, _ := shopifyLines(it.seq, &it.o, sh.currency, 0, shopifyMaxFirst)
-		b, _ := json.Marshal(bulkOrderNode{ID: n.ID, Name: n.Name, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, CancelledAt: n.CancelledAt,
-			DisplayFinancialStatus: n.DisplayFinancialStatus, DisplayFulfillmentStatus: n.DisplayFulfillmentStatus,
-			CurrencyCode: n.CurrencyCode, TotalPriceSet: n.TotalPriceSet})
+		b, _ := json.Marshal(n.shopifyOrderFields)
 		out.Write(b)
 		out.WriteByte('\n')
 		objects++

@@ -53,11 +53,7 @@ func TestCursorAdaptiveSliceSpan(t *testing.T) {
 	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
 
 	requireStopped(t, env)
-	var done []api.Range
-	for id := range pages.finished {
-		done = append(done, window(t, id))
-	}
-	sort.Slice(done, func(i, j int) bool { return done[i].Start.Before(done[j].Start) })
+	done := finishedWindows(t, pages)
 	require.Equal(t, at("-48h"), done[0].Start)
 	require.Equal(t, time.Hour, done[0].End.Sub(done[0].Start), "the first slice is one interval")
 	widest := time.Duration(0)
@@ -151,11 +147,7 @@ func TestCursorSpanGrowsToTheDensityInOneStep(t *testing.T) {
 			env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
 
 			requireStopped(t, env)
-			var done []api.Range
-			for id := range pages.finished {
-				done = append(done, window(t, id))
-			}
-			sort.Slice(done, func(i, j int) bool { return done[i].Start.Before(done[j].Start) })
+			done := finishedWindows(t, pages)
 			var got []string
 			for _, w := range done[:3] {
 				got = append(got, fmt.Sprintf("%s+%s", w.Start.Sub(t0), w.End.Sub(w.Start)))
@@ -163,4 +155,15 @@ func TestCursorSpanGrowsToTheDensityInOneStep(t *testing.T) {
 			require.Equal(t, []string{"-100h0m0s+1h0m0s", "-99h0m0s+48h0m0s", "-51h0m0s+48h0m0s"}, got)
 		})
 	}
+}
+
+// finishedWindows are the windows of the slices whose last page was
+// stored, earliest first.
+func finishedWindows(t *testing.T, pages *pageLog) []api.Range {
+	var done []api.Range
+	for id := range pages.finished {
+		done = append(done, window(t, id))
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].Start.Before(done[j].Start) })
+	return done
 }

@@ -85,14 +85,7 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		if err != nil {
 			return s.fail(ctx, err, attempts)
 		}
-		s.res.Pages++
-		s.res.OrdersFetched += r.Fetched
-		s.res.OrdersInserted += r.Inserted
-		s.res.OrdersUpdated += r.Updated
-		s.res.OrdersUnchanged += r.Unchanged
-		s.res.OrdersOutsideRange += r.OutsideRange
-		s.res.OrdersRejected += r.Rejected
-		s.res.OrdersFutureStamped += r.FutureStamped
+		s.countPage(r)
 		workflow.SetCurrentDetails(ctx, sliceDetails(searchattr.StateRunning, s.res))
 		if r.NextToken == "" {
 			break
@@ -243,6 +236,19 @@ func retryable(err error) bool {
 // fail records the slice in the dead-letter workflow before reporting it, so
 // the cursor may move its watermark past the slice only once the failure is
 // visible and reprocessable there.
+// countPage adds a stored page's counts to the slice's result (paged and
+// bulk slices alike).
+func (s *sliceRun) countPage(r activities.FetchPageResult) {
+	s.res.Pages++
+	s.res.OrdersFetched += r.Fetched
+	s.res.OrdersInserted += r.Inserted
+	s.res.OrdersUpdated += r.Updated
+	s.res.OrdersUnchanged += r.Unchanged
+	s.res.OrdersOutsideRange += r.OutsideRange
+	s.res.OrdersRejected += r.Rejected
+	s.res.OrdersFutureStamped += r.FutureStamped
+}
+
 func (s *sliceRun) fail(ctx workflow.Context, cause error, attempts int) (api.SliceResult, error) {
 	now := workflow.Now(ctx)
 	s.res.Outcome = api.SliceFailed

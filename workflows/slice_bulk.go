@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/activities"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/searchattr"
 )
@@ -40,12 +39,7 @@ const (
 
 // bulkEligible says whether the slice runs as a bulk query.
 func (s *sliceRun) bulkEligible() bool {
-	p := s.in.Platform
-	if p.Kind != "shopify" {
-		return false
-	}
-	o, err := config.KindOptions[config.ShopifyOptions](p)
-	return err == nil && o.UseBulk(s.in.End.Sub(s.in.Start))
+	return readBulkSettings(s.in.Platform, s.in.End.Sub(s.in.Start)).use
 }
 
 // bulkActivityContext is for the short bulk calls: the page's timeout and
@@ -71,8 +65,7 @@ func bulkDownloadContext(ctx workflow.Context, s *sliceRun) workflow.Context {
 // slice's cancellation, after cancelling the running operation.
 func (s *sliceRun) runBulk(ctx workflow.Context) (bool, error) {
 	p := s.in.Platform
-	opts, _ := config.KindOptions[config.ShopifyOptions](p)
-	poll := opts.BulkPollInterval.D()
+	poll := readBulkSettings(p, s.in.End.Sub(s.in.Start)).poll
 	log := workflow.GetLogger(ctx)
 	in := activities.BulkInput{Platform: p, SliceID: s.id, From: s.in.Start.Add(-p.Overlap.D()), To: s.in.End}
 	for run := 1; run <= maxBulkRuns; run++ {
@@ -171,14 +164,7 @@ func (s *sliceRun) downloadBulk(ctx workflow.Context, in activities.BulkInput) e
 	if err := workflow.ExecuteActivity(bulkDownloadContext(ctx, s), acts.DownloadBulk, in).Get(ctx, &r); err != nil {
 		return err
 	}
-	s.res.Pages++
-	s.res.OrdersFetched += r.Fetched
-	s.res.OrdersInserted += r.Inserted
-	s.res.OrdersUpdated += r.Updated
-	s.res.OrdersUnchanged += r.Unchanged
-	s.res.OrdersOutsideRange += r.OutsideRange
-	s.res.OrdersRejected += r.Rejected
-	s.res.OrdersFutureStamped += r.FutureStamped
+	s.countPage(r)
 	return nil
 }
 

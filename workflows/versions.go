@@ -98,7 +98,8 @@ const (
 	// Shopify GraphQL slice at least options.bulk_min_span wide runs as a
 	// bulk query before (or, when that cannot deliver, instead of)
 	// paging. Asked lazily, only for such a slice, so a history recorded
-	// before it replays its pages.
+	// before it replays its pages. Eligibility is read with frozen
+	// defaults and no settings check (slice_bulk_settings.go).
 	versionBulkBackfill = "shopify-bulk-backfill"
 
 	// versionDeliveryLanes guards max_in_flight above 1 (delivery in

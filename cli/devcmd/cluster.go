@@ -118,14 +118,11 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 		return err
 	}
 	defer simSrv.Close()
-	if o.rcvListen != "" {
-		url, stopReceiver, err := startDemoReceiver(ctx, app, o.rcvListen)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = stopReceiver() }()
-		fmt.Fprintf(app.Out, "Demo receiver:     %s (prints what the destination %s delivers)\n", url, cli.DemoReceiverName)
+	stopReceiver, err := startDemoReceiver(ctx, app, o.rcvListen)
+	if err != nil {
+		return err
 	}
+	defer func() { _ = stopReceiver() }()
 	if err := config.CheckCredentials(file.Path, file.Platforms); err != nil {
 		return cli.Usage(err)
 	}

@@ -99,14 +99,11 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 		defer simSrv.Close()
 	}
 
-	if o.rcvListen != "" {
-		url, stopReceiver, err := startDemoReceiver(ctx, app, o.rcvListen)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = stopReceiver() }()
-		fmt.Fprintf(app.Out, "Demo receiver:     %s (prints what the destination %s delivers)\n", url, cli.DemoReceiverName)
+	stopReceiver, err := startDemoReceiver(ctx, app, o.rcvListen)
+	if err != nil {
+		return err
 	}
+	defer func() { _ = stopReceiver() }()
 
 	file, err := app.LoadPlatforms()
 	if err != nil {
@@ -160,13 +157,22 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 
 const demoAdminToken = "demo-admin-token"
 
-// startDemoReceiver runs the demo webhook receiver, with the demo secret
-// put in the environment unless one is there (the workers' destination
-// reference reads the same variable).
-func startDemoReceiver(ctx context.Context, app *cli.App, listen string) (string, func() error, error) {
+// startDemoReceiver runs the demo webhook receiver on listen (none when
+// listen is empty), with the demo secret put in the environment unless one
+// is there (the workers' destination reference reads the same variable),
+// and prints where it listens. stop stops it.
+func startDemoReceiver(ctx context.Context, app *cli.App, listen string) (stop func() error, err error) {
+	if listen == "" {
+		return func() error { return nil }, nil
+	}
 	cli.SetDemoHookSecret()
 	secret := os.Getenv(cli.DemoHookSecretEnv)
-	return cli.ServeReceiver(ctx, app, listen, cli.DemoReceiverName, secret, cli.DemoReceiverEvery)
+	url, stop, err := cli.ServeReceiver(ctx, app, listen, cli.DemoReceiverName, secret, cli.DemoReceiverEvery)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(app.Out, "Demo receiver:     %s (prints what the destination %s delivers)\n", url, cli.DemoReceiverName)
+	return stop, nil
 }
 
 // ensureDeliveries starts the destinations' Delivery workflows, as

@@ -1,0 +1,97 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// bulkSettings are the Shopify bulk options a slice workflow acts on.
+type bulkSettings struct {
+	use  bool          // the slice runs as a bulk query
+	poll time.Duration // the durable timer between looks at a running query
+}
+
+// Frozen defaults of the release that added bulk backfill. A later change
+// of config's defaults must not change how a recorded slice replays: such
+// a change is a new version (versions.go), not an edit here.
+const (
+	frozenBulkMinSpan      = 24 * time.Hour
+	frozenBulkPollInterval = 10 * time.Second
+)
+
+// readBulkSettings reads a platform's bulk options structurally, as
+// workflow code must (doc.go, "Recorded verdicts"): the settings check
+// (config.KindOptions) may grow stricter between releases and would then
+// turn a replayed bulk slice into a paged one. Settings reach a workflow
+// only after that check accepted them; a value this reader cannot read
+// pages the slice, which is always safe. slice_bulk_settings_test.go
+// checks it agrees with config on every accepted form.
+func readBulkSettings(p config.Platform, width time.Duration) bulkSettings {
+	s := bulkSettings{poll: frozenBulkPollInterval}
+	if p.Kind != "shopify" {
+		return s
+	}
+	api, ok := optionString(p.Options, "api", config.ShopifyGraphQL)
+	if !ok || api != config.ShopifyGraphQL {
+		return s
+	}
+	on := true
+	if v, set := p.Options["bulk_backfill"]; set && v != nil {
+		b, isBool := v.(bool)
+		if !isBool {
+			return s
+		}
+		on = b
+	}
+	minSpan, ok1 := optionDuration(p.Options, "bulk_min_span", frozenBulkMinSpan)
+	poll, ok2 := optionDuration(p.Options, "bulk_poll_interval", frozenBulkPollInterval)
+	if !ok1 || !ok2 {
+		return s
+	}
+	s.poll = poll
+	s.use = on && width >= minSpan
+	return s
+}
+
+func optionString(m map[string]any, key, def string) (string, bool) {
+	v, set := m[key]
+	if !set || v == nil {
+		return def, true
+	}
+	s, ok := v.(string)
+	if s == "" {
+		return def, ok
+	}
+	return s, ok
+}
+
+// optionDuration reads a duration as config does: a Go duration string,
+// or a number of nanoseconds (JSON); zero means the default.
+func optionDuration(m map[string]any, key string, def time.Duration) (time.Duration, bool) {
+	v, set := m[key]
+	if !set || v == nil {
+		return def, true
+	}
+	var d time.Duration
+	switch x := v.(type) {
+	case string:
+		parsed, err := time.ParseDuration(x)
+		if err != nil {
+			return 0, false
+		}
+		d = parsed
+	case int:
+		d = time.Duration(x)
+	case int64:
+		d = time.Duration(x)
+	case float64:
+		d = time.Duration(x)
+	default:
+		return 0, false
+	}
+	if d == 0 {
+		return def, true
+	}
+	return d, true
+}
