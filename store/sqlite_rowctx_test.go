@@ -68,7 +68,9 @@ func TestSQLiteBatchWatchesItsContextOncePerBatch(t *testing.T) {
 		return ctx.dones.Load()
 	}
 	small, large := dones("small", 5), dones("large", 250)
-	require.Equal(t, small, large, "Done asked %d times for 5 orders, %d times for 250", small, large)
+	// A few calls may come and go with timing (database/sql asks again
+	// when it waits for a connection); per statement they were thousands.
+	require.LessOrEqual(t, large, small+5, "Done asked %d times for 5 orders, %d times for 250", small, large)
 }
 
 // Cancelling the batch's context between rows still stops the batch, and
@@ -86,4 +88,20 @@ func TestSQLiteBatchStopsWhenCancelledBetweenRows(t *testing.T) {
 	res, err := st.UpsertOrders(context.Background(), orders)
 	require.NoError(t, err)
 	require.Equal(t, 100, res.Inserted)
+}
+
+// BenchmarkSQLiteUpsertPage stores one page as B1 does: 250 new orders with
+// two lines each, under a cancellable context (an activity's).
+func BenchmarkSQLiteUpsertPage(b *testing.B) {
+	st, err := Open(context.Background(), "sqlite://"+filepath.Join(b.TempDir(), "orders.db"))
+	require.NoError(b, err)
+	defer st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := st.UpsertOrders(ctx, pageOfOrders(fmt.Sprintf("p%06d", i), 250)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
