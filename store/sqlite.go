@@ -188,8 +188,8 @@ type sqliteOps struct {
 	insert, read, touch, rewrite *sql.Stmt
 	deleteLines                  *sql.Stmt
 	// insertLines[k] inserts k lines in one statement (k <= lineRows).
-	insertLines map[int]*sql.Stmt
-	appendChange                 *sql.Stmt
+	insertLines  map[int]*sql.Stmt
+	appendChange *sql.Stmt
 }
 
 func (o *sqliteOps) prepare(ctx context.Context, stmt **sql.Stmt, query string) error {
