@@ -197,15 +197,6 @@ func testLinesBigOrder(t *testing.T, dsn string) {
 	requireVersion(t, s, shrunk)
 	requireVersion(t, s, small)
 
-	// SQLite writes an order's lines lineRows at a time: one past two
-	// statements' worth, then fewer than one.
-	odd := withLines(version("p", "odd", 1), 2*lineRows+1)
-	require.Equal(t, UpsertResult{Inserted: 1}, upsert(t, s, odd))
-	requireVersion(t, s, odd)
-	fewer := withLines(version("p", "odd", 2), lineRows-1)
-	require.Equal(t, UpsertResult{Updated: 1}, upsert(t, s, fewer))
-	requireVersion(t, s, fewer)
-
 	// Many orders with lines in one batch: more than one round trip's worth.
 	many := func(v int) []connectors.Order {
 		out := make([]connectors.Order, 1200)

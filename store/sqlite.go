@@ -186,10 +186,8 @@ func (s *sqliteStore) upsert(ctx context.Context, p *sqlitePool, orders []connec
 type sqliteOps struct {
 	tx                           *sql.Tx
 	insert, read, touch, rewrite *sql.Stmt
-	deleteLines                  *sql.Stmt
-	// insertLines[k] inserts k lines in one statement (k <= lineRows).
-	insertLines  map[int]*sql.Stmt
-	appendChange *sql.Stmt
+	deleteLines, insertLine      *sql.Stmt
+	appendChange                 *sql.Stmt
 }
 
 func (o *sqliteOps) prepare(ctx context.Context, stmt **sql.Stmt, query string) error {
@@ -209,13 +207,10 @@ func (o *sqliteOps) prepare(ctx context.Context, stmt **sql.Stmt, query string) 
 func rowCtx(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 func (o *sqliteOps) close() {
-	for _, st := range []*sql.Stmt{o.insert, o.read, o.touch, o.rewrite, o.deleteLines, o.appendChange} {
+	for _, st := range []*sql.Stmt{o.insert, o.read, o.touch, o.rewrite, o.deleteLines, o.insertLine, o.appendChange} {
 		if st != nil {
 			st.Close()
 		}
-	}
-	for _, st := range o.insertLines {
-		st.Close()
 	}
 }
 
@@ -293,6 +288,11 @@ func (o *sqliteOps) replaceLines(ctx context.Context, orders []row) error {
 	if err := o.prepare(ctx, &o.deleteLines, `DELETE FROM order_lines WHERE platform = ? AND order_id = ?`); err != nil {
 		return err
 	}
+	if err := o.prepare(ctx, &o.insertLine, `INSERT INTO order_lines
+		(platform, order_id, position, line_id, sku, title, quantity, unit_price, currency)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return err
+	}
 	rctx := rowCtx(ctx)
 	for _, ord := range orders {
 		if err := ctx.Err(); err != nil {
@@ -301,44 +301,11 @@ func (o *sqliteOps) replaceLines(ctx context.Context, orders []row) error {
 		if _, err := o.deleteLines.ExecContext(rctx, ord.Platform, ord.ID); err != nil {
 			return fmt.Errorf("delete lines of %s/%s: %w", ord.Platform, ord.ID, err)
 		}
-		for first := 0; first < len(ord.Lines); first += lineRows {
-			if err := o.insertLineRows(ctx, ord, first, min(len(ord.Lines), first+lineRows)); err != nil {
-				return err
+		for i, l := range ord.Lines {
+			if _, err := o.insertLine.ExecContext(rctx, ord.Platform, ord.ID, i+1, l.ID, l.SKU, l.Title, l.Quantity, l.UnitPrice, l.Currency); err != nil {
+				return fmt.Errorf("insert line %d of %s/%s: %w", i+1, ord.Platform, ord.ID, err)
 			}
 		}
-	}
-	return nil
-}
-
-// lineRows is how many lines one INSERT writes: an order's lines go in one
-// statement (up to this many), not one statement each, which halves what
-// database/sql and the driver spend per line (docs/performance.md). 16
-// lines are 144 parameters, far below SQLite's limit of 32,766.
-const lineRows = 16
-
-// insertLineRows inserts ord's lines [first, end) in one statement.
-func (o *sqliteOps) insertLineRows(ctx context.Context, ord row, first, end int) error {
-	k := end - first
-	st, ok := o.insertLines[k]
-	if !ok {
-		var err error
-		if st, err = o.tx.PrepareContext(ctx, `INSERT INTO order_lines
-			(platform, order_id, position, line_id, sku, title, quantity, unit_price, currency)
-			VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", k), ", ")); err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		if o.insertLines == nil {
-			o.insertLines = map[int]*sql.Stmt{}
-		}
-		o.insertLines[k] = st
-	}
-	args := make([]any, 0, 9*k)
-	for i := first; i < end; i++ {
-		l := ord.Lines[i]
-		args = append(args, ord.Platform, ord.ID, i+1, l.ID, l.SKU, l.Title, l.Quantity, l.UnitPrice, l.Currency)
-	}
-	if _, err := st.ExecContext(rowCtx(ctx), args...); err != nil {
-		return fmt.Errorf("insert lines %d-%d of %s/%s: %w", first+1, end, ord.Platform, ord.ID, err)
 	}
 	return nil
 }
