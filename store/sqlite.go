@@ -180,9 +180,10 @@ func (s *sqliteStore) upsert(ctx context.Context, p *sqlitePool, orders []connec
 // cancellation: given a cancellable context, the driver starts a goroutine
 // per statement to watch it (modernc.org/sqlite's interruptOnDone), which
 // was 7% of B1's CPU (docs/performance.md). A statement on one row takes
-// microseconds, so the loops check the batch's context between rows
-// instead (live), and database/sql rolls the transaction back, begun with
-// that context, when it ends.
+// microseconds and never waits for another writer (the transaction took
+// the write lock when it began), so the loops check the batch's context
+// between rows instead, and database/sql rolls the transaction back,
+// begun with that context, when it ends.
 type sqliteOps struct {
 	tx                           *sql.Tx
 	insert, read, touch, rewrite *sql.Stmt
