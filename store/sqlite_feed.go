@@ -17,8 +17,12 @@ func (o *sqliteOps) appendChanges(ctx context.Context, changes []pendingChange, 
 		VALUES (?, ?, ?, ?, ?)`); err != nil {
 		return err
 	}
+	rctx := rowCtx(ctx)
 	for _, c := range changes {
-		if _, err := o.appendChange.ExecContext(ctx, c.platform, c.orderID, c.updatedAt.UnixMicro(), string(c.kind), now.UnixMicro()); err != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := o.appendChange.ExecContext(rctx, c.platform, c.orderID, c.updatedAt.UnixMicro(), string(c.kind), now.UnixMicro()); err != nil {
 			return fmt.Errorf("append change of %s/%s: %w", c.platform, c.orderID, err)
 		}
 	}
