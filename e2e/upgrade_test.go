@@ -46,6 +46,10 @@ default:
   kind: sim
   start: -30m
   interval: 20s
+  # One interval per slice: many small slices, so the upgrades land between
+  # slices of every cursor (adaptive spans would cover the backlog in a few
+  # wide slices, and the test waits for slices to complete on each build).
+  backfill_max_span: 0s
   overlap: 5s
   settle: 2s
   timeout: 10s
