@@ -55,7 +55,7 @@ Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/c
 	}
 	cmd.Flags().StringVar(&o.postgres, "postgres", os.Getenv("ORDERSYNC_CLUSTER_POSTGRES_DSN"), "PostgreSQL URL for Temporal's databases (default $ORDERSYNC_CLUSTER_POSTGRES_DSN)")
 	o.stackFlags.register(cmd, "simulator address")
-	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many `ordersync worker` processes to run")
+	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many ordersync worker processes to run")
 	return cmd
 }
 
