@@ -79,7 +79,7 @@ func newDLQActionCommand(app *App, platform *string, verb, signal, short string)
 	cmd := &cobra.Command{
 		Use:     verb,
 		Short:   short,
-		Example: fmt.Sprintf("  ordersync dlq %s --platform sim-acme --slice slice/sim-acme/20261120T000000.000000Z-20261120T002000.000000Z\n  ordersync dlq %s --platform sim-acme --all", verb, verb),
+		Example: fmt.Sprintf("  ordersync dlq %s --platform sim-acme --slice slice/sim-acme/20261120T000329Z-20261120T002329Z\n  ordersync dlq %s --platform sim-acme --all", verb, verb),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := app.requirePlatform(*platform); err != nil {

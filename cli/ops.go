@@ -62,11 +62,11 @@ func deadLetters(ctx context.Context, c client.Client, platform string) ([]api.D
 // server holds the update and would keep the command waiting forever.
 const DefaultUpdateTimeout = 15 * time.Second
 
-// addTimeoutFlag adds --timeout, the wait for a cursor's answer, to a
+// addTimeoutFlag adds --timeout, the wait for a workflow's answer, to a
 // command that sends updates.
 func addTimeoutFlag(cmd *cobra.Command, timeout *time.Duration) {
 	cmd.Flags().DurationVar(timeout, "timeout", DefaultUpdateTimeout,
-		"how long to wait for the cursor's answer; without one the command fails with exit status 1")
+		"how long to wait for the workflow's answer (a worker must run); without one the command fails with exit status 1")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if *timeout <= 0 {
 			return Usage(fmt.Errorf("--timeout must be positive, got %s", *timeout))

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -207,6 +208,10 @@ func (d *delivery) status() api.DeliveryStatus {
 		s.Waiting, s.WaitUntil = "breaker open", d.waitUntil
 	case d.st.Paused:
 		s.Waiting = "paused: " + d.st.PauseReason
+	case s.Waiting == "paused" || s.Waiting == "breaker open":
+		// The loop still sleeps on a wait a message just ended: an update's
+		// answer (resume) is computed before the loop wakes.
+		s.Waiting, s.WaitUntil = "", time.Time{}
 	}
 	return s
 }

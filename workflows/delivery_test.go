@@ -269,3 +269,34 @@ func TestDeliveryConfigMessage(t *testing.T) {
 	require.NoError(t, good.rejected)
 	require.Equal(t, []api.SeqRange{r(0, 5)}, f.ranges(), "the new batch size applies to the next batch")
 }
+
+// TestDeliveryResumeAnswersDelivering: the resume update's answer is
+// computed before the paused loop wakes, so it must not repeat the wait
+// the resume just ended (`ordersync deliveries resume` printed "paused").
+func TestDeliveryResumeAnswersDelivering(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeDestination{seqs: []int64{1}}
+	f.mock(env)
+	var resumed *updateOutcome
+	env.RegisterDelayedCallback(func() {
+		sendUpdate(env, api.SignalDeliveryPause, json.RawMessage(`{"reason":"try it"}`))
+	}, 5*time.Second)
+	env.RegisterDelayedCallback(func() {
+		require.Equal(t, "paused: try it", deliveryStatus(t, env).Waiting)
+		resumed = sendUpdate(env, api.SignalDeliveryResume)
+	}, 10*time.Second)
+	stopAt(env, 20*time.Second, nil)
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+	requireStopped(t, env)
+
+	require.True(t, resumed.done)
+	require.NoError(t, resumed.err)
+	st, ok := resumed.result.(api.DeliveryStatus)
+	if !ok {
+		raw, err := json.Marshal(resumed.result)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &st))
+	}
+	require.False(t, st.State.Paused)
+	require.Empty(t, st.Waiting, "the answer to resume says it delivers again")
+}

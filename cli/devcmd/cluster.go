@@ -58,8 +58,8 @@ runs the server so, to measure its process apart).
 	}
 	cmd.Flags().StringVar(&o.postgres, "postgres", os.Getenv("ORDERSYNC_CLUSTER_POSTGRES_DSN"), "PostgreSQL URL for Temporal's databases (default $ORDERSYNC_CLUSTER_POSTGRES_DSN)")
 	o.stackFlags.register(cmd, "simulator address")
-	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many `ordersync worker` processes to run")
-	cmd.Flags().BoolVar(&o.serverOnly, "server-only", false, "run only the schema setup, the Temporal server (and Web UI) and `ordersync setup`; no simulator, store, workers or cursors")
+	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many ordersync worker processes to run")
+	cmd.Flags().BoolVar(&o.serverOnly, "server-only", false, "run only the schema setup, the Temporal server (and Web UI) and ordersync setup; no simulator, store, workers or cursors")
 	return cmd
 }
 
@@ -150,9 +150,11 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
 		return err
 	}
-	// The store's password is not printed: verify needs ORDERSYNC_STORE_DSN
-	// as this process got it; status and the rest need only the server.
-	fmt.Fprintf(app.Out, "\nIn another shell:\n  export ORDERSYNC_TEMPORAL_ADDRESS=%s ORDERSYNC_TEMPORAL_NAMESPACE=%s ORDERSYNC_PLATFORMS_FILE=%s\n  ./bin/ordersync platform status --watch\n",
+	// The store's password is not printed, so the hint names the variable:
+	// without it verify, changes and deliveries would read the default
+	// SQLite store (make run's) and report on the wrong orders.
+	fmt.Fprintf(app.Out, "\nIn another shell:\n  export ORDERSYNC_TEMPORAL_ADDRESS=%s ORDERSYNC_TEMPORAL_NAMESPACE=%s ORDERSYNC_PLATFORMS_FILE=%s\n  ./bin/ordersync platform status --watch\n"+
+		"  (verify, changes and deliveries read the orders store: export ORDERSYNC_STORE_DSN as this process has it; the README's make cluster section shows how)\n",
 		srv.FrontendAddress(), app.Process.TemporalNamespace, platformsPath)
 	runUntilInterrupted(ctx, app)
 	return nil
