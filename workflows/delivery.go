@@ -23,6 +23,11 @@ const DefaultMaxBatchesPerRun = 500
 // an idle feed: an idle destination writes a handful of events a minute.
 const deliveryLongPoll = 20 * time.Second
 
+// deliveryPollHeartbeat is the long poll's heartbeat timeout: it heartbeats
+// every second (activities.NextBatch), the SDK sends one per 80% of this,
+// so a busy worker keeps a second of slack and a dead one is noticed in 5s.
+const deliveryPollHeartbeat = 5 * time.Second
+
 // Delivery moves one destination along the change feed: it lists the next
 // batch after its acknowledged seq (seqs only), has an activity read and
 // deliver it, and moves the acknowledged seq only once the destination
@@ -371,12 +376,20 @@ func clip(s string, n int) string {
 	return s[:n] + "..."
 }
 
+// feedActivityContext is for the long-polling NextBatch. It heartbeats,
+// so a worker killed mid-poll is noticed after deliveryPollHeartbeat and
+// another worker polls again a second later, not after the start-to-close
+// timeout (versionPollHeartbeat; runs of before keep polling without).
 func (d *delivery) feedActivityContext(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
 		StartToCloseTimeout: deliveryLongPoll + 30*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
+	}
+	if workflow.GetVersion(ctx, versionPollHeartbeat, workflow.DefaultVersion, 1) >= 1 {
+		opts.HeartbeatTimeout = deliveryPollHeartbeat
+	}
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 // deliverActivityContext mirrors the destination's retries; a refusal is

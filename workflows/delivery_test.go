@@ -3,12 +3,15 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -268,4 +271,41 @@ func TestDeliveryConfigMessage(t *testing.T) {
 	require.ErrorContains(t, bad.rejected, "max_in_flight")
 	require.NoError(t, good.rejected)
 	require.Equal(t, []api.SeqRange{r(0, 5)}, f.ranges(), "the new batch size applies to the next batch")
+}
+
+// The long-polling NextBatch runs with a heartbeat timeout of a few
+// seconds, in one batch at a time and in lanes, so a worker killed
+// mid-poll stalls delivery for seconds, not the 50s start-to-close timeout
+// (activities.TestNextBatchHeartbeatsWhileItWaits: the activity beats).
+func TestDeliveryPollHasAHeartbeatTimeout(t *testing.T) {
+	for _, lanes := range []int{1, 4} {
+		t.Run(fmt.Sprintf("max_in_flight %d", lanes), func(t *testing.T) {
+			env := newEnv(t)
+			d := testDestination()
+			d.MaxInFlight = lanes
+			if lanes > 1 {
+				newLaneFeed(0, 1).mock(env)
+			} else {
+				(&fakeDestination{}).mock(env)
+			}
+			var mu sync.Mutex
+			var polls []time.Duration
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == "NextBatch" {
+					mu.Lock()
+					defer mu.Unlock()
+					polls = append(polls, info.HeartbeatTimeout)
+				}
+			})
+			stopAt(env, 10*time.Second, nil)
+			env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: d})
+			requireStopped(t, env)
+			mu.Lock()
+			defer mu.Unlock()
+			require.NotEmpty(t, polls)
+			for _, ht := range polls {
+				require.Equal(t, 5*time.Second, ht)
+			}
+		})
+	}
 }
