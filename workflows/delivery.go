@@ -159,28 +159,45 @@ func (d *delivery) run(ctx workflow.Context) error {
 // blocked says whether delivery must wait now, why, and until when (zero:
 // until a message arrives).
 func (d *delivery) blocked() (string, time.Time, bool) {
+	if why, until, ok := d.held(d.now); ok {
+		return why, until, true
+	}
+	d.refill()
+	return d.rateWait(d.now, d.tokens)
+}
+
+// held says whether the state or the work windows hold delivery at now.
+func (d *delivery) held(now time.Time) (string, time.Time, bool) {
 	switch {
 	case d.st.BreakerOpen:
 		return "breaker open", time.Time{}, true
 	case d.st.Paused:
 		return "paused", time.Time{}, true
-	case len(d.windows) > 0 && !d.windows.OpenAt(d.now):
-		return "outside work windows", d.windows.NextOpen(d.now), true
-	}
-	d.refill()
-	if d.tokens < 1 {
-		need := time.Duration((1 - d.tokens) / d.dest.RateLimit.RPS * float64(time.Second))
-		return "rate limit", d.now.Add(max(need, time.Millisecond)), true
+	case len(d.windows) > 0 && !d.windows.OpenAt(now):
+		return "outside work windows", d.windows.NextOpen(now), true
 	}
 	return "", time.Time{}, false
 }
 
-func (d *delivery) refill() {
-	if !d.tokensAt.IsZero() {
-		d.tokens += d.now.Sub(d.tokensAt).Seconds() * d.dest.RateLimit.RPS
+// rateWait says whether delivery waits for a rate token, holding tokens.
+func (d *delivery) rateWait(now time.Time, tokens float64) (string, time.Time, bool) {
+	if tokens < 1 {
+		need := time.Duration((1 - tokens) / d.dest.RateLimit.RPS * float64(time.Second))
+		return "rate limit", now.Add(max(need, time.Millisecond)), true
 	}
-	d.tokens = min(d.tokens, float64(d.dest.RateLimit.Burst))
-	d.tokensAt = d.now
+	return "", time.Time{}, false
+}
+
+func (d *delivery) refill() { d.tokens, d.tokensAt = d.tokensNow(d.now), d.now }
+
+// tokensNow is the rate tokens at now, refilled since the last refill;
+// it changes nothing.
+func (d *delivery) tokensNow(now time.Time) float64 {
+	tokens := d.tokens
+	if !d.tokensAt.IsZero() {
+		tokens += now.Sub(d.tokensAt).Seconds() * d.dest.RateLimit.RPS
+	}
+	return min(tokens, float64(d.dest.RateLimit.Burst))
 }
 
 func (d *delivery) takeToken() { d.tokens-- }

@@ -309,3 +309,52 @@ func TestDeliveryPollHasAHeartbeatTimeout(t *testing.T) {
 		})
 	}
 }
+
+// Every update answers with the state after its change, whatever the loop
+// was doing when it arrived: a resume that interrupts the paused wait is
+// not answered "paused" (as it was while the loop slept), and a pause
+// during the long poll is answered "paused".
+func TestDeliveryUpdatesAnswerTheStateAfterTheChange(t *testing.T) {
+	env := newEnv(t)
+	d := testDestination()
+	d.Windows = []string{"* 12:00-12:30"} // t0 is 12:00 UTC
+	(&fakeDestination{seqs: []int64{1}}).mock(env)
+	var pausedInPoll, resumedFromSleep, pausedAgain, resumedOutsideWindow *updateOutcome
+	var sleeping api.DeliveryStatus
+	env.RegisterDelayedCallback(func() {
+		// NextBatch answers after 1s: at 0.5s the loop is in its first poll.
+		pausedInPoll = sendUpdate(env, api.SignalDeliveryPause, json.RawMessage(`{"reason":"maintenance"}`))
+	}, 500*time.Millisecond)
+	env.RegisterDelayedCallback(func() {
+		sleeping = deliveryStatus(t, env)
+		resumedFromSleep = sendUpdate(env, api.SignalDeliveryResume, json.RawMessage(`{}`))
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		pausedAgain = sendUpdate(env, api.SignalDeliveryPause, json.RawMessage(`{}`))
+	}, 20*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		resumedOutsideWindow = sendUpdate(env, api.SignalDeliveryResume, json.RawMessage(`{}`))
+	}, 40*time.Minute)
+	stopAt(env, 41*time.Minute, nil)
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: d})
+	requireStopped(t, env)
+
+	answer := func(o *updateOutcome) api.DeliveryStatus {
+		t.Helper()
+		require.True(t, o.done)
+		require.NoError(t, o.err)
+		s, ok := o.result.(api.DeliveryStatus)
+		require.True(t, ok, "result %T", o.result)
+		return s
+	}
+	require.Equal(t, "paused: maintenance", answer(pausedInPoll).Waiting)
+	require.Equal(t, "paused: maintenance", sleeping.Waiting, "the loop sleeps paused when the resume arrives")
+	require.Equal(t, int64(0), sleeping.State.Acked)
+	resumed := answer(resumedFromSleep)
+	require.False(t, resumed.State.Paused)
+	require.Empty(t, resumed.Waiting, "resumed: delivering, not the paused wait it ended")
+	require.Equal(t, "paused: paused by operator", answer(pausedAgain).Waiting)
+	late := answer(resumedOutsideWindow)
+	require.Equal(t, "outside work windows", late.Waiting, "resumed, but the window has closed")
+	require.Equal(t, t0.Add(24*time.Hour), late.WaitUntil)
+}
