@@ -144,6 +144,7 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 		return err
 	}
 	defer ws.Stop()
+	go app.CompactFeed(ctx, st, file.DestinationNames())
 	if err := startCursors(ctx, app, c, file.Platforms); err != nil {
 		return err
 	}
