@@ -30,7 +30,8 @@
 // at or below it was confirmed by the destination (or set aside). Loop:
 // wait while paused, the breaker is open, outside the work windows or out
 // of rate tokens; list the seqs of the next batch after Acked (an activity
-// that long-polls an idle feed); deliver (After, last] (an activity that
+// that long-polls an idle feed, heartbeating so a killed worker's poll is
+// taken over in seconds); deliver (After, last] (an activity that
 // reads the changes and sends them); on success Acked = last.
 //
 //	listed -> delivered -> Acked moves
