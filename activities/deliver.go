@@ -113,7 +113,11 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 		}
 		req.After = max(req.After, acks[d.Name])
 	}
-	if err := a.Feed.AckChanges(ctx, d.Name, req.After); err != nil {
+	ack := req.After
+	if req.OldestSetAside > 0 {
+		ack = min(ack, req.OldestSetAside-1) // not acknowledged by the destination
+	}
+	if err := a.Feed.AckChanges(ctx, d.Name, ack); err != nil {
 		return api.NextBatchResult{}, temporal.NewApplicationError(err.Error(), ErrStore)
 	}
 	lanes := max(req.Lanes, 1)

@@ -244,3 +244,36 @@ func TestNextBatchHeartbeatsWhileItWaits(t *testing.T) {
 	require.Empty(t, next.Seqs, "nothing new: the poll ran its full wait")
 	require.GreaterOrEqual(t, beats.Load(), int32(3), "a heartbeat about every 0.8s of the 3s poll")
 }
+
+// A set-aside change is not acknowledged in the store: compaction keeps it
+// for a retry, and a Delivery started anew lists it again.
+func TestNextBatchKeepsTheStoreAckBelowSetAsideChanges(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		setAside  int64
+		wantAck   int64
+		wantFirst int64 // first change left after compaction
+	}{
+		{"nothing set aside", 0, 5, 6},
+		{"change 3 set aside", 3, 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := feedStore(t, 3) // seqs 1..6
+			a := webhookActivities(t, st, "http://127.0.0.1:1")
+			_, err := a.NextBatch(ctx, api.NextBatchRequest{Destination: "oms", After: 5, Limit: 10, OldestSetAside: tc.setAside})
+			require.NoError(t, err)
+			acks, err := st.Acks(ctx)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantAck, acks["oms"])
+			_, err = st.CompactChanges(ctx, store.Compaction{Before: time.Now().Add(time.Hour), Consumers: []string{"oms"}})
+			require.NoError(t, err)
+			left, err := st.Changes(ctx, store.ChangeQuery{After: 0, Limit: 1})
+			require.NoError(t, err)
+			require.Equal(t, tc.wantFirst, left[0].Seq)
+			next, err := a.NextBatch(ctx, api.NextBatchRequest{Destination: "oms", After: 0, Limit: 10, Resume: true})
+			require.NoError(t, err)
+			require.Equal(t, tc.wantAck, next.After, "a Delivery started anew resumes after the store's record")
+		})
+	}
+}

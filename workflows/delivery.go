@@ -138,7 +138,8 @@ func (d *delivery) run(ctx workflow.Context) error {
 		}
 		var next api.NextBatchResult
 		err := workflow.ExecuteActivity(d.feedActivityContext(ctx), acts.NextBatch, api.NextBatchRequest{
-			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll, Resume: d.resume}).Get(ctx, &next)
+			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll, Resume: d.resume,
+			OldestSetAside: d.oldestSetAside(ctx)}).Get(ctx, &next)
 		if err != nil {
 			return fmt.Errorf("list the next batch after %d: %w", d.st.Acked, err)
 		}
@@ -327,6 +328,22 @@ func (d *delivery) retryPoison(ctx workflow.Context, seq int64) error {
 		d.st.LastError = clipError(err)
 	}
 	return nil
+}
+
+// oldestSetAside is the lowest seq on the poison list, which the store's
+// record of the destination's acknowledgement stays below (0: none, or a
+// run from before versionPoisonHold).
+func (d *delivery) oldestSetAside(ctx workflow.Context) int64 {
+	var oldest int64
+	for _, p := range d.st.Poison {
+		if p.Seq > 0 && (oldest == 0 || p.Seq < oldest) {
+			oldest = p.Seq
+		}
+	}
+	if oldest == 0 || workflow.GetVersion(ctx, versionPoisonHold, workflow.DefaultVersion, 1) < 1 {
+		return 0
+	}
+	return oldest
 }
 
 func (d *delivery) poisonIndex(seq int64) int {

@@ -358,3 +358,44 @@ func TestDeliveryUpdatesAnswerTheStateAfterTheChange(t *testing.T) {
 	require.Equal(t, "outside work windows", late.Waiting, "resumed, but the window has closed")
 	require.Equal(t, t0.Add(24*time.Hour), late.WaitUntil)
 }
+
+// Once a change is set aside, every listing names it, so the store's
+// record of the acknowledgement stays below it (the activity's half:
+// activities.TestNextBatchKeepsTheStoreAckBelowSetAsideChanges).
+func TestDeliveryListingsNameTheOldestSetAsideChange(t *testing.T) {
+	env := newEnv(t)
+	var mu sync.Mutex
+	var reqs []api.NextBatchRequest
+	env.OnActivity(acts.NextBatch, mock.Anything, mock.Anything).After(time.Second).Return(
+		func(_ context.Context, req api.NextBatchRequest) (api.NextBatchResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reqs = append(reqs, req)
+			out := api.NextBatchResult{After: req.After}
+			for _, s := range []int64{1, 2, 3} {
+				if s > req.After {
+					out.Seqs = append(out.Seqs, s)
+				}
+			}
+			return out, nil
+		})
+	env.OnActivity(acts.DeliverChanges, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req api.DeliverRequest) (api.DeliverResult, error) {
+			if req.To-req.After > 1 || req.To == 2 {
+				return api.DeliverResult{}, refused("HTTP 422")
+			}
+			return api.DeliverResult{Delivered: 1}, nil
+		})
+	mockAlerts(env, 0)
+	stopAt(env, 10*time.Second, nil)
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+	requireStopped(t, env)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Greater(t, len(reqs), 1)
+	require.Zero(t, reqs[0].OldestSetAside, "nothing set aside yet")
+	for _, r := range reqs[1:] {
+		require.Equal(t, int64(3), r.After)
+		require.Equal(t, int64(2), r.OldestSetAside)
+	}
+}

@@ -119,6 +119,14 @@ const (
 	// release that added it; a history without the marker keeps polling
 	// without a heartbeat timeout.
 	versionPollHeartbeat = "delivery-poll-heartbeat"
+
+	// versionPoisonHold guards NextBatchRequest.OldestSetAside: from this
+	// version the store's record of a destination's acknowledgement stays
+	// below its oldest set-aside change, so compaction keeps that change
+	// for a retry and a Delivery started anew delivers it again (before,
+	// the record moved past it). Asked lazily, when a listing is made
+	// while the poison list is not empty.
+	versionPoisonHold = "delivery-poison-hold"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
