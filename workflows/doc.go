@@ -38,6 +38,8 @@
 //	       -> refused whole -> one change at a time -> refused alone -> poison list, Acked moves past it
 //	       -> failed after retries -> backoff, or the breaker opens (alert) -> resume
 //
+// The store's record of the acknowledgement (what compaction and a
+// Delivery started anew go by) stays below the oldest set-aside change.
 // Only seqs and counts enter history. One batch at a time keeps the changes
 // of each order in order. With max_in_flight N > 1 (delivery_lanes.go) the
 // workflow lists a range of up to N batches split into lanes by order,
