@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersync/ordersync/api"
@@ -103,6 +104,8 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 	if err != nil {
 		return api.NextBatchResult{}, err
 	}
+	stop := heartbeatWhileRunning(ctx)
+	defer stop()
 	if req.Resume {
 		acks, err := a.Feed.Acks(ctx)
 		if err != nil {
@@ -110,7 +113,11 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 		}
 		req.After = max(req.After, acks[d.Name])
 	}
-	if err := a.Feed.AckChanges(ctx, d.Name, req.After); err != nil {
+	ack := req.After
+	if req.OldestSetAside > 0 {
+		ack = min(ack, req.OldestSetAside-1) // not acknowledged by the destination
+	}
+	if err := a.Feed.AckChanges(ctx, d.Name, ack); err != nil {
 		return api.NextBatchResult{}, temporal.NewApplicationError(err.Error(), ErrStore)
 	}
 	lanes := max(req.Lanes, 1)
@@ -138,6 +145,40 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 		case <-time.After(min(250*time.Millisecond, time.Until(deadline))):
 		}
 	}
+}
+
+// heartbeatWhileRunning heartbeats from its own goroutine until stop is
+// called, so a long poll shows the server its worker is alive even while
+// a store call is slow, and a worker killed mid-poll is noticed within the
+// heartbeat timeout (not the start-to-close one). The SDK sends at most
+// one heartbeat per 80% of the timeout, and heartbeats write no history.
+func heartbeatWhileRunning(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {} // called directly, as in unit tests
+	}
+	every := time.Second
+	if ht := activity.GetInfo(ctx).HeartbeatTimeout; ht > 0 {
+		every = min(every, ht/4)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		activity.RecordHeartbeat(ctx)
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // splitLanes splits changes (in seq order, after after) into up to lanes

@@ -17,11 +17,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
@@ -209,4 +214,66 @@ func TestNextBatchLongPolls(t *testing.T) {
 	next, err := a.NextBatch(ctx, api.NextBatchRequest{Destination: "oms", After: 1, Limit: 10, Wait: 5 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, []int64{3}, next.Seqs)
+}
+
+// A long poll on an idle feed heartbeats throughout, so the server notices
+// a worker killed mid-poll within the heartbeat timeout and another worker
+// takes the poll over. The test environment enforces the heartbeat timeout
+// as the server does: a poll that waits 3s without heartbeats fails.
+func TestNextBatchHeartbeatsWhileItWaits(t *testing.T) {
+	st := feedStore(t, 1)
+	a := webhookActivities(t, st, "http://127.0.0.1:1")
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivity(a)
+	var beats atomic.Int32
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
+	poll := func(ctx workflow.Context) (api.NextBatchResult, error) {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: time.Second,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+		var next api.NextBatchResult
+		err := workflow.ExecuteActivity(ctx, a.NextBatch, api.NextBatchRequest{Destination: "oms", After: 1, Limit: 10, Wait: 3 * time.Second}).Get(ctx, &next)
+		return next, err
+	}
+	env.RegisterWorkflow(poll)
+	env.ExecuteWorkflow(poll)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError(), "the poll outlived its heartbeat timeout by heartbeating")
+	var next api.NextBatchResult
+	require.NoError(t, env.GetWorkflowResult(&next))
+	require.Empty(t, next.Seqs, "nothing new: the poll ran its full wait")
+	require.GreaterOrEqual(t, beats.Load(), int32(3), "a heartbeat about every 0.8s of the 3s poll")
+}
+
+// A set-aside change is not acknowledged in the store: compaction keeps it
+// for a retry, and a Delivery started anew lists it again.
+func TestNextBatchKeepsTheStoreAckBelowSetAsideChanges(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		setAside  int64
+		wantAck   int64
+		wantFirst int64 // first change left after compaction
+	}{
+		{"nothing set aside", 0, 5, 6},
+		{"change 3 set aside", 3, 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := feedStore(t, 3) // seqs 1..6
+			a := webhookActivities(t, st, "http://127.0.0.1:1")
+			_, err := a.NextBatch(ctx, api.NextBatchRequest{Destination: "oms", After: 5, Limit: 10, OldestSetAside: tc.setAside})
+			require.NoError(t, err)
+			acks, err := st.Acks(ctx)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantAck, acks["oms"])
+			_, err = st.CompactChanges(ctx, store.Compaction{Before: time.Now().Add(time.Hour), Consumers: []string{"oms"}})
+			require.NoError(t, err)
+			left, err := st.Changes(ctx, store.ChangeQuery{After: 0, Limit: 1})
+			require.NoError(t, err)
+			require.Equal(t, tc.wantFirst, left[0].Seq)
+			next, err := a.NextBatch(ctx, api.NextBatchRequest{Destination: "oms", After: 0, Limit: 10, Resume: true})
+			require.NoError(t, err)
+			require.Equal(t, tc.wantAck, next.After, "a Delivery started anew resumes after the store's record")
+		})
+	}
 }

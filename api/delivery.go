@@ -168,6 +168,11 @@ type NextBatchRequest struct {
 	// Lanes > 1 lists up to Lanes batches of up to Limit changes each,
 	// split by order (NextBatchResult.Lanes); 0 or 1 lists one batch.
 	Lanes int `json:"lanes,omitempty"`
+	// OldestSetAside is the lowest seq on the poison list (0: none). The
+	// store records the destination's acknowledgement below it, so
+	// compaction keeps a set-aside change until it is retried or skipped,
+	// and a Delivery started anew delivers it again.
+	OldestSetAside int64 `json:"oldest_set_aside,omitempty"`
 }
 
 // NextBatchResult lists the seqs of the next batch (empty: none yet).

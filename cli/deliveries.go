@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -205,20 +206,8 @@ func (a *App) printDeliveryReports(ctx context.Context, names []string, strict b
 		if err := writeJSON(a, reports); err != nil {
 			return err
 		}
-	} else {
-		tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "DESTINATION\tSTATE\tACKED\tHEAD\tACCEPTED\tPENDING\tPOISON\tLAST ERROR")
-		for _, r := range reports {
-			var acked int64
-			lastErr := ""
-			if r.Status != nil {
-				acked, lastErr = r.Status.State.Acked, r.Status.State.LastError
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Destination, r.state(), acked, r.Head, r.Accepted, r.Pending, r.Poison, clipText(lastErr, 80))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	} else if err := writeDeliveryTable(a.Out, reports); err != nil {
+		return err
 	}
 	if strict {
 		for _, r := range reports {
@@ -228,6 +217,53 @@ func (a *App) printDeliveryReports(ctx context.Context, names []string, strict b
 		}
 	}
 	return nil
+}
+
+// writeDeliveryTable prints a line per destination and, for destinations
+// delivering in lanes (max_in_flight > 1), a line per lane of the pending
+// range not yet confirmed: its seqs and whether it is in flight or waits.
+func writeDeliveryTable(w io.Writer, reports []deliveryReport) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DESTINATION\tSTATE\tACKED\tHEAD\tACCEPTED\tPENDING\tPOISON\tLAST ERROR")
+	var lanes []deliveryReport
+	for _, r := range reports {
+		var acked int64
+		lastErr := ""
+		if r.Status != nil {
+			acked, lastErr = r.Status.State.Acked, r.Status.State.LastError
+			if r.Status.State.Pending != nil {
+				lanes = append(lanes, r)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Destination, r.state(), acked, r.Head, r.Accepted, r.Pending, r.Poison, clipText(lastErr, 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(lanes) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DESTINATION\tPENDING RANGE\tLANE\tSEQS\tCHANGES\tSTATE")
+	for _, r := range lanes {
+		p := r.Status.State.Pending
+		state := "waiting: " + r.state()
+		switch {
+		case r.Status.InFlight != nil && *r.Status.InFlight == p.SeqRange:
+			state = "in flight"
+		case r.Status.Waiting == "":
+			state = "next"
+		}
+		for _, l := range p.Left {
+			seqs := "-"
+			if len(l.Seqs) > 0 {
+				seqs = fmt.Sprintf("%d..%d", l.Seqs[0], l.Seqs[len(l.Seqs)-1])
+			}
+			fmt.Fprintf(tw, "%s\t%d..%d\t%d/%d\t%s\t%d\t%s\n", r.Destination, p.After+1, p.To, l.Lane+1, p.Lanes, seqs, len(l.Seqs), state)
+		}
+	}
+	return tw.Flush()
 }
 
 // newDeliveriesMessageCommand sends one of the Delivery workflow's

@@ -128,7 +128,7 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 	} else {
 		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress)
 	}
-	go a.compactFeed(ctx, st, file.DestinationNames())
+	go a.CompactFeed(ctx, st, file.DestinationNames())
 	<-ctx.Done()
 	a.Logger.Info("worker draining", "stop_timeout", stopTimeout)
 	ws.Stop()
@@ -147,10 +147,11 @@ func (a *App) workerVersion() sdkworker.WorkerDeploymentVersion {
 // feedCompactInterval is how often a worker compacts the change feed.
 const feedCompactInterval = time.Hour
 
-// compactFeed removes, at start and then every feedCompactInterval, the
-// changes older than ORDERSYNC_CHANGE_RETENTION that every destination has
-// acknowledged. Several workers doing it at once is harmless.
-func (a *App) compactFeed(ctx context.Context, st store.Store, destinations []string) {
+// CompactFeed removes, at start and then every feedCompactInterval until
+// ctx ends, the changes older than ORDERSYNC_CHANGE_RETENTION that every
+// destination has acknowledged. Every process that runs workers (`ordersync
+// worker`, `ordersync dev`) runs it; several at once is harmless.
+func (a *App) CompactFeed(ctx context.Context, st store.Store, destinations []string) {
 	for {
 		n, err := st.CompactChanges(ctx, store.Compaction{Before: time.Now().Add(-a.Process.ChangeRetention), Consumers: destinations})
 		switch {

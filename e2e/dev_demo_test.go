@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/receiver"
+	"github.com/ordersync/ordersync/store"
 )
 
 // lockedBuffer collects a process's output while the test reads it.
@@ -68,6 +71,11 @@ func TestDevDemoReceiver(t *testing.T) {
 		"ORDERSYNC_LOG_LEVEL=warn",
 	}
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "data"), 0o755))
+	// A change the demo receiver acknowledged before this start, past a
+	// retention of 1s: dev compacts the feed at start, as a worker does.
+	env = append(env, "ORDERSYNC_CHANGE_RETENTION=1s")
+	seeded := seedAckedChange(t, "sqlite://"+filepath.Join(dir, "orders.db"), "sim-acme", "demo-receiver")
+	time.Sleep(1100 * time.Millisecond)
 
 	cmd := exec.Command(ordersyncBinary(t), "dev", "-f", file, "--port", strconv.Itoa(port), "--ui-port", "0",
 		"--sim-listen", simAddr, "--receiver-listen", rcvAddr)
@@ -117,6 +125,14 @@ func TestDevDemoReceiver(t *testing.T) {
 		}
 		require.False(t, time.Now().After(deadline), "no demo-receiver line with changes within 4 minutes")
 	}
+	// Compacted at start, so the receiver's count below leaves it out too.
+	st, err := store.Open(context.Background(), "sqlite://"+filepath.Join(dir, "orders.db"))
+	require.NoError(t, err)
+	first, err := st.Changes(context.Background(), store.ChangeQuery{After: 0, Limit: 1})
+	st.Close()
+	require.NoError(t, err)
+	require.NotEmpty(t, first)
+	require.Greater(t, first[0].Seq, seeded, "dev compacted the acknowledged change older than the retention")
 	resp, err := http.Get("http://" + rcvAddr + "/stats")
 	require.NoError(t, err)
 	var stats receiver.Stats
@@ -141,6 +157,25 @@ func TestDevDemoReceiver(t *testing.T) {
 	lines := demoReceiverLine.FindAllString(text, -1)
 	require.NotEmpty(t, lines)
 	t.Logf("last line: %s", lines[len(lines)-1])
+}
+
+// seedAckedChange stores one order of platform in the store at dsn and
+// acknowledges its change for destination; it returns the change's seq.
+func seedAckedChange(t *testing.T, dsn, platform, destination string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer st.Close()
+	at := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	_, err = st.UpsertOrders(ctx, []connectors.Order{{Platform: platform, ID: "seeded-before-dev", Status: "paid", Currency: "EUR",
+		Total: "1.00", CreatedAt: at, UpdatedAt: at}})
+	require.NoError(t, err)
+	changes, err := st.Changes(ctx, store.ChangeQuery{After: 0, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, changes, 1)
+	require.NoError(t, st.AckChanges(ctx, destination, changes[0].Seq))
+	return changes[0].Seq
 }
 
 func withoutEnv(env []string, name string) []string {

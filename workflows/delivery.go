@@ -23,6 +23,11 @@ const DefaultMaxBatchesPerRun = 500
 // an idle feed: an idle destination writes a handful of events a minute.
 const deliveryLongPoll = 20 * time.Second
 
+// deliveryPollHeartbeat is the long poll's heartbeat timeout: it heartbeats
+// every second (activities.NextBatch), the SDK sends one per 80% of this,
+// so a busy worker keeps a second of slack and a dead one is noticed in 5s.
+const deliveryPollHeartbeat = 5 * time.Second
+
 // Delivery moves one destination along the change feed: it lists the next
 // batch after its acknowledged seq (seqs only), has an activity read and
 // deliver it, and moves the acknowledged seq only once the destination
@@ -133,7 +138,8 @@ func (d *delivery) run(ctx workflow.Context) error {
 		}
 		var next api.NextBatchResult
 		err := workflow.ExecuteActivity(d.feedActivityContext(ctx), acts.NextBatch, api.NextBatchRequest{
-			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll, Resume: d.resume}).Get(ctx, &next)
+			Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll, Resume: d.resume,
+			OldestSetAside: d.oldestSetAside(ctx)}).Get(ctx, &next)
 		if err != nil {
 			return fmt.Errorf("list the next batch after %d: %w", d.st.Acked, err)
 		}
@@ -154,28 +160,45 @@ func (d *delivery) run(ctx workflow.Context) error {
 // blocked says whether delivery must wait now, why, and until when (zero:
 // until a message arrives).
 func (d *delivery) blocked() (string, time.Time, bool) {
+	if why, until, ok := d.held(d.now); ok {
+		return why, until, true
+	}
+	d.refill()
+	return d.rateWait(d.now, d.tokens)
+}
+
+// held says whether the state or the work windows hold delivery at now.
+func (d *delivery) held(now time.Time) (string, time.Time, bool) {
 	switch {
 	case d.st.BreakerOpen:
 		return "breaker open", time.Time{}, true
 	case d.st.Paused:
 		return "paused", time.Time{}, true
-	case len(d.windows) > 0 && !d.windows.OpenAt(d.now):
-		return "outside work windows", d.windows.NextOpen(d.now), true
-	}
-	d.refill()
-	if d.tokens < 1 {
-		need := time.Duration((1 - d.tokens) / d.dest.RateLimit.RPS * float64(time.Second))
-		return "rate limit", d.now.Add(max(need, time.Millisecond)), true
+	case len(d.windows) > 0 && !d.windows.OpenAt(now):
+		return "outside work windows", d.windows.NextOpen(now), true
 	}
 	return "", time.Time{}, false
 }
 
-func (d *delivery) refill() {
-	if !d.tokensAt.IsZero() {
-		d.tokens += d.now.Sub(d.tokensAt).Seconds() * d.dest.RateLimit.RPS
+// rateWait says whether delivery waits for a rate token, holding tokens.
+func (d *delivery) rateWait(now time.Time, tokens float64) (string, time.Time, bool) {
+	if tokens < 1 {
+		need := time.Duration((1 - tokens) / d.dest.RateLimit.RPS * float64(time.Second))
+		return "rate limit", now.Add(max(need, time.Millisecond)), true
 	}
-	d.tokens = min(d.tokens, float64(d.dest.RateLimit.Burst))
-	d.tokensAt = d.now
+	return "", time.Time{}, false
+}
+
+func (d *delivery) refill() { d.tokens, d.tokensAt = d.tokensNow(d.now), d.now }
+
+// tokensNow is the rate tokens at now, refilled since the last refill;
+// it changes nothing.
+func (d *delivery) tokensNow(now time.Time) float64 {
+	tokens := d.tokens
+	if !d.tokensAt.IsZero() {
+		tokens += now.Sub(d.tokensAt).Seconds() * d.dest.RateLimit.RPS
+	}
+	return min(tokens, float64(d.dest.RateLimit.Burst))
 }
 
 func (d *delivery) takeToken() { d.tokens-- }
@@ -307,6 +330,22 @@ func (d *delivery) retryPoison(ctx workflow.Context, seq int64) error {
 	return nil
 }
 
+// oldestSetAside is the lowest seq on the poison list, which the store's
+// record of the destination's acknowledgement stays below (0: none, or a
+// run from before versionPoisonHold).
+func (d *delivery) oldestSetAside(ctx workflow.Context) int64 {
+	var oldest int64
+	for _, p := range d.st.Poison {
+		if p.Seq > 0 && (oldest == 0 || p.Seq < oldest) {
+			oldest = p.Seq
+		}
+	}
+	if oldest == 0 || workflow.GetVersion(ctx, versionPoisonHold, workflow.DefaultVersion, 1) < 1 {
+		return 0
+	}
+	return oldest
+}
+
 func (d *delivery) poisonIndex(seq int64) int {
 	for i, p := range d.st.Poison {
 		if p.Seq == seq {
@@ -371,12 +410,20 @@ func clip(s string, n int) string {
 	return s[:n] + "..."
 }
 
+// feedActivityContext is for the long-polling NextBatch. It heartbeats,
+// so a worker killed mid-poll is noticed after deliveryPollHeartbeat and
+// another worker polls again a second later, not after the start-to-close
+// timeout (versionPollHeartbeat; runs of before keep polling without).
 func (d *delivery) feedActivityContext(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
 		StartToCloseTimeout: deliveryLongPoll + 30*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
-	})
+	}
+	if workflow.GetVersion(ctx, versionPollHeartbeat, workflow.DefaultVersion, 1) >= 1 {
+		opts.HeartbeatTimeout = deliveryPollHeartbeat
+	}
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 // deliverActivityContext mirrors the destination's retries; a refusal is

@@ -135,7 +135,7 @@ func containsSeq(seqs []int64, seq int64) bool {
 
 func (d *delivery) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, api.QueryDeliveryStatus, func() (api.DeliveryStatus, error) {
-		return d.status(), nil
+		return d.status(d.now), nil
 	}); err != nil {
 		return fmt.Errorf("register status query: %w", err)
 	}
@@ -152,7 +152,7 @@ func (d *delivery) registerHandlers(ctx workflow.Context) error {
 			func(ctx workflow.Context, raw json.RawMessage) (api.DeliveryStatus, error) {
 				m.apply(d, raw)
 				d.woken = true
-				return d.status(), nil
+				return d.status(workflow.Now(ctx)), nil
 			},
 			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error { return m.check(d, raw) }})
 		if err != nil {
@@ -200,18 +200,24 @@ func (d *delivery) drainSignals(ctx workflow.Context) {
 	}
 }
 
-func (d *delivery) status() api.DeliveryStatus {
-	s := api.DeliveryStatus{Destination: d.dest.Name, Kind: d.dest.Kind, State: d.st, AsOf: d.now, Settings: d.dest,
+// status is the state as of now. A message applied during a wait ends the
+// wait, but the loop has not run yet: what it waits for then is judged
+// again from the state, so an update answers with the state after its
+// change (resume: no longer "paused"), not the wait it interrupted.
+func (d *delivery) status(now time.Time) api.DeliveryStatus {
+	s := api.DeliveryStatus{Destination: d.dest.Name, Kind: d.dest.Kind, State: d.st, AsOf: now, Settings: d.dest,
 		Waiting: d.waiting, WaitUntil: d.waitUntil, InFlight: d.inFlight, InFlightLanes: d.inFlightLanes}
+	if d.waiting != "" && d.woken {
+		var ok bool
+		if s.Waiting, s.WaitUntil, ok = d.held(now); !ok {
+			s.Waiting, s.WaitUntil, _ = d.rateWait(now, d.tokensNow(now))
+		}
+	}
 	switch {
 	case d.st.BreakerOpen:
 		s.Waiting, s.WaitUntil = "breaker open", d.waitUntil
 	case d.st.Paused:
 		s.Waiting = "paused: " + d.st.PauseReason
-	case s.Waiting == "paused" || s.Waiting == "breaker open":
-		// The loop still sleeps on a wait a message just ended: an update's
-		// answer (resume) is computed before the loop wakes.
-		s.Waiting, s.WaitUntil = "", time.Time{}
 	}
 	return s
 }

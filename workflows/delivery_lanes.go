@@ -52,7 +52,7 @@ func (d *delivery) stepLanes(ctx workflow.Context) error {
 	if d.st.Pending == nil {
 		lanes := d.dest.MaxInFlight
 		req := api.NextBatchRequest{Destination: d.dest.Name, After: d.st.Acked, Limit: d.dest.BatchSize, Wait: deliveryLongPoll,
-			Resume: d.resume, Lanes: lanes}
+			Resume: d.resume, Lanes: lanes, OldestSetAside: d.oldestSetAside(ctx)}
 		var next api.NextBatchResult
 		if d.backlog {
 			// The last range was cut by a full lane: more is waiting, so

@@ -3,12 +3,15 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -299,4 +302,131 @@ func TestDeliveryResumeAnswersDelivering(t *testing.T) {
 	}
 	require.False(t, st.State.Paused)
 	require.Empty(t, st.Waiting, "the answer to resume says it delivers again")
+}
+
+// The long-polling NextBatch runs with a heartbeat timeout of a few
+// seconds, in one batch at a time and in lanes, so a worker killed
+// mid-poll stalls delivery for seconds, not the 50s start-to-close timeout
+// (activities.TestNextBatchHeartbeatsWhileItWaits: the activity beats).
+func TestDeliveryPollHasAHeartbeatTimeout(t *testing.T) {
+	for _, lanes := range []int{1, 4} {
+		t.Run(fmt.Sprintf("max_in_flight %d", lanes), func(t *testing.T) {
+			env := newEnv(t)
+			d := testDestination()
+			d.MaxInFlight = lanes
+			if lanes > 1 {
+				newLaneFeed(0, 1).mock(env)
+			} else {
+				(&fakeDestination{}).mock(env)
+			}
+			var mu sync.Mutex
+			var polls []time.Duration
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == "NextBatch" {
+					mu.Lock()
+					defer mu.Unlock()
+					polls = append(polls, info.HeartbeatTimeout)
+				}
+			})
+			stopAt(env, 10*time.Second, nil)
+			env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: d})
+			requireStopped(t, env)
+			mu.Lock()
+			defer mu.Unlock()
+			require.NotEmpty(t, polls)
+			for _, ht := range polls {
+				require.Equal(t, 5*time.Second, ht)
+			}
+		})
+	}
+}
+
+// Every update answers with the state after its change, whatever the loop
+// was doing when it arrived: a resume that interrupts the paused wait is
+// not answered "paused" (as it was while the loop slept), and a pause
+// during the long poll is answered "paused".
+func TestDeliveryUpdatesAnswerTheStateAfterTheChange(t *testing.T) {
+	env := newEnv(t)
+	d := testDestination()
+	d.Windows = []string{"* 12:00-12:30"} // t0 is 12:00 UTC
+	(&fakeDestination{seqs: []int64{1}}).mock(env)
+	var pausedInPoll, resumedFromSleep, pausedAgain, resumedOutsideWindow *updateOutcome
+	var sleeping api.DeliveryStatus
+	env.RegisterDelayedCallback(func() {
+		// NextBatch answers after 1s: at 0.5s the loop is in its first poll.
+		pausedInPoll = sendUpdate(env, api.SignalDeliveryPause, json.RawMessage(`{"reason":"maintenance"}`))
+	}, 500*time.Millisecond)
+	env.RegisterDelayedCallback(func() {
+		sleeping = deliveryStatus(t, env)
+		resumedFromSleep = sendUpdate(env, api.SignalDeliveryResume, json.RawMessage(`{}`))
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		pausedAgain = sendUpdate(env, api.SignalDeliveryPause, json.RawMessage(`{}`))
+	}, 20*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		resumedOutsideWindow = sendUpdate(env, api.SignalDeliveryResume, json.RawMessage(`{}`))
+	}, 40*time.Minute)
+	stopAt(env, 41*time.Minute, nil)
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: d})
+	requireStopped(t, env)
+
+	answer := func(o *updateOutcome) api.DeliveryStatus {
+		t.Helper()
+		require.True(t, o.done)
+		require.NoError(t, o.err)
+		s, ok := o.result.(api.DeliveryStatus)
+		require.True(t, ok, "result %T", o.result)
+		return s
+	}
+	require.Equal(t, "paused: maintenance", answer(pausedInPoll).Waiting)
+	require.Equal(t, "paused: maintenance", sleeping.Waiting, "the loop sleeps paused when the resume arrives")
+	require.Equal(t, int64(0), sleeping.State.Acked)
+	resumed := answer(resumedFromSleep)
+	require.False(t, resumed.State.Paused)
+	require.Empty(t, resumed.Waiting, "resumed: delivering, not the paused wait it ended")
+	require.Equal(t, "paused: paused by operator", answer(pausedAgain).Waiting)
+	late := answer(resumedOutsideWindow)
+	require.Equal(t, "outside work windows", late.Waiting, "resumed, but the window has closed")
+	require.Equal(t, t0.Add(24*time.Hour), late.WaitUntil)
+}
+
+// Once a change is set aside, every listing names it, so the store's
+// record of the acknowledgement stays below it (the activity's half:
+// activities.TestNextBatchKeepsTheStoreAckBelowSetAsideChanges).
+func TestDeliveryListingsNameTheOldestSetAsideChange(t *testing.T) {
+	env := newEnv(t)
+	var mu sync.Mutex
+	var reqs []api.NextBatchRequest
+	env.OnActivity(acts.NextBatch, mock.Anything, mock.Anything).After(time.Second).Return(
+		func(_ context.Context, req api.NextBatchRequest) (api.NextBatchResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reqs = append(reqs, req)
+			out := api.NextBatchResult{After: req.After}
+			for _, s := range []int64{1, 2, 3} {
+				if s > req.After {
+					out.Seqs = append(out.Seqs, s)
+				}
+			}
+			return out, nil
+		})
+	env.OnActivity(acts.DeliverChanges, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req api.DeliverRequest) (api.DeliverResult, error) {
+			if req.To-req.After > 1 || req.To == 2 {
+				return api.DeliverResult{}, refused("HTTP 422")
+			}
+			return api.DeliverResult{Delivered: 1}, nil
+		})
+	mockAlerts(env, 0)
+	stopAt(env, 10*time.Second, nil)
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+	requireStopped(t, env)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Greater(t, len(reqs), 1)
+	require.Zero(t, reqs[0].OldestSetAside, "nothing set aside yet")
+	for _, r := range reqs[1:] {
+		require.Equal(t, int64(3), r.After)
+		require.Equal(t, int64(2), r.OldestSetAside)
+	}
 }

@@ -30,13 +30,16 @@
 // at or below it was confirmed by the destination (or set aside). Loop:
 // wait while paused, the breaker is open, outside the work windows or out
 // of rate tokens; list the seqs of the next batch after Acked (an activity
-// that long-polls an idle feed); deliver (After, last] (an activity that
+// that long-polls an idle feed, heartbeating so a killed worker's poll is
+// taken over in seconds); deliver (After, last] (an activity that
 // reads the changes and sends them); on success Acked = last.
 //
 //	listed -> delivered -> Acked moves
 //	       -> refused whole -> one change at a time -> refused alone -> poison list, Acked moves past it
 //	       -> failed after retries -> backoff, or the breaker opens (alert) -> resume
 //
+// The store's record of the acknowledgement (what compaction and a
+// Delivery started anew go by) stays below the oldest set-aside change.
 // Only seqs and counts enter history. One batch at a time keeps the changes
 // of each order in order. With max_in_flight N > 1 (delivery_lanes.go) the
 // workflow lists a range of up to N batches split into lanes by order,

@@ -111,6 +111,23 @@ const (
 	// verdict; runs with max_in_flight 1 record nothing and take the path
 	// they always took.
 	versionDeliveryLanes = "delivery-lanes"
+
+	// versionPollHeartbeat guards the heartbeat timeout of the Delivery's
+	// long-polling NextBatch activity (feedActivityContext): without it a
+	// worker killed mid-poll stalled delivery until the start-to-close
+	// timeout (50s). Asked where a NextBatch is scheduled as a regular
+	// activity, which every run does first, so it marks every run from the
+	// release that added it; a history without the marker keeps polling
+	// without a heartbeat timeout.
+	versionPollHeartbeat = "delivery-poll-heartbeat"
+
+	// versionPoisonHold guards NextBatchRequest.OldestSetAside: from this
+	// version the store's record of a destination's acknowledgement stays
+	// below its oldest set-aside change, so compaction keeps that change
+	// for a retry and a Delivery started anew delivers it again (before,
+	// the record moved past it). Asked lazily, when a listing is made
+	// while the poison list is not empty.
+	versionPoisonHold = "delivery-poison-hold"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

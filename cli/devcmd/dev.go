@@ -141,6 +141,9 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 		return err
 	}
 	defer ws.Stop()
+	compactCtx, stopCompacting := context.WithCancel(ctx)
+	defer stopCompacting() // before the store closes
+	go app.CompactFeed(compactCtx, st, file.DestinationNames())
 	if err := startCursors(ctx, app, c, file.Platforms); err != nil {
 		return err
 	}

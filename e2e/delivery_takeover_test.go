@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/starter"
+)
+
+const takeoverPlatforms = noLossPlatforms + `
+destinations:
+  e2e-hook:
+    kind: webhook
+    url: "{{HOOK}}"
+    secret: {env: ORDERSYNC_E2E_HOOK_SECRET}
+    batch_size: 10
+    timeout: 2s
+    retry_interval: 100ms
+`
+
+// seqReceiver records when each change's seq first arrived.
+type seqReceiver struct {
+	mu      sync.Mutex
+	arrived map[int64]time.Time
+}
+
+func (r *seqReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	var b activities.WebhookBatch
+	if err := json.Unmarshal(body, &b); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	for _, c := range b.Changes {
+		if _, ok := r.arrived[c.Seq]; !ok {
+			r.arrived[c.Seq] = time.Now()
+		}
+	}
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *seqReceiver) waitFor(t *testing.T, seq int64, timeout time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		at, ok := r.arrived[seq]
+		r.mu.Unlock()
+		if ok {
+			return at
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("change %d did not arrive within %s", seq, timeout)
+	return time.Time{}
+}
+
+// TestDeliveryPollTakenOverAfterAKill: a worker process killed (SIGKILL)
+// while it runs the Delivery's long poll for new changes stalls delivery
+// only for the poll's heartbeat timeout: the other worker polls again and
+// a change stored after the kill arrives within seconds, not after the
+// poll's start-to-close timeout (50s).
+func TestDeliveryPollTakenOverAfterAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	rcv := &seqReceiver{arrived: map[int64]time.Time{}}
+	hook := httptest.NewServer(rcv)
+	t.Cleanup(hook.Close)
+	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	st := embeddedStack
+	st.workerProcesses = 2
+	cfg := sim.DefaultConfig()
+	cfg.Shops = []sim.ShopConfig{{Name: "alpha", Token: "alpha-token"}, {Name: "beta", Token: "beta-token"}}
+	s := startSystemOn(t, st, cfg, strings.ReplaceAll(takeoverPlatforms, "{{HOOK}}", hook.URL))
+	ctx := context.Background()
+	dest, ok := s.file.Destination("e2e-hook")
+	require.True(t, ok)
+	_, err := starter.EnsureDelivery(ctx, s.client, dest)
+	require.NoError(t, err)
+
+	order := func(id string) int64 {
+		at := time.Now().UTC().Truncate(time.Second)
+		_, err := s.store.UpsertOrders(ctx, []connectors.Order{{Platform: "e2e-alpha", ID: id, Status: "paid", Currency: "EUR",
+			Total: "1.00", CreatedAt: at, UpdatedAt: at}})
+		require.NoError(t, err)
+		head, err := s.store.Head(ctx)
+		require.NoError(t, err)
+		return head.LastSeq
+	}
+	rcv.waitFor(t, order("before-kill"), time.Minute)
+
+	// The next long poll has started on one of the two workers: kill it.
+	var victim *workerProc
+	var polling time.Duration
+	require.Eventually(t, func() bool {
+		desc, err := s.client.DescribeWorkflowExecution(ctx, api.DeliveryWorkflowID("e2e-hook"), "")
+		require.NoError(t, err)
+		for _, a := range desc.GetPendingActivities() {
+			if a.GetActivityType().GetName() != "NextBatch" || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				continue
+			}
+			for _, w := range s.procs {
+				if strings.HasPrefix(a.GetLastWorkerIdentity(), fmt.Sprintf("%d@", w.cmd.Process.Pid)) {
+					victim, polling = w, time.Since(a.GetLastStartedTime().AsTime())
+				}
+			}
+		}
+		return victim != nil
+	}, time.Minute, 100*time.Millisecond, "no worker runs the long poll")
+	victim.kill9()
+	killed := time.Now()
+	t.Logf("killed the worker polling for %s", polling.Round(time.Millisecond))
+
+	seq := order("after-kill")
+	took := rcv.waitFor(t, seq, 2*time.Minute).Sub(killed)
+	t.Logf("change %d stored after the kill arrived %s after it", seq, took.Round(time.Millisecond))
+	// Heartbeat timeout 5s, retry after 1s, then a workflow task that may
+	// first wait out the dead worker's sticky queue (5s): about 11s here on
+	// a loaded machine. Without the heartbeat the poll held delivery until
+	// its start-to-close timeout, 50s after it started: over 30s.
+	require.Less(t, took, 30*time.Second, "the long poll of the killed worker was taken over")
+}
