@@ -317,8 +317,12 @@ func (a *Activities) destination(name string) (config.Destination, error) {
 	}
 	d, ok := a.Deliveries.Destinations[name]
 	if !ok {
-		return config.Destination{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("destination %q is not in this worker's platforms file", name), ErrPermanent, nil)
+		// Retried, not fatal: during a rollout of a new platforms file, or
+		// with workers whose files differ, another worker (or this one
+		// after it re-reads its file) has the destination. Failing the
+		// Delivery workflow here would stop delivery for good.
+		return config.Destination{}, temporal.NewApplicationError(
+			fmt.Sprintf("destination %q is not in this worker's platforms file (retried until a worker that has it takes the task)", name), ErrTransient)
 	}
 	return d, nil
 }

@@ -182,6 +182,12 @@ func TestDeliveryActivityGuards(t *testing.T) {
 	ctx := context.Background()
 	_, err := a.DeliverChanges(ctx, api.DeliverRequest{Destination: "elsewhere", SeqRange: api.SeqRange{To: 3}, Expect: 2})
 	require.ErrorContains(t, err, `destination "elsewhere" is not in this worker's platforms file`)
+	var unknown *temporal.ApplicationError
+	require.True(t, errors.As(err, &unknown))
+	require.False(t, unknown.NonRetryable(), "a worker without the destination must not end the Delivery workflow")
+	_, err = a.NextBatch(ctx, api.NextBatchRequest{Destination: "elsewhere", Limit: 10})
+	require.True(t, errors.As(err, &unknown))
+	require.False(t, unknown.NonRetryable())
 	_, err = a.DeliverChanges(ctx, api.DeliverRequest{Destination: "oms", SeqRange: api.SeqRange{To: 3}, Expect: 3})
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr))
