@@ -11,7 +11,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -72,12 +71,12 @@ func (o *Options) applyDefaults() error {
 	o.LogLevel = cmp.Or(o.LogLevel, tserver.DefaultLogLevel)
 	var err error
 	if o.FrontendPort < 0 {
-		if o.FrontendPort, err = freePort(o.IP); err != nil {
+		if o.FrontendPort, err = tserver.FreePort(o.IP); err != nil {
 			return err
 		}
 	}
 	if o.UIPort < 0 {
-		if o.UIPort, err = freePort(o.IP); err != nil {
+		if o.UIPort, err = tserver.FreePort(o.IP); err != nil {
 			return err
 		}
 	}
@@ -149,7 +148,7 @@ func buildConfig(opts *Options) (tserver.Options, error) {
 	var ports tserver.ServicePorts
 	for _, port := range []*int{&ports.FrontendMembership, &ports.History, &ports.HistoryMembership,
 		&ports.Matching, &ports.MatchingMembership, &ports.Worker, &ports.WorkerMembership, &ports.Metrics} {
-		p, err := freePort(opts.IP)
+		p, err := tserver.FreePort(opts.IP)
 		if err != nil {
 			return tserver.Options{}, err
 		}
@@ -229,13 +228,4 @@ func forgetOldMembers(path string) error {
 		return fmt.Errorf("clear old cluster membership in %s: %w", path, err)
 	}
 	return nil
-}
-
-func freePort(ip string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port on %s: %w", ip, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -17,7 +17,6 @@ package cluster
 import (
 	"cmp"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strconv"
 
@@ -120,7 +119,7 @@ func (o *Options) applyDefaults() error {
 	for _, port := range []*int{&o.FrontendPort, &o.UIPort, &p.FrontendMembership, &p.History, &p.HistoryMembership,
 		&p.Matching, &p.MatchingMembership, &p.Worker, &p.WorkerMembership, &p.Metrics} {
 		if *port < 0 || (*port == 0 && port != &o.UIPort) {
-			free, err := freePort(o.IP)
+			free, err := tserver.FreePort(o.IP)
 			if err != nil {
 				return err
 			}
@@ -153,22 +152,4 @@ func buildConfig(o *Options) tserver.Options {
 		LogLevel:    o.LogLevel,
 		LogFile:     o.LogFile,
 	}
-}
-
-// freePort picks a free port below 32768: the membership table stores a
-// service's port as a SMALLINT, so a port from the kernel's ephemeral range
-// (32768 and up on Linux) makes the server die at start with "unable to
-// initialize membership heartbeats".
-func freePort(ip string) (int, error) {
-	const lo, hi = 20000, 32767
-	start := lo + rand.IntN(hi-lo)
-	for i := range hi - lo {
-		port := lo + (start-lo+i)%(hi-lo)
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-		if err == nil {
-			l.Close()
-			return port, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port in %d-%d on %s", lo, hi, ip)
 }

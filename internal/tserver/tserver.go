@@ -13,6 +13,7 @@ package tserver
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -218,4 +219,25 @@ func buildLogger(level, file string) (log.Logger, error) {
 		lc.OutputFile = file
 	}
 	return log.NewZapLogger(log.BuildZapLogger(lc)), nil
+}
+
+// FreePort picks a free port below 32768, outside the kernel's ephemeral
+// range (32768 and up on Linux): the SQL membership table stores a
+// service's port as a SMALLINT (a higher one makes the server die at start
+// with "unable to initialize membership heartbeats"), and a port the
+// kernel handed out as free can be taken by an outgoing connection's local
+// port before the server binds it (a benchmark with thousands of
+// connections saw ringpop die with "bind: address already in use").
+func FreePort(ip string) (int, error) {
+	const lo, hi = 20000, 32767
+	start := lo + rand.IntN(hi-lo)
+	for i := range hi - lo {
+		port := lo + (start-lo+i)%(hi-lo)
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port in %d-%d on %s", lo, hi, ip)
 }
