@@ -171,18 +171,10 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 	for time.Since(start) < p.B5Window {
 		res.Server.sample()
 		res.WorkerProc.sample()
-		perm := rng.Perm(len(names))[:min(len(names), p.B5LagSample)]
-		sample := make([]string, len(perm))
-		for i, j := range perm {
-			sample[i] = names[j]
-		}
 		at := time.Now()
-		sts, err := sys.statuses(ctx, sample)
-		if err != nil {
+		var err error
+		if lags, err = sampleLags(ctx, sys, rng, names, p.B5LagSample, at, lags); err != nil {
 			res.QueryErrors++
-		}
-		for _, st := range sts {
-			lags = append(lags, at.Sub(st.Watermark).Seconds())
 		}
 		if err := sleep(ctx, 10*time.Second-time.Since(at)); err != nil {
 			return res, err

@@ -227,20 +227,11 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 			w.sample()
 		}
 		samplePostgres()
-		// Lag of a few random cursors: now minus the watermark. Queries
-		// cost the server and the worker too, so only a few per second.
-		perm := rng.Perm(len(names))[:min(len(names), p.B4LagSample)]
-		sampleNames := make([]string, len(perm))
-		for i, j := range perm {
-			sampleNames[i] = names[j]
-		}
+		// Queries cost the server and the worker too, so only a few per second.
 		at := time.Now()
-		sts, err := sys.statuses(ctx, sampleNames)
-		if err != nil {
+		var err error
+		if lags, err = sampleLags(ctx, sys, rng, names, p.B4LagSample, at, lags); err != nil {
 			res.QueryErrors++
-		}
-		for _, st := range sts {
-			lags = append(lags, at.Sub(st.Watermark).Seconds())
 		}
 		if err := sleep(ctx, 10*time.Second-time.Since(at)); err != nil {
 			return res, err
@@ -361,4 +352,19 @@ func printScale(w io.Writer, name string, b *scaleResult) {
 	target := 1.5 * iv.Seconds()
 	fmt.Fprintf(w, "%s\t%s\t%s\tp99 lag <= %.0fs, worker RSS <= 512 MiB\t%s\n", name, setting, result, target,
 		yes(b.Note == "" && b.LagSamples > 0 && b.LagP99 <= target && workerRSS <= 512))
+}
+
+// sampleLags appends the lag (at minus the watermark) of n random cursors
+// of names to lags; a failed query still appends what the others answered.
+func sampleLags(ctx context.Context, sys *system, rng *rand.Rand, names []string, n int, at time.Time, lags []float64) ([]float64, error) {
+	perm := rng.Perm(len(names))[:min(len(names), n)]
+	sample := make([]string, len(perm))
+	for i, j := range perm {
+		sample[i] = names[j]
+	}
+	sts, err := sys.statuses(ctx, sample)
+	for _, st := range sts {
+		lags = append(lags, at.Sub(st.Watermark).Seconds())
+	}
+	return lags, err
 }
