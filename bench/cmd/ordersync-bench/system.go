@@ -312,6 +312,14 @@ func (s *system) statuses(ctx context.Context, platforms []string) (map[string]a
 
 // waitWatermarks polls until every platform's watermark reaches t.
 func (s *system) waitWatermarks(ctx context.Context, t time.Time, timeout time.Duration) (map[string]api.CursorStatus, error) {
+	return s.waitWatermarksEvery(ctx, t, timeout, 500*time.Millisecond)
+}
+
+// waitWatermarksEvery is waitWatermarks that pauses `pause` between passes.
+// Every status query is a workflow task on the worker and a round trip
+// through the server, so a fleet's catch-up is watched sparingly: asking a
+// thousand cursors back to back would slow the very catch-up it waits for.
+func (s *system) waitWatermarksEvery(ctx context.Context, t time.Time, timeout, pause time.Duration) (map[string]api.CursorStatus, error) {
 	deadline := time.Now().Add(timeout)
 	pending := s.file.Names()
 	done := map[string]api.CursorStatus{}
@@ -346,7 +354,7 @@ func (s *system) waitWatermarks(ctx context.Context, t time.Time, timeout time.D
 		select {
 		case <-ctx.Done():
 			return done, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }
