@@ -104,9 +104,11 @@ func runBackfill(ctx context.Context, env *benchEnv, p backfillParams) (backfill
 	}
 	env.logf("B1 %s: direct loop over %d windows/shop, %d shops", p.Settings.Interval, res.DirectWindows, p.Shops)
 	res.LoadBefore = loadAverage()
+	stopDirectProfile := env.profile("b1-direct-" + p.Settings.Interval)
 	t0, c0 := time.Now(), cpuSeconds()
 	pages, err := directBackfill(ctx, sys.store, sys.file.Platforms, from, to)
 	res.DirectSeconds, res.DirectCPU = time.Since(t0).Seconds(), cpuSeconds()-c0
+	stopDirectProfile()
 	res.DirectPages = pages
 	if err == nil {
 		err = checkBackfill(ctx, sys, p, &res, "direct")

@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -54,7 +55,8 @@ func (e *benchEnv) logf(format string, args ...any) {
 }
 
 // profile starts a CPU profile of this process for one case when
-// -cpuprofile is set; the returned function stops it.
+// -cpuprofile is set; the returned function stops it and writes a heap
+// profile beside it.
 func (e *benchEnv) profile(name string) func() {
 	if e.profileDir == "" {
 		return func() {}
@@ -73,7 +75,19 @@ func (e *benchEnv) profile(name string) func() {
 		f.Close()
 		return func() {}
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		// The live heap at the end of the phase: its size and how dense it
+		// is in pointers set what each garbage collection costs.
+		if h, err := os.Create(filepath.Join(e.profileDir, name+".heap.pprof")); err == nil {
+			runtime.GC()
+			if err := pprof.WriteHeapProfile(h); err != nil {
+				e.logf("heap profile: %v", err)
+			}
+			h.Close()
+		}
+	}
 }
 
 func main() {

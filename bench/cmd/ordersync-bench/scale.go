@@ -197,7 +197,7 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 	env.logf("%s: %d cursors started in %.1fs; catching up the %s backlog", label, p.B4Platforms, res.StartSeconds, p.B4Backlog)
 	// Catch up: every cursor has finished the backlog slices.
 	caughtUp := res.Settings.Start.Add(p.B4Backlog / interval * interval) // the end of the last backlog slice
-	if _, err := sys.waitWatermarksEvery(ctx, caughtUp, p.B4CatchUp, 10*time.Second); err != nil {
+	if _, err := sys.waitWatermarksEvery(ctx, caughtUp, p.B4CatchUp, 2*time.Second); err != nil {
 		res.Note = "catch-up: " + err.Error()
 	}
 	res.CatchUpSeconds = time.Since(t0).Seconds()
