@@ -442,7 +442,7 @@ func (o ShopifyOptions) UseBulk(width time.Duration) bool {
 // many orders it holds (start, a look every poll interval, one download),
 // but takes Shopify seconds to minutes to prepare, so it pays for windows
 // that hold many pages: backfill slices, which widen up to
-// backfill_max_span (7 days by default) while history is sparse. A day is
+// backfill_max_span (30 days by default) while history is sparse. A day is
 // where a shop with a few hundred orders a day needs several pages.
 const (
 	DefaultShopifyBulkMinSpan      = Duration(24 * time.Hour)

@@ -58,8 +58,12 @@ func BuiltinDefaults() Platform {
 		RateLimit:        RateLimit{RPS: 2, Burst: 4},
 		PageSize:         100,
 		MaxPages:         100,
-		BackfillMaxSpan:  Duration(7 * 24 * 3600e9),
-		BreakerFailures:  5,
+		// The density rule (slicequeue/span.go) already keeps a slice near
+		// a quarter of max_pages; this cap only binds on sparse history,
+		// where every slice saved is a child workflow's orchestration
+		// (docs/performance.md, B1: 30 days instead of 7 halves the slices).
+		BackfillMaxSpan: Duration(30 * 24 * 3600e9),
+		BreakerFailures: 5,
 	}
 }
 

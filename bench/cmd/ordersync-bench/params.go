@@ -56,7 +56,7 @@ func (p *params) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.B1PageSize, "b1-page-size", 250, "B1: page size (the simulator's maximum is 250)")
 	fs.IntVar(&p.B1Concurrency, "b1-concurrency", 4, "B1: slices in flight per platform (direct loop: goroutines per platform)")
 	fs.IntVar(&p.B1MaxPages, "b1-max-pages", 100, "B1: pages before a slice splits")
-	fs.StringVar(&p.B1MaxSpan, "b1-max-span", "168h", "B1: backfill_max_span, how wide backfill slices may grow (0: one interval each); the direct loop pages through windows this wide")
+	fs.StringVar(&p.B1MaxSpan, "b1-max-span", "720h", "B1: backfill_max_span, how wide backfill slices may grow (0: one interval each); the direct loop pages through windows this wide")
 
 	fs.IntVar(&p.B2Shops, "b2-shops", 4, "B2: shops")
 	fs.Float64Var(&p.B2RPS, "b2-rps", 5, "B2: the simulator's limit R, requests/s per shop (the platforms are configured with the same)")
