@@ -61,7 +61,7 @@ type delivery struct {
 	inFlight       *api.SeqRange
 	inFlightLanes  int
 	woken          bool // set by message handlers, so waits end early
-	alerts         int  // alert activities in flight
+	alerts         alertSender // alerts in flight (alerts.go)
 
 	// backlog: the last range listed in lanes was cut by a full lane, so
 	// the next listing need not wait and the lanes run as local
@@ -77,6 +77,8 @@ type delivery struct {
 	// rate limit: a token bucket of batches, refilled from workflow time.
 	tokens   float64
 	tokensAt time.Time
+	// carriedAlerts are the previous run's, sent again when the run starts.
+	carriedAlerts *api.AlertHandover
 }
 
 // lanesAllowed says whether this run may deliver in lanes: every run since
@@ -90,7 +92,8 @@ func newDelivery(in api.DeliveryInput) (*delivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &delivery{dest: in.Destination, windows: ws, maxBatches: in.MaxBatchesPerRun, tokens: float64(in.Destination.RateLimit.Burst)}
+	d := &delivery{dest: in.Destination, windows: ws, maxBatches: in.MaxBatchesPerRun, tokens: float64(in.Destination.RateLimit.Burst),
+		carriedAlerts: in.Alerts}
 	if d.maxBatches <= 0 {
 		d.maxBatches = DefaultMaxBatchesPerRun
 	}
@@ -107,6 +110,7 @@ func (d *delivery) run(ctx workflow.Context) error {
 	if err := d.registerHandlers(ctx); err != nil {
 		return err
 	}
+	d.alerts.resume(ctx, d.bookkeepingContext(ctx), d.carriedAlerts, nil)
 	for {
 		d.now = workflow.Now(ctx)
 		if d.continueDue(ctx) {
@@ -355,16 +359,10 @@ func (d *delivery) poisonIndex(seq int64) int {
 	return -1
 }
 
+// alert sends an alert without blocking delivery (alerts.go).
 func (d *delivery) alert(ctx workflow.Context, kind, msg, key string) {
 	a := api.Alert{Kind: kind, Message: msg, At: workflow.Now(ctx), Key: fmt.Sprintf("%s/%s/%s", kind, d.dest.Name, key)}
-	d.alerts++
-	f := workflow.ExecuteActivity(d.bookkeepingContext(ctx), acts.SendAlert, a)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Error("alert not delivered", "key", a.Key, "error", err)
-		}
-		d.alerts--
-	})
+	d.alerts.send(ctx, d.bookkeepingContext(ctx), a, nil)
 }
 
 // continueDue is true once this run's history should end; the loop then
@@ -373,14 +371,19 @@ func (d *delivery) continueDue(ctx workflow.Context) bool {
 	return d.batchesThisRun >= d.maxBatches || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
+// continueAsNew lets every message handler finish, applies the signals
+// already delivered, and carries the state, and the alerts still in
+// flight (alerts.go), to the next run. A history from before
+// versionAlertHandover waits for its alerts instead.
 func (d *delivery) continueAsNew(ctx workflow.Context) error {
-	if err := workflow.Await(ctx, func() bool { return d.alerts == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
+	d.alerts.mayContinue(ctx) // decides the handover if alerts are in flight
+	if err := workflow.Await(ctx, func() bool { return d.alerts.settled() && workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
 	d.drainSignals(ctx)
 	st := d.st
 	return workflow.NewContinueAsNewError(ctx, api.DeliveryWorkflowType,
-		api.DeliveryInput{Destination: d.dest, State: &st, MaxBatchesPerRun: d.maxBatches})
+		api.DeliveryInput{Destination: d.dest, State: &st, MaxBatchesPerRun: d.maxBatches, Alerts: d.alerts.handOver(ctx)})
 }
 
 func isRefused(err error) bool { return hasErrorType(err, activities.ErrDeliveryRefused) }
