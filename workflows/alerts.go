@@ -65,9 +65,25 @@ func (s *alertSender) resume(ctx, activityCtx workflow.Context, h *api.AlertHand
 		return
 	}
 	s.dropped = h.Dropped
-	for _, a := range h.Alerts {
+	alerts := h.Alerts
+	if n := len(alerts) - maxCarriedAlerts; n > 0 {
+		// Not written by a handover: hold it to the same bound.
+		s.drop(ctx, alerts[:n])
+		alerts = alerts[n:]
+	}
+	for _, a := range alerts {
 		s.send(ctx, activityCtx, a, done)
 	}
+}
+
+// drop logs and counts alerts given up on.
+func (s *alertSender) drop(ctx workflow.Context, alerts []api.Alert) {
+	logger := workflow.GetLogger(ctx)
+	for _, a := range alerts {
+		logger.Error("alert dropped: more alerts wait for the webhook than a run hands over",
+			"key", a.Key, "kind", a.Kind, "limit", maxCarriedAlerts)
+	}
+	s.dropped += int64(len(alerts))
 }
 
 // send starts SendAlert with activityCtx's options; done (if set) runs
@@ -141,12 +157,7 @@ func (s *alertSender) handOver(ctx workflow.Context) *api.AlertHandover {
 		s.inFlight = nil
 	}
 	if n := len(carried) - maxCarriedAlerts; n > 0 {
-		logger := workflow.GetLogger(ctx)
-		for _, a := range carried[:n] {
-			logger.Error("alert dropped: more alerts wait for the webhook than a run hands over",
-				"key", a.Key, "kind", a.Kind, "limit", maxCarriedAlerts)
-		}
-		s.dropped += int64(n)
+		s.drop(ctx, carried[:n])
 		carried = carried[n:]
 	}
 	if len(carried) == 0 && s.dropped == 0 {
