@@ -114,7 +114,12 @@
 // because another run of its ID was open, or it was terminated or timed
 // out) is started again after max(retry_interval, 10s), holding the
 // watermark meanwhile. A caught-up cursor whose watermark falls lag_alert
-// behind alerts once. Messages with payloads that are not valid never
+// behind alerts once. Alerts (here, in the dead-letter workflow and in
+// Delivery) go out through an activity that retries without limit; a run
+// that continues as new hands the alerts still in flight to its next run,
+// which sends them again, instead of waiting for them, so a dead alert
+// webhook never holds fetching or delivery (alerts.go). Messages with
+// payloads that are not valid never
 // fail a workflow task: updates are rejected by their validator, signals
 // leave the reason in status (last_error).
 //
