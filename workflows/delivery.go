@@ -28,6 +28,10 @@ const deliveryLongPoll = 20 * time.Second
 // so a busy worker keeps a second of slack and a dead one is noticed in 5s.
 const deliveryPollHeartbeat = 5 * time.Second
 
+// deliverHeartbeat is DeliverChanges' heartbeat timeout, by the same
+// reckoning: it heartbeats every second while it reads and sends.
+const deliverHeartbeat = 5 * time.Second
+
 // Delivery moves one destination along the change feed: it lists the next
 // batch after its acknowledged seq (seqs only), has an activity read and
 // deliver it, and moves the acknowledged seq only once the destination
@@ -430,9 +434,13 @@ func (d *delivery) feedActivityContext(ctx workflow.Context) workflow.Context {
 }
 
 // deliverActivityContext mirrors the destination's retries; a refusal is
-// not retried (the workflow sets the change aside instead).
+// not retried (the workflow sets the change aside instead). The activity
+// heartbeats while it sends, so a worker killed mid-batch is noticed after
+// deliverHeartbeat and the batch is retried at once, not after the
+// start-to-close timeout (versionDeliverHeartbeat; runs of before keep
+// delivering without a heartbeat timeout).
 func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
 		StartToCloseTimeout: d.dest.Timeout.D() + 5*time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -442,7 +450,11 @@ func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context
 			MaximumAttempts:        int32(d.dest.Retries + 1),
 			NonRetryableErrorTypes: []string{activities.ErrDeliveryRefused, activities.ErrChangesGone, activities.ErrPermanent},
 		},
-	})
+	}
+	if workflow.GetVersion(ctx, versionDeliverHeartbeat, workflow.DefaultVersion, 1) >= 1 {
+		opts.HeartbeatTimeout = deliverHeartbeat
+	}
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 func (d *delivery) bookkeepingContext(ctx workflow.Context) workflow.Context {

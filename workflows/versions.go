@@ -129,6 +129,16 @@ const (
 	// while the poison list is not empty.
 	versionPoisonHold = "delivery-poison-hold"
 
+	// versionDeliverHeartbeat guards the heartbeat timeout of the
+	// Delivery's DeliverChanges activity (deliverActivityContext): without
+	// it a worker killed mid-batch stalled that batch until its
+	// start-to-close timeout (the destination's timeout plus 5s). Asked
+	// where a DeliverChanges is scheduled as a regular activity, so it
+	// marks every run that delivers from the release that added it; a
+	// history without the marker keeps delivering without a heartbeat
+	// timeout. Lanes run as local activities (a backlog) have none.
+	versionDeliverHeartbeat = "delivery-deliver-heartbeat"
+
 	// versionAlertHandover guards continue-as-new with alerts in flight
 	// (alerts.go): from this version a cursor, delivery or dead-letter run
 	// cancels them and hands them to its next run in the input
