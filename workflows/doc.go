@@ -32,7 +32,8 @@
 // of rate tokens; list the seqs of the next batch after Acked (an activity
 // that long-polls an idle feed, heartbeating so a killed worker's poll is
 // taken over in seconds); deliver (After, last] (an activity that
-// reads the changes and sends them); on success Acked = last.
+// reads the changes and sends them, heartbeating likewise); on success
+// Acked = last.
 //
 //	listed -> delivered -> Acked moves
 //	       -> refused whole -> one change at a time -> refused alone -> poison list, Acked moves past it
