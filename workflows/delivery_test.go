@@ -197,6 +197,42 @@ func TestDeliveryMessages(t *testing.T) {
 	require.Contains(t, f.ranges(), r(1, 2))
 }
 
+// The poison query answers a JSON list, [] when nothing is set aside:
+// before anything was, and once the list was emptied again (a skip, a
+// retry that went through).
+func TestDeliveryPoisonQueryAnswersAList(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeDestination{seqs: []int64{1, 2, 3}}
+	f.answer = func(x api.SeqRange) error {
+		if x.To-x.After > 1 || x.To == 2 {
+			return refused("HTTP 409")
+		}
+		return nil
+	}
+	f.mock(env)
+	mockAlerts(env, 0)
+	poison := func() string {
+		v, err := env.QueryWorkflow(api.QueryDeliveryPoison)
+		require.NoError(t, err)
+		var raw json.RawMessage
+		require.NoError(t, v.Get(&raw))
+		return string(raw)
+	}
+	var first, setAside, skipped string
+	env.RegisterDelayedCallback(func() { first = poison() }, 500*time.Millisecond) // listing the first batch
+	env.RegisterDelayedCallback(func() {
+		setAside = poison()
+		env.SignalWorkflow(api.SignalDeliverySkip, json.RawMessage(`{"seq":2}`))
+	}, 10*time.Second)
+	stopAt(env, 20*time.Second, func() { skipped = poison() })
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+	requireStopped(t, env)
+
+	require.Equal(t, "[]", first)
+	require.Contains(t, setAside, `"seq":2`)
+	require.Equal(t, "[]", skipped)
+}
+
 func poisonSeqs(s api.DeliveryStatus) []int64 {
 	var out []int64
 	for _, p := range s.State.Poison {
