@@ -64,7 +64,7 @@ type delivery struct {
 	waitUntil      time.Time
 	inFlight       *api.SeqRange
 	inFlightLanes  int
-	woken          bool // set by message handlers, so waits end early
+	woken          bool        // set by message handlers, so waits end early
 	alerts         alertSender // alerts in flight (alerts.go)
 
 	// backlog: the last range listed in lanes was cut by a full lane, so
