@@ -21,7 +21,8 @@ import (
 // flight are handed to the next run: their activities are cancelled (the
 // history shows which), the alerts travel in the input
 // (api.AlertHandover) and the next run sends them again before anything
-// else. No alert is lost, and none waits longer than it would have. A
+// else. No alert is lost (up to the bound below), and none waits longer
+// than it would have. A
 // receiver may see an alert twice (the cancelled attempt may have posted
 // it); its Key, sent as Idempotency-Key, lets it drop the repeat. At most
 // maxCarriedAlerts travel, the newest; the older ones are logged and
@@ -32,7 +33,8 @@ import (
 // same question at its own continue-as-new).
 
 // maxCarriedAlerts bounds the alerts one run hands to the next; each is
-// well under a kilobyte (its message is clipped to maxCarriedAlertMessage).
+// about a kilobyte at most (its message is clipped to
+// maxCarriedAlertMessage), so the input grows by 60 KB at most.
 const maxCarriedAlerts = 50
 
 // maxCarriedAlertMessage clips a carried alert's message: it may quote a
