@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,6 +254,7 @@ func TestDeadLetterKeepsTheNewestCarriedAlerts(t *testing.T) {
 	for i := range 60 {
 		carried = append(carried, carriedAlert(api.AlertDeadLetter, fmt.Sprintf("dead_letter/s%02d/1", i)))
 	}
+	carried[59].Message = strings.Repeat("platform error ", 500) // a message quoting a long error is clipped
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, time.Minute)
 
 	env.ExecuteWorkflow(workflows.DeadLetter, api.DeadLetterInput{Platform: p, Alerts: &api.AlertHandover{Alerts: carried, Dropped: 5}})
@@ -260,6 +262,8 @@ func TestDeadLetterKeepsTheNewestCarriedAlerts(t *testing.T) {
 	var next api.DeadLetterInput
 	continuedAs(t, env, api.DeadLetterWorkflowType, &next)
 	require.NotNil(t, next.Alerts)
+	require.Len(t, next.Alerts.Alerts[49].Message, 1003, "clipped to 1000 bytes and ...")
+	next.Alerts.Alerts[49].Message = carried[59].Message
 	require.Equal(t, carried[10:], next.Alerts.Alerts, "the newest 50, oldest first")
 	require.Equal(t, int64(15), next.Alerts.Dropped)
 	require.Subset(t, keys(al.all()), keys(carried[10:]), "the newest are sent again")
