@@ -148,13 +148,14 @@ func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (a
 }
 
 // heartbeatWhileRunning heartbeats from its own goroutine until stop is
-// called, so a long poll shows the server its worker is alive even while
-// a store call is slow, and a worker killed mid-poll is noticed within the
-// heartbeat timeout (not the start-to-close one). The SDK sends at most
+// called, so a long poll or a slow send shows the server its worker is
+// alive even while a store call or the destination is slow, and a worker
+// killed meanwhile is noticed within the heartbeat timeout (not the
+// start-to-close one). The SDK sends at most
 // one heartbeat per 80% of the timeout, and heartbeats write no history.
 func heartbeatWhileRunning(ctx context.Context) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {} // called directly, as in unit tests
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
+		return func() {} // called directly, as in unit tests; a local activity cannot heartbeat
 	}
 	every := time.Second
 	if ht := activity.GetInfo(ctx).HeartbeatTimeout; ht > 0 {
@@ -238,12 +239,17 @@ func (a *Activities) readChanges(ctx context.Context, d config.Destination, q st
 
 // DeliverChanges reads the destination's changes in (After, To] and
 // delivers them as one batch. The workflow moves its acknowledged seq only
-// when this returns nil.
+// when this returns nil. It heartbeats while it reads and sends, so a
+// worker killed mid-batch is noticed within the heartbeat timeout the
+// workflow sets (workflows, deliverActivityContext), not after the
+// start-to-close one.
 func (a *Activities) DeliverChanges(ctx context.Context, req api.DeliverRequest) (api.DeliverResult, error) {
 	d, err := a.destination(req.Destination)
 	if err != nil {
 		return api.DeliverResult{}, err
 	}
+	stop := heartbeatWhileRunning(ctx)
+	defer stop()
 	changes, err := a.readRequested(ctx, d, req)
 	if err != nil {
 		return api.DeliverResult{}, err

@@ -251,6 +251,51 @@ func TestNextBatchHeartbeatsWhileItWaits(t *testing.T) {
 	require.GreaterOrEqual(t, beats.Load(), int32(3), "a heartbeat about every 0.8s of the 3s poll")
 }
 
+// A batch whose destination takes longer than the heartbeat timeout to
+// answer heartbeats throughout the send, so the server notices a worker
+// killed mid-batch within that timeout, and a slow but live send is not
+// taken for a dead worker. The test environment enforces the heartbeat
+// timeout as the server does: a send of 3s without heartbeats fails.
+func TestDeliverChangesHeartbeatsWhileItSends(t *testing.T) {
+	st := feedStore(t, 2)
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(3 * time.Second) // a slow receiver
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	a := webhookActivities(t, st, srv.URL)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivity(a)
+	var beats atomic.Int32
+	env.SetOnActivityHeartbeatListener(func(info *activity.Info, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "DeliverChanges" {
+			beats.Add(1)
+		}
+	})
+	deliver := func(ctx workflow.Context) (api.DeliverResult, error) {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: time.Second,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+		var res api.DeliverResult
+		// seqs 1..4 alternate shop/other; the destination takes "shop": 1 and 3.
+		err := workflow.ExecuteActivity(ctx, a.DeliverChanges, api.DeliverRequest{Destination: "oms",
+			SeqRange: api.SeqRange{After: 0, To: 3}, Expect: 2}).Get(ctx, &res)
+		return res, err
+	}
+	env.RegisterWorkflow(deliver)
+	env.ExecuteWorkflow(deliver)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError(), "the send outlived its heartbeat timeout by heartbeating")
+	var res api.DeliverResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 2, res.Delivered)
+	require.Equal(t, int32(1), posts.Load(), "one attempt")
+	require.GreaterOrEqual(t, beats.Load(), int32(3), "a heartbeat about every 0.8s of the 3s send")
+}
+
 // A set-aside change is not acknowledged in the store: compaction keeps it
 // for a retry, and a Delivery started anew lists it again.
 func TestNextBatchKeepsTheStoreAckBelowSetAsideChanges(t *testing.T) {

@@ -37,6 +37,8 @@ type CursorInput struct {
 	// the default) so that changing the default never changes how a
 	// recorded history replays.
 	MaxSlicesPerRun int `json:"max_slices_per_run,omitempty"`
+	// Alerts are the previous run's undelivered alerts, sent again first.
+	Alerts *AlertHandover `json:"alerts,omitempty"`
 }
 
 // PauseRequest is the optional payload of SignalPause.
@@ -252,4 +254,9 @@ type CursorStatus struct {
 	CaughtUp bool `json:"caught_up"`
 	// Settings are the platform settings the cursor runs with now.
 	Settings config.Platform `json:"settings"`
+	// AlertsPending counts alerts not yet delivered (a webhook down keeps
+	// them pending); AlertsDropped those dropped at continue-as-new over
+	// the cursor's life because too many waited (workflows, alerts.go).
+	AlertsPending int   `json:"alerts_pending,omitempty"`
+	AlertsDropped int64 `json:"alerts_dropped,omitempty"`
 }

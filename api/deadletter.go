@@ -32,6 +32,10 @@ type DeadLetterStatus struct {
 	// of another platform); LastError says why the last one was.
 	Rejected  int    `json:"rejected"`
 	LastError string `json:"last_error,omitempty"`
+	// AlertsPending counts alerts not yet delivered; AlertsDropped those
+	// dropped at continue-as-new because too many waited.
+	AlertsPending int   `json:"alerts_pending,omitempty"`
+	AlertsDropped int64 `json:"alerts_dropped,omitempty"`
 }
 
 // DeadLetterInput starts or continues a dead-letter workflow.
@@ -41,6 +45,8 @@ type DeadLetterInput struct {
 	// Rejected and LastError carry DeadLetterStatus across continue-as-new.
 	Rejected  int    `json:"rejected,omitempty"`
 	LastError string `json:"last_error,omitempty"`
+	// Alerts are the previous run's undelivered alerts, sent again first.
+	Alerts *AlertHandover `json:"alerts,omitempty"`
 }
 
 // DeadLetterEntry is one slice that exhausted its retries.

@@ -53,6 +53,8 @@ type DeliveryInput struct {
 	// MaxBatchesPerRun caps one run's history (0: the default); it travels
 	// in the input so changing the default never changes a replay.
 	MaxBatchesPerRun int `json:"max_batches_per_run,omitempty"`
+	// Alerts are the previous run's undelivered alerts, sent again first.
+	Alerts *AlertHandover `json:"alerts,omitempty"`
 }
 
 // DeliveryState is what a Delivery workflow carries over continue-as-new:
@@ -145,6 +147,10 @@ type DeliveryStatus struct {
 	// InFlightLanes counts the batches of InFlight being delivered at once
 	// (max_in_flight > 1).
 	InFlightLanes int `json:"in_flight_lanes,omitempty"`
+	// AlertsPending counts alerts not yet delivered; AlertsDropped those
+	// dropped at continue-as-new because too many waited.
+	AlertsPending int   `json:"alerts_pending,omitempty"`
+	AlertsDropped int64 `json:"alerts_dropped,omitempty"`
 }
 
 // SeqRange is the half-open range (After, To] of the change feed.

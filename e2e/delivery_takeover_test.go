@@ -138,3 +138,115 @@ func TestDeliveryPollTakenOverAfterAKill(t *testing.T) {
 	// its start-to-close timeout, 50s after it started: over 30s.
 	require.Less(t, took, 30*time.Second, "the long poll of the killed worker was taken over")
 }
+
+// stallingReceiver answers like seqReceiver, except that the first request
+// carrying the stalled seq hangs until the sender goes away (its worker is
+// killed) or a minute passes.
+type stallingReceiver struct {
+	seqReceiver
+	mu      sync.Mutex
+	stall   int64
+	stalled bool
+}
+
+func (r *stallingReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	var b activities.WebhookBatch
+	if err := json.Unmarshal(body, &b); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	hang := false
+	for _, c := range b.Changes {
+		hang = hang || (r.stall != 0 && c.Seq == r.stall && !r.stalled)
+	}
+	r.stalled = r.stalled || hang
+	r.mu.Unlock()
+	if hang {
+		select {
+		case <-req.Context().Done():
+		case <-time.After(time.Minute):
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	req.Body = io.NopCloser(strings.NewReader(string(body)))
+	r.seqReceiver.ServeHTTP(w, req)
+}
+
+func (r *stallingReceiver) stallOn(seq int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stall = seq
+}
+
+// TestDeliverySendTakenOverAfterAKill: a worker process killed (SIGKILL)
+// while its DeliverChanges waits for a slow destination stalls that batch
+// only for the activity's heartbeat timeout: the other worker sends it
+// again within seconds, not after the start-to-close timeout (the
+// destination's 30s timeout plus 5s).
+func TestDeliverySendTakenOverAfterAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	rcv := &stallingReceiver{seqReceiver: seqReceiver{arrived: map[int64]time.Time{}}}
+	hook := httptest.NewServer(rcv)
+	t.Cleanup(hook.Close)
+	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	st := embeddedStack
+	st.workerProcesses = 2
+	cfg := sim.DefaultConfig()
+	cfg.Shops = []sim.ShopConfig{{Name: "alpha", Token: "alpha-token"}, {Name: "beta", Token: "beta-token"}}
+	platforms := strings.ReplaceAll(strings.ReplaceAll(takeoverPlatforms, "timeout: 2s", "timeout: 30s"), "{{HOOK}}", hook.URL)
+	s := startSystemOn(t, st, cfg, platforms)
+	ctx := context.Background()
+	dest, ok := s.file.Destination("e2e-hook")
+	require.True(t, ok)
+	_, err := starter.EnsureDelivery(ctx, s.client, dest)
+	require.NoError(t, err)
+
+	order := func(id string) int64 {
+		at := time.Now().UTC().Truncate(time.Second)
+		_, err := s.store.UpsertOrders(ctx, []connectors.Order{{Platform: "e2e-alpha", ID: id, Status: "paid", Currency: "EUR",
+			Total: "1.00", CreatedAt: at, UpdatedAt: at}})
+		require.NoError(t, err)
+		head, err := s.store.Head(ctx)
+		require.NoError(t, err)
+		return head.LastSeq
+	}
+	rcv.waitFor(t, order("before-kill"), time.Minute)
+
+	// The next change's first send hangs at the receiver: kill the worker
+	// that sends it.
+	head, err := s.store.Head(ctx)
+	require.NoError(t, err)
+	rcv.stallOn(head.LastSeq + 1)
+	seq := order("stalled")
+	require.Equal(t, head.LastSeq+1, seq, "nothing else was stored meanwhile")
+	var victim *workerProc
+	require.Eventually(t, func() bool {
+		desc, err := s.client.DescribeWorkflowExecution(ctx, api.DeliveryWorkflowID("e2e-hook"), "")
+		require.NoError(t, err)
+		for _, a := range desc.GetPendingActivities() {
+			if a.GetActivityType().GetName() != "DeliverChanges" || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				continue
+			}
+			for _, w := range s.procs {
+				if strings.HasPrefix(a.GetLastWorkerIdentity(), fmt.Sprintf("%d@", w.cmd.Process.Pid)) {
+					victim = w
+				}
+			}
+		}
+		return victim != nil
+	}, time.Minute, 100*time.Millisecond, "no worker sends the stalled change")
+	victim.kill9()
+	killed := time.Now()
+
+	took := rcv.waitFor(t, seq, 2*time.Minute).Sub(killed)
+	t.Logf("change %d, stalled at the receiver, arrived %s after its sender was killed", seq, took.Round(time.Millisecond))
+	// Heartbeat timeout 5s, retry after 100ms on the other worker: about
+	// 6s. Without the heartbeat the batch waited for its start-to-close
+	// timeout, 35s after it started.
+	require.Less(t, took, 25*time.Second, "the send of the killed worker was taken over")
+}

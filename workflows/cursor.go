@@ -65,7 +65,7 @@ type cursor struct {
 	in api.CursorInput
 
 	children       map[string]workflow.ChildWorkflowFuture // running slices, by ID
-	alerts         int                                     // alert activities in flight
+	alerts         alertSender                             // alerts in flight (alerts.go)
 	startedThisRun int
 	draining       bool
 	// now is the workflow's clock when the loop or a message last ran.
@@ -151,6 +151,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 	if err := c.registerMessages(ctx); err != nil {
 		return err
 	}
+	c.alerts.resume(ctx, bookkeepingActivityContext(ctx, c.platform), c.in.Alerts, c.alertDone)
 	for {
 		c.now = workflow.Now(ctx)
 		c.wake.ReceiveAsync(nil) // this turn sees every change a message made so far
@@ -162,7 +163,9 @@ func (c *cursor) run(ctx workflow.Context) error {
 		if !c.draining && (workflow.GetInfo(ctx).GetContinueAsNewSuggested() || c.startedThisRun >= c.maxSlicesPerRun) {
 			c.draining = true
 		}
-		if c.draining && c.running() == 0 && c.alerts == 0 {
+		// Alerts in flight are handed to the next run, not waited for
+		// (alerts.go), except by a history from before versionAlertHandover.
+		if c.draining && c.running() == 0 && c.alerts.mayContinue(ctx) {
 			return c.continueAsNew(ctx)
 		}
 		if !c.draining {
@@ -206,9 +209,9 @@ func (c *cursor) block(ctx workflow.Context, wakeAt time.Time) {
 	}
 }
 
-// continueAsNew ends the run once nothing runs: it lets every message
+// continueAsNew ends the run once no slice runs: it lets every message
 // handler finish, applies the signals already delivered (none is lost),
-// and carries the state to the next run.
+// and carries the state, and the alerts still in flight, to the next run.
 func (c *cursor) continueAsNew(ctx workflow.Context) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
@@ -217,7 +220,8 @@ func (c *cursor) continueAsNew(ctx workflow.Context) error {
 	c.rec.Runs++
 	next := workflow.WithWorkflowTaskQueue(ctx, c.platform.TaskQueue)
 	return workflow.NewContinueAsNewError(next, api.CursorWorkflowType,
-		api.CursorInput{Platform: c.platform, Start: c.start, State: c.carried(), MaxSlicesPerRun: c.maxSlicesPerRun})
+		api.CursorInput{Platform: c.platform, Start: c.start, State: c.carried(), MaxSlicesPerRun: c.maxSlicesPerRun,
+			Alerts: c.alerts.handOver(ctx)})
 }
 
 // launch starts the slices the queue hands out, up to the concurrency limit.

@@ -74,15 +74,11 @@ func (c *cursor) lagAlertDue() time.Time {
 	return c.q.Watermark().Add(c.platform.LagAlert.D() + time.Millisecond)
 }
 
-// alert sends an alert without blocking the loop; continue-as-new waits for
-// alerts in flight so none is lost.
+// alert sends an alert without blocking the loop; continue-as-new hands
+// the alerts still in flight to the next run, so none is lost (alerts.go).
 func (c *cursor) alert(ctx workflow.Context, a api.Alert) {
-	c.alerts++
-	f := workflow.ExecuteActivity(bookkeepingActivityContext(ctx, c.platform), acts.SendAlert, a)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		defer func() { c.alerts--; c.wake.SendAsync(true) }()
-		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Error("alert not delivered", "key", a.Key, "error", err)
-		}
-	})
+	c.alerts.send(ctx, bookkeepingActivityContext(ctx, c.platform), a, c.alertDone)
 }
+
+// alertDone wakes the loop: a draining run may wait for the alert.
+func (c *cursor) alertDone() { c.wake.SendAsync(true) }

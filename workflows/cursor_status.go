@@ -67,6 +67,8 @@ func (c *cursor) status() api.CursorStatus {
 		ConsecutiveFailures: c.rec.ConsecutiveFailures,
 		BreakerOpen:         c.rec.BreakerOpen,
 		CaughtUp:            c.q.CaughtUp(),
+		AlertsPending:       c.alerts.pending(),
+		AlertsDropped:       c.alerts.dropped,
 	}
 	for _, sl := range c.q.Slices() {
 		switch sl.State {

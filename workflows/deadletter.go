@@ -21,20 +21,20 @@ import (
 func DeadLetter(ctx workflow.Context, in api.DeadLetterInput) error {
 	d := &deadLetter{platform: in.Platform, entries: in.Entries, running: map[string]workflow.ChildWorkflowFuture{},
 		rejected: in.Rejected, lastError: in.LastError}
-	return d.run(ctx)
+	return d.run(ctx, in.Alerts)
 }
 
 type deadLetter struct {
 	platform config.Platform
 	entries  []api.DeadLetterEntry // sorted by slice start
 	running  map[string]workflow.ChildWorkflowFuture
-	alerts   int // alert activities not yet finished
+	alerts   alertSender // alerts in flight (alerts.go)
 	// rejected counts refused signals; lastError says why the last one was.
 	rejected  int
 	lastError string
 }
 
-func (d *deadLetter) run(ctx workflow.Context) error {
+func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover) error {
 	if err := workflow.SetQueryHandler(ctx, api.QueryDeadLetterList, func() ([]api.DeadLetterEntry, error) {
 		return d.entries, nil
 	}); err != nil {
@@ -53,6 +53,7 @@ func (d *deadLetter) run(ctx workflow.Context) error {
 	discard := workflow.GetSignalChannel(ctx, api.SignalDeadLetterDiscard)
 	cfg := workflow.GetSignalChannel(ctx, api.SignalDeadLetterConfig)
 	channels := []workflow.ReceiveChannel{add, reprocess, discard, cfg}
+	d.alerts.resume(ctx, bookkeepingActivityContext(ctx, d.platform), carriedAlerts, nil)
 	handle := func(ch workflow.ReceiveChannel, raw json.RawMessage) {
 		switch ch {
 		case add:
@@ -103,7 +104,10 @@ func (d *deadLetter) run(ctx workflow.Context) error {
 					return true
 				}
 			}
-			return workflow.GetInfo(ctx).GetContinueAsNewSuggested() && d.idle()
+			// With alerts in flight and the handover not yet decided,
+			// wake up to decide it.
+			return workflow.GetInfo(ctx).GetContinueAsNewSuggested() && len(d.running) == 0 &&
+				(d.alerts.settled() || d.alerts.undecided())
 		})
 		if err != nil {
 			return err
@@ -115,9 +119,12 @@ func (d *deadLetter) run(ctx workflow.Context) error {
 				raw = nil
 			}
 		}
-		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && d.idle() {
+		// Alerts in flight go to the next run (alerts.go); a history from
+		// before versionAlertHandover waits for them.
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && len(d.running) == 0 && d.alerts.mayContinue(ctx) {
 			return workflow.NewContinueAsNewError(ctx, api.DeadLetterWorkflowType,
-				api.DeadLetterInput{Platform: d.platform, Entries: d.entries, Rejected: d.rejected, LastError: d.lastError})
+				api.DeadLetterInput{Platform: d.platform, Entries: d.entries, Rejected: d.rejected, LastError: d.lastError,
+					Alerts: d.alerts.handOver(ctx)})
 		}
 	}
 }
@@ -153,7 +160,8 @@ func (d *deadLetter) refuse(ctx workflow.Context, what string, err error) {
 }
 
 func (d *deadLetter) status() (api.DeadLetterStatus, error) {
-	s := api.DeadLetterStatus{Platform: d.platform.Name, Entries: len(d.entries), Rejected: d.rejected, LastError: d.lastError}
+	s := api.DeadLetterStatus{Platform: d.platform.Name, Entries: len(d.entries), Rejected: d.rejected, LastError: d.lastError,
+		AlertsPending: d.alerts.pending(), AlertsDropped: d.alerts.dropped}
 	for _, e := range d.entries {
 		if e.Reprocessing {
 			s.Reprocessing++
@@ -161,10 +169,6 @@ func (d *deadLetter) status() (api.DeadLetterStatus, error) {
 	}
 	return s, nil
 }
-
-// idle is true when no reprocess and no alert is in flight, so continuing
-// as new loses nothing.
-func (d *deadLetter) idle() bool { return len(d.running) == 0 && d.alerts == 0 }
 
 // add records a failure, or another failure of a known slice, and alerts.
 func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
@@ -188,14 +192,7 @@ func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
 		At:       e.LastFailedAt,
 		Key:      fmt.Sprintf("%s/%s/%d", api.AlertDeadLetter, e.SliceID, e.Failures),
 	}
-	d.alerts++
-	f := workflow.ExecuteActivity(bookkeepingActivityContext(ctx, d.platform), acts.SendAlert, alert)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Error("alert not delivered", "key", alert.Key, "error", err)
-		}
-		d.alerts--
-	})
+	d.alerts.send(ctx, bookkeepingActivityContext(ctx, d.platform), alert, nil)
 }
 
 func (d *deadLetter) reprocess(ctx workflow.Context, sel api.DeadLetterSelector) {

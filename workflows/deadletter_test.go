@@ -151,8 +151,9 @@ func contains(list []string, s string) bool {
 }
 
 // TestDeadLetterContinueAsNewKeepsEntries: once continue-as-new is
-// suggested the workflow waits for its reprocess run and alert in flight,
-// then continues as new with every entry, none marked as reprocessing.
+// suggested the workflow waits for its reprocess run, then continues as
+// new with every entry, none marked as reprocessing, and hands the alert
+// still in flight to the next run (alerts.go).
 func TestDeadLetterContinueAsNewKeepsEntries(t *testing.T) {
 	env := newEnv(t)
 	p := testPlatform(t)
@@ -171,8 +172,11 @@ func TestDeadLetterContinueAsNewKeepsEntries(t *testing.T) {
 
 	var in api.DeadLetterInput
 	continuedAs(t, env, api.DeadLetterWorkflowType, &in)
-	require.Equal(t, at("13m"), env.Now().UTC(), "waits for the reprocess (until 12:11) and the last alert (12:08-12:13)")
-	require.Len(t, al.all(), 2)
+	require.Equal(t, at("11m"), env.Now().UTC(), "waits for the reprocess (until 12:11), not for the last alert (12:08-12:13)")
+	require.Len(t, al.all(), 1, "c's alert was delivered")
+	require.NotNil(t, in.Alerts)
+	require.Len(t, in.Alerts.Alerts, 1, "d's alert is handed over")
+	require.Equal(t, d.SliceID, in.Alerts.Alerts[0].SliceID)
 	require.Equal(t, p, in.Platform)
 	require.Equal(t, []string{b.SliceID, c.SliceID, d.SliceID}, ids(in.Entries), "a reprocessed away; c and d added")
 	for _, e := range in.Entries {

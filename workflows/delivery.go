@@ -28,6 +28,10 @@ const deliveryLongPoll = 20 * time.Second
 // so a busy worker keeps a second of slack and a dead one is noticed in 5s.
 const deliveryPollHeartbeat = 5 * time.Second
 
+// deliverHeartbeat is DeliverChanges' heartbeat timeout, by the same
+// reckoning: it heartbeats every second while it reads and sends.
+const deliverHeartbeat = 5 * time.Second
+
 // Delivery moves one destination along the change feed: it lists the next
 // batch after its acknowledged seq (seqs only), has an activity read and
 // deliver it, and moves the acknowledged seq only once the destination
@@ -60,8 +64,8 @@ type delivery struct {
 	waitUntil      time.Time
 	inFlight       *api.SeqRange
 	inFlightLanes  int
-	woken          bool // set by message handlers, so waits end early
-	alerts         int  // alert activities in flight
+	woken          bool        // set by message handlers, so waits end early
+	alerts         alertSender // alerts in flight (alerts.go)
 
 	// backlog: the last range listed in lanes was cut by a full lane, so
 	// the next listing need not wait and the lanes run as local
@@ -77,6 +81,8 @@ type delivery struct {
 	// rate limit: a token bucket of batches, refilled from workflow time.
 	tokens   float64
 	tokensAt time.Time
+	// carriedAlerts are the previous run's, sent again when the run starts.
+	carriedAlerts *api.AlertHandover
 }
 
 // lanesAllowed says whether this run may deliver in lanes: every run since
@@ -90,7 +96,8 @@ func newDelivery(in api.DeliveryInput) (*delivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &delivery{dest: in.Destination, windows: ws, maxBatches: in.MaxBatchesPerRun, tokens: float64(in.Destination.RateLimit.Burst)}
+	d := &delivery{dest: in.Destination, windows: ws, maxBatches: in.MaxBatchesPerRun, tokens: float64(in.Destination.RateLimit.Burst),
+		carriedAlerts: in.Alerts}
 	if d.maxBatches <= 0 {
 		d.maxBatches = DefaultMaxBatchesPerRun
 	}
@@ -107,6 +114,7 @@ func (d *delivery) run(ctx workflow.Context) error {
 	if err := d.registerHandlers(ctx); err != nil {
 		return err
 	}
+	d.alerts.resume(ctx, d.bookkeepingContext(ctx), d.carriedAlerts, nil)
 	for {
 		d.now = workflow.Now(ctx)
 		if d.continueDue(ctx) {
@@ -355,16 +363,10 @@ func (d *delivery) poisonIndex(seq int64) int {
 	return -1
 }
 
+// alert sends an alert without blocking delivery (alerts.go).
 func (d *delivery) alert(ctx workflow.Context, kind, msg, key string) {
 	a := api.Alert{Kind: kind, Message: msg, At: workflow.Now(ctx), Key: fmt.Sprintf("%s/%s/%s", kind, d.dest.Name, key)}
-	d.alerts++
-	f := workflow.ExecuteActivity(d.bookkeepingContext(ctx), acts.SendAlert, a)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Error("alert not delivered", "key", a.Key, "error", err)
-		}
-		d.alerts--
-	})
+	d.alerts.send(ctx, d.bookkeepingContext(ctx), a, nil)
 }
 
 // continueDue is true once this run's history should end; the loop then
@@ -373,14 +375,19 @@ func (d *delivery) continueDue(ctx workflow.Context) bool {
 	return d.batchesThisRun >= d.maxBatches || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
+// continueAsNew lets every message handler finish, applies the signals
+// already delivered, and carries the state, and the alerts still in
+// flight (alerts.go), to the next run. A history from before
+// versionAlertHandover waits for its alerts instead.
 func (d *delivery) continueAsNew(ctx workflow.Context) error {
-	if err := workflow.Await(ctx, func() bool { return d.alerts == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
+	d.alerts.mayContinue(ctx) // decides the handover if alerts are in flight
+	if err := workflow.Await(ctx, func() bool { return d.alerts.settled() && workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
 	d.drainSignals(ctx)
 	st := d.st
 	return workflow.NewContinueAsNewError(ctx, api.DeliveryWorkflowType,
-		api.DeliveryInput{Destination: d.dest, State: &st, MaxBatchesPerRun: d.maxBatches})
+		api.DeliveryInput{Destination: d.dest, State: &st, MaxBatchesPerRun: d.maxBatches, Alerts: d.alerts.handOver(ctx)})
 }
 
 func isRefused(err error) bool { return hasErrorType(err, activities.ErrDeliveryRefused) }
@@ -427,9 +434,13 @@ func (d *delivery) feedActivityContext(ctx workflow.Context) workflow.Context {
 }
 
 // deliverActivityContext mirrors the destination's retries; a refusal is
-// not retried (the workflow sets the change aside instead).
+// not retried (the workflow sets the change aside instead). The activity
+// heartbeats while it sends, so a worker killed mid-batch is noticed after
+// deliverHeartbeat and the batch is retried at once, not after the
+// start-to-close timeout (versionDeliverHeartbeat; runs of before keep
+// delivering without a heartbeat timeout).
 func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
 		StartToCloseTimeout: d.dest.Timeout.D() + 5*time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -439,7 +450,11 @@ func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context
 			MaximumAttempts:        int32(d.dest.Retries + 1),
 			NonRetryableErrorTypes: []string{activities.ErrDeliveryRefused, activities.ErrChangesGone, activities.ErrPermanent},
 		},
-	})
+	}
+	if workflow.GetVersion(ctx, versionDeliverHeartbeat, workflow.DefaultVersion, 1) >= 1 {
+		opts.HeartbeatTimeout = deliverHeartbeat
+	}
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 func (d *delivery) bookkeepingContext(ctx workflow.Context) workflow.Context {

@@ -206,7 +206,8 @@ func (d *delivery) drainSignals(ctx workflow.Context) {
 // change (resume: no longer "paused"), not the wait it interrupted.
 func (d *delivery) status(now time.Time) api.DeliveryStatus {
 	s := api.DeliveryStatus{Destination: d.dest.Name, Kind: d.dest.Kind, State: d.st, AsOf: now, Settings: d.dest,
-		Waiting: d.waiting, WaitUntil: d.waitUntil, InFlight: d.inFlight, InFlightLanes: d.inFlightLanes}
+		Waiting: d.waiting, WaitUntil: d.waitUntil, InFlight: d.inFlight, InFlightLanes: d.inFlightLanes,
+		AlertsPending: d.alerts.pending(), AlertsDropped: d.alerts.dropped}
 	if d.waiting != "" && d.woken {
 		var ok bool
 		if s.Waiting, s.WaitUntil, ok = d.held(now); !ok {

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
@@ -196,6 +197,42 @@ func TestDeliveryMessages(t *testing.T) {
 	require.Contains(t, f.ranges(), r(1, 2))
 }
 
+// The poison query answers a JSON list, [] when nothing is set aside:
+// before anything was, and once the list was emptied again (a skip, a
+// retry that went through).
+func TestDeliveryPoisonQueryAnswersAList(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeDestination{seqs: []int64{1, 2, 3}}
+	f.answer = func(x api.SeqRange) error {
+		if x.To-x.After > 1 || x.To == 2 {
+			return refused("HTTP 409")
+		}
+		return nil
+	}
+	f.mock(env)
+	mockAlerts(env, 0)
+	poison := func() string {
+		v, err := env.QueryWorkflow(api.QueryDeliveryPoison)
+		require.NoError(t, err)
+		var raw json.RawMessage
+		require.NoError(t, v.Get(&raw))
+		return string(raw)
+	}
+	var first, setAside, skipped string
+	env.RegisterDelayedCallback(func() { first = poison() }, 500*time.Millisecond) // listing the first batch
+	env.RegisterDelayedCallback(func() {
+		setAside = poison()
+		env.SignalWorkflow(api.SignalDeliverySkip, json.RawMessage(`{"seq":2}`))
+	}, 10*time.Second)
+	stopAt(env, 20*time.Second, func() { skipped = poison() })
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+	requireStopped(t, env)
+
+	require.Equal(t, "[]", first)
+	require.Contains(t, setAside, `"seq":2`)
+	require.Equal(t, "[]", skipped)
+}
+
 func poisonSeqs(s api.DeliveryStatus) []int64 {
 	var out []int64
 	for _, p := range s.State.Poison {
@@ -336,6 +373,57 @@ func TestDeliveryPollHasAHeartbeatTimeout(t *testing.T) {
 			require.NotEmpty(t, polls)
 			for _, ht := range polls {
 				require.Equal(t, 5*time.Second, ht)
+			}
+		})
+	}
+}
+
+// DeliverChanges runs with a heartbeat timeout of a few seconds, in one
+// batch at a time and in lanes (as a regular activity), so a worker killed
+// mid-batch stalls that batch for seconds, not for its start-to-close
+// timeout (activities.TestDeliverChangesHeartbeatsWhileItSends: the
+// activity beats). A history from before versionDeliverHeartbeat (no
+// marker, as a replay answers) delivers without one.
+func TestDeliveryDeliverHasAHeartbeatTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lanes  int
+		before bool
+		want   time.Duration
+	}{
+		{"max_in_flight 1", 1, false, 5 * time.Second},
+		{"max_in_flight 4", 4, false, 5 * time.Second},
+		{"history from before", 1, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			if tc.before {
+				env.OnGetVersion("delivery-deliver-heartbeat", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			d := testDestination()
+			d.MaxInFlight = tc.lanes
+			if tc.lanes > 1 {
+				newLaneFeed(2, 2).mock(env) // no lane fills: regular activities, not local ones
+			} else {
+				(&fakeDestination{seqs: []int64{1, 2, 3, 4}}).mock(env)
+			}
+			var mu sync.Mutex
+			var sends []time.Duration
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == "DeliverChanges" {
+					mu.Lock()
+					defer mu.Unlock()
+					sends = append(sends, info.HeartbeatTimeout)
+				}
+			})
+			stopAt(env, 10*time.Second, nil)
+			env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: d})
+			requireStopped(t, env)
+			mu.Lock()
+			defer mu.Unlock()
+			require.NotEmpty(t, sends)
+			for _, ht := range sends {
+				require.Equal(t, tc.want, ht)
 			}
 		})
 	}

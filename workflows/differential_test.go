@@ -405,6 +405,10 @@ func (sc *diffScenario) run(t *testing.T, impl string, input any) diffRun {
 		// versionDensitySpan replays; the one-step growth is checked by
 		// internal/slicequeue's TestSpanDensityGrowth and cursor_span_test.go.
 		env.OnGetVersion(versionDensitySpan, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		// And v0.1's wait for alerts in flight before continue-as-new, as
+		// a run recorded before versionAlertHandover replays; the handover
+		// is checked by alerts_test.go.
+		env.OnGetVersion(versionAlertHandover, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}
 	env.SetStartTime(sc.t0)
 	env.SetTestTimeout(time.Minute)

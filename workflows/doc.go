@@ -32,7 +32,8 @@
 // of rate tokens; list the seqs of the next batch after Acked (an activity
 // that long-polls an idle feed, heartbeating so a killed worker's poll is
 // taken over in seconds); deliver (After, last] (an activity that
-// reads the changes and sends them); on success Acked = last.
+// reads the changes and sends them, heartbeating likewise); on success
+// Acked = last.
 //
 //	listed -> delivered -> Acked moves
 //	       -> refused whole -> one change at a time -> refused alone -> poison list, Acked moves past it
@@ -114,7 +115,12 @@
 // because another run of its ID was open, or it was terminated or timed
 // out) is started again after max(retry_interval, 10s), holding the
 // watermark meanwhile. A caught-up cursor whose watermark falls lag_alert
-// behind alerts once. Messages with payloads that are not valid never
+// behind alerts once. Alerts (here, in the dead-letter workflow and in
+// Delivery) go out through an activity that retries without limit; a run
+// that continues as new hands the alerts still in flight to its next run,
+// which sends them again, instead of waiting for them, so a dead alert
+// webhook never holds fetching or delivery (alerts.go). Messages with
+// payloads that are not valid never
 // fail a workflow task: updates are rejected by their validator, signals
 // leave the reason in status (last_error).
 //

@@ -128,6 +128,26 @@ const (
 	// the record moved past it). Asked lazily, when a listing is made
 	// while the poison list is not empty.
 	versionPoisonHold = "delivery-poison-hold"
+
+	// versionDeliverHeartbeat guards the heartbeat timeout of the
+	// Delivery's DeliverChanges activity (deliverActivityContext): without
+	// it a worker killed mid-batch stalled that batch until its
+	// start-to-close timeout (the destination's timeout plus 5s). Asked
+	// where a DeliverChanges is scheduled as a regular activity, so it
+	// marks every run that delivers from the release that added it; a
+	// history without the marker keeps delivering without a heartbeat
+	// timeout. Lanes run as local activities (a backlog) have none.
+	versionDeliverHeartbeat = "delivery-deliver-heartbeat"
+
+	// versionAlertHandover guards continue-as-new with alerts in flight
+	// (alerts.go): from this version a cursor, delivery or dead-letter run
+	// cancels them and hands them to its next run in the input
+	// (api.AlertHandover), which sends them again first; before it the run
+	// waited until every alert was delivered, so a dead alert webhook held
+	// fetching or delivery at the continue-as-new point. Asked lazily, only
+	// when a run would continue as new but for alerts in flight, so a
+	// history without the marker waits as it did.
+	versionAlertHandover = "alert-handover"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
@@ -148,6 +168,13 @@ const (
 //     with Outcome "failed" as before, and both callers read both forms,
 //     so a rolling upgrade mixes them safely. (Like LocalFirst, a caller
 //     replaying an older history asks for it too.)
+//   - api.CursorInput.Alerts, api.DeliveryInput.Alerts and
+//     api.DeadLetterInput.Alerts: alerts the previous run handed over
+//     (versionAlertHandover), sent again at the start of the run. Runs
+//     continued by older code carry none and send none. A run continued by
+//     today's code and picked up by a worker of the release before (a
+//     rolling upgrade) ignores the field: the alerts it carries are lost,
+//     as an alert was whenever an old worker abandoned one.
 //   - api.CursorInput.MaxSlicesPerRun: the cap on one cursor run travels in
 //     the input, so changing the default never changes how a run replays.
 //
