@@ -33,12 +33,12 @@ func (f fakeStatus) CursorStatus(_ context.Context, p string) (api.CursorStatus,
 	return st, nil
 }
 
-func (f fakeStatus) DeadLetters(_ context.Context, p string) ([]api.DeadLetterEntry, error) {
+func (f fakeStatus) DeadLetterCount(_ context.Context, p string) (int, error) {
 	list, ok := f.dlq[p]
 	if !ok {
-		return nil, serviceerror.NewNotFound("workflow not found")
+		return 0, serviceerror.NewNotFound("workflow not found")
 	}
-	return list, nil
+	return len(list), nil
 }
 
 func TestRecorderCountsAndServes(t *testing.T) {

@@ -2,25 +2,55 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/time/rate"
 
 	"github.com/ordersync/ordersync/api"
 )
 
-// DefaultPollInterval is how often StatusPoller queries the workflows. A
-// query is cheap but runs a workflow task on a worker; every few seconds is
-// plenty for gauges scraped every 15 s or so.
+// DefaultPollInterval is the shortest time between two passes of
+// StatusPoller over its platforms: every few seconds is plenty for gauges
+// scraped every 15 s or so. A pass over a large fleet takes longer (see
+// DefaultQueryRate), and the next one then starts when it ends.
 const DefaultPollInterval = 5 * time.Second
 
-// StatusSource answers the cursor's status query and the dead-letter list.
+// DefaultQueryRate is the poller's query budget per process, in queries per
+// second (ORDERSYNC_METRICS_QUERY_RATE). Each query is a round trip through
+// the Temporal server and a query task on the worker that holds the
+// workflow (a replay of its history when it is not cached), and every
+// worker process polls every platform it serves, so the budget multiplies
+// with the processes. At 20/s a process spends a small slice of a core on
+// it, platforms up to 100 still refresh every DefaultPollInterval, and a
+// fleet of 1,000 on one queue refreshes about once a minute, which is still
+// well inside the lag alerts' windows (minutes).
+const DefaultQueryRate = 20.0
+
+// DefaultDeadLetterRefresh is how old a platform's dead-letter count may
+// grow before it is read again although the cursor saw no new failure: it
+// bounds how long a discard or a successful reprocess (which the cursor
+// does not see) takes to show. See StatusPoller.
+const DefaultDeadLetterRefresh = 5 * time.Minute
+
+// deadLetterRefreshPasses is the fewest passes between two such re-reads,
+// so that for a fleet whose passes are slow the re-reads cost at most a
+// quarter of the status queries instead of doubling them.
+const deadLetterRefreshPasses = 4
+
+// StatusSource answers the cursor's status query and the dead-letter count.
 type StatusSource interface {
 	CursorStatus(ctx context.Context, platform string) (api.CursorStatus, error)
-	DeadLetters(ctx context.Context, platform string) ([]api.DeadLetterEntry, error)
+	// DeadLetterCount is the number of slices in the platform's dead-letter
+	// workflow; a serviceerror.NotFound means it never held any (it starts
+	// with its first entry).
+	DeadLetterCount(ctx context.Context, platform string) (int, error)
 }
 
 // TemporalStatus queries the workflows through a Temporal client.
@@ -36,39 +66,89 @@ func (s TemporalStatus) CursorStatus(ctx context.Context, platform string) (api.
 	return st, err
 }
 
-// DeadLetters queries deadletter/<platform> for its list.
-func (s TemporalStatus) DeadLetters(ctx context.Context, platform string) ([]api.DeadLetterEntry, error) {
-	var list []api.DeadLetterEntry
-	v, err := s.Client.QueryWorkflow(ctx, api.DeadLetterWorkflowID(platform), "", api.QueryDeadLetterList)
+// DeadLetterCount queries deadletter/<platform> for its status, whose
+// answer is a few counts where the list carries every entry with its error.
+// A dead-letter workflow run by a worker older than the status query
+// answers its list instead.
+func (s TemporalStatus) DeadLetterCount(ctx context.Context, platform string) (int, error) {
+	var st api.DeadLetterStatus
+	v, err := s.Client.QueryWorkflow(ctx, api.DeadLetterWorkflowID(platform), "", api.QueryDeadLetterStatus)
 	if err == nil {
+		err = v.Get(&st)
+		return st.Entries, err
+	}
+	var failed *serviceerror.QueryFailed
+	if !errors.As(err, &failed) || !strings.Contains(failed.Error(), "unknown queryType") {
+		return 0, err
+	}
+	var list []api.DeadLetterEntry
+	if v, err = s.Client.QueryWorkflow(ctx, api.DeadLetterWorkflowID(platform), "", api.QueryDeadLetterList); err == nil {
 		err = v.Get(&list)
 	}
-	return list, err
+	return len(list), err
 }
 
-// snapshot is what one poll learned about a platform.
+// snapshot is what the polls learned about a platform.
 type snapshot struct {
-	status      api.CursorStatus
-	statusOK    bool
-	deadLetters int
-	polledAt    time.Time
+	status   api.CursorStatus
+	statusOK bool
+	polledAt time.Time // the last status answer
+	// deadLetters is the count at deadLettersAt, the last answer of the
+	// dead-letter workflow, when the cursor had failedAt slices failed
+	// (failedKnown: the status query answered in that pass).
+	deadLetters    int
+	deadLettersAt  time.Time
+	failedAt       int64
+	failedKnown    bool
+	deadLetterPass int64 // the pass that last read the dead letters
+	// deadLettersStale is set when the last read failed: read again.
+	deadLettersStale bool
 }
 
 // StatusPoller keeps the latest status of each platform and exports it as
 // a prometheus.Collector. Polling apart from scraping keeps a scrape fast
 // and bounded even when Temporal is slow, and keeps the query load
 // independent of how many scrapers there are.
+//
+// Its queries never exceed QueryRate per second: a pass over the platforms
+// takes max(Interval, queries/QueryRate), so a large fleet's gauges refresh
+// more slowly instead of loading the cluster, and the age series say how
+// fresh they are. The dead-letter workflow is not asked every pass: a slice
+// reaches it only by failing, and the cursor counts every failed child
+// (Counts.SlicesFailed) after the entry was recorded, so the count is read
+// again when that number moved, and otherwise every DeadLetterRefresh (at
+// most every deadLetterRefreshPasses passes) for what the cursor does not
+// see: discards, reprocess successes and splits.
 type StatusPoller struct {
 	Source    StatusSource
 	Platforms []string
-	Interval  time.Duration
-	Logger    *slog.Logger
-	// Now is the clock for the lag (default time.Now).
-	Now func() time.Time
+	// Interval is the shortest time between two passes (default
+	// DefaultPollInterval).
+	Interval time.Duration
+	// QueryRate is the most queries per second (default DefaultQueryRate).
+	QueryRate float64
+	// DeadLetterRefresh is how old a dead-letter count may grow when the
+	// cursor saw no failure (default DefaultDeadLetterRefresh).
+	DeadLetterRefresh time.Duration
+	Logger            *slog.Logger
+	// Now is the clock for the lag, the ages and the pacing (default
+	// time.Now), and Sleep waits on it (default a timer): a test gives both
+	// to run passes on a fake clock.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
 
-	mu    sync.Mutex
-	snaps map[string]snapshot
+	limiterOnce sync.Once
+	limiter     *rate.Limiter
+
+	mu       sync.Mutex
+	snaps    map[string]snapshot
+	passes   int64         // passes started
+	lastPass time.Duration // how long the last complete pass took
+	queries  map[queryKey]int64
 }
+
+// queryKey labels ordersync_status_queries_total.
+type queryKey struct{ query, result string }
 
 var (
 	descLag = prometheus.NewDesc(Namespace+"_watermark_lag_seconds",
@@ -99,19 +179,39 @@ var (
 	descUp = prometheus.NewDesc(Namespace+"_cursor_status_up",
 		"1 if the last status query of the cursor succeeded; the other cursor series are from the last success.",
 		[]string{"platform"}, nil)
+	descStatusAge = prometheus.NewDesc(Namespace+"_cursor_status_age_seconds",
+		"How long ago the cursor's status last answered: the age of the cursor series (lag measured then).",
+		[]string{"platform"}, nil)
+	descDeadLettersAge = prometheus.NewDesc(Namespace+"_dead_letters_age_seconds",
+		"How long ago the dead-letter count was last read (new failures are read within a pass of the cursor counting them).",
+		[]string{"platform"}, nil)
+	descPass = prometheus.NewDesc(Namespace+"_status_pass_seconds",
+		"How long the last complete pass over this process's platforms took, queries paced by ORDERSYNC_METRICS_QUERY_RATE; the status series refresh every max(this, 5s).",
+		nil, nil)
+	descQueries = prometheus.NewDesc(Namespace+"_status_queries_total",
+		"Queries the status poller sent, by query (cursor_status, dead_letters) and result (ok, error).",
+		[]string{"query", "result"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (p *StatusPoller) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLag, descInFlight, descQueued, descSlices, descLate, descDeadLetters, descPaused, descBreaker, descCaughtUp, descProgress, descRateLimit, descUp} {
+	for _, d := range []*prometheus.Desc{descLag, descInFlight, descQueued, descSlices, descLate, descDeadLetters, descPaused, descBreaker, descCaughtUp, descProgress, descRateLimit, descUp,
+		descStatusAge, descDeadLettersAge, descPass, descQueries} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector from the latest snapshots.
 func (p *StatusPoller) Collect(ch chan<- prometheus.Metric) {
+	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.lastPass > 0 {
+		ch <- prometheus.MustNewConstMetric(descPass, prometheus.GaugeValue, p.lastPass.Seconds())
+	}
+	for k, n := range p.queries {
+		ch <- prometheus.MustNewConstMetric(descQueries, prometheus.CounterValue, float64(n), k.query, k.result)
+	}
 	for _, name := range p.Platforms {
 		s, ok := p.snaps[name]
 		if !ok {
@@ -125,9 +225,13 @@ func (p *StatusPoller) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descUp, boolValue(s.statusOK))
 		gauge(descDeadLetters, float64(s.deadLetters))
+		if !s.deadLettersAt.IsZero() {
+			gauge(descDeadLettersAge, max(0, now.Sub(s.deadLettersAt).Seconds()))
+		}
 		if s.status.Platform == "" {
 			continue // never answered
 		}
+		gauge(descStatusAge, max(0, now.Sub(s.polledAt).Seconds()))
 		st := s.status
 		// Lag against the poller's clock, not the status's AsOf: a cursor
 		// asleep outside its work window last read its clock hours ago, and
