@@ -116,7 +116,7 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 	}
 	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew,
 		Client: c, Store: st, Platforms: platforms, PlatformsFile: file.Path, Alerter: a.Alerter(),
-		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, RequestSlots: slots,
+		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, MetricsQueryRate: a.Process.MetricsQueryRate, RequestSlots: slots,
 		Feed: st, Destinations: file.Destinations, Version: a.workerVersion(),
 	})
 	if err != nil {

@@ -143,3 +143,22 @@ func TestLoadProcessDefaultsAndErrors(t *testing.T) {
 	require.ErrorContains(t, err, `ORDERSYNC_LOG_LEVEL: "loud"`)
 	require.ErrorContains(t, err, "TLS_CERT and ORDERSYNC_TEMPORAL_TLS_KEY must be set together")
 }
+
+func TestLoadProcessMetricsQueryRate(t *testing.T) {
+	p, err := LoadProcess()
+	require.NoError(t, err)
+	require.Equal(t, 20.0, p.MetricsQueryRate)
+	t.Setenv("ORDERSYNC_METRICS_QUERY_RATE", "2.5")
+	p, err = LoadProcess()
+	require.NoError(t, err)
+	require.Equal(t, 2.5, p.MetricsQueryRate)
+	for _, bad := range []string{"0", "-1", "NaN", "+Inf"} {
+		t.Setenv("ORDERSYNC_METRICS_QUERY_RATE", bad)
+		_, err = LoadProcess()
+		require.ErrorContains(t, err, "ORDERSYNC_METRICS_QUERY_RATE: ", bad)
+		require.ErrorContains(t, err, "not a number of queries per second above 0", bad)
+	}
+	t.Setenv("ORDERSYNC_METRICS_QUERY_RATE", "fast")
+	_, err = LoadProcess()
+	require.ErrorContains(t, err, "METRICS_QUERY_RATE")
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -37,6 +38,12 @@ type Process struct {
 	DataDir string `envconfig:"DATA_DIR" default:".ordersync"`
 	// MetricsAddress serves Prometheus metrics from workers; empty disables.
 	MetricsAddress string `envconfig:"METRICS_ADDRESS" default:"127.0.0.1:9464"`
+	// MetricsQueryRate is the most workflow queries per second a worker's
+	// status gauges may send (metrics.DefaultQueryRate explains the 20): a
+	// fleet's gauges then refresh more slowly instead of loading Temporal.
+	// It must be above 0: the status gauges carry the lag and dead-letter
+	// alerts, so there is no setting that silently drops them.
+	MetricsQueryRate float64 `envconfig:"METRICS_QUERY_RATE" default:"20"`
 	// AlertWebhook receives a JSON POST for every alert; empty logs alerts.
 	AlertWebhook string `envconfig:"ALERT_WEBHOOK"`
 	// MaxFutureSkew is how far ahead of now an order's updated_at may lie
@@ -80,6 +87,9 @@ func LoadProcess() (Process, error) {
 	}
 	if p.MaxFutureSkew <= 0 || p.MaxFutureSkew > 24*time.Hour {
 		problems = append(problems, fmt.Sprintf("%s_MAX_FUTURE_SKEW: %s is not above 0 and at most 24h", EnvPrefix, p.MaxFutureSkew))
+	}
+	if !(p.MetricsQueryRate > 0) || math.IsInf(p.MetricsQueryRate, 1) {
+		problems = append(problems, fmt.Sprintf("%s_METRICS_QUERY_RATE: %v is not a number of queries per second above 0 (default 20)", EnvPrefix, p.MetricsQueryRate))
 	}
 	if p.ChangeRetention < 0 {
 		problems = append(problems, fmt.Sprintf("%s_CHANGE_RETENTION: %s is negative", EnvPrefix, p.ChangeRetention))

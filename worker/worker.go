@@ -68,6 +68,9 @@ type Options struct {
 	// MetricsPollInterval is how often the status gauges are refreshed
 	// (default metrics.DefaultPollInterval).
 	MetricsPollInterval time.Duration
+	// MetricsQueryRate caps the status gauges' queries per second
+	// (ORDERSYNC_METRICS_QUERY_RATE; default metrics.DefaultQueryRate).
+	MetricsQueryRate float64
 	// Version, when set, makes every task-queue worker a version of a
 	// Temporal Worker Deployment: it takes tasks only for workflows on that
 	// version, which are the deployment's current version's once it is
@@ -212,7 +215,7 @@ func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
 	}
 	poller := &metrics.StatusPoller{
 		Source: metrics.TemporalStatus{Client: opts.Client}, Platforms: names,
-		Interval: opts.MetricsPollInterval, Logger: logger,
+		Interval: opts.MetricsPollInterval, QueryRate: opts.MetricsQueryRate, Logger: logger,
 	}
 	if err := opts.Metrics.Registry().Register(poller); err != nil {
 		return fmt.Errorf("register status metrics: %w", err)

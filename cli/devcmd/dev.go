@@ -136,7 +136,7 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 	}
 	defer c.Close()
 	ws, err := worker.Start(worker.Options{FutureSkew: app.Process.MaxFutureSkew, Client: c, Store: st, Platforms: file.Platforms, PlatformsFile: file.Path,
-		Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, RequestSlots: slots, Feed: st, Destinations: file.Destinations})
+		Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, MetricsQueryRate: app.Process.MetricsQueryRate, RequestSlots: slots, Feed: st, Destinations: file.Destinations})
 	if err != nil {
 		return err
 	}
