@@ -163,7 +163,11 @@ func runBulkBench(ctx context.Context, env *benchEnv) (bulkResult, error) {
 	if s.client, err = client.Dial(client.Options{HostPort: s.srv.FrontendAddress(), Namespace: s.srv.Namespace(), Logger: quietLogger{}}); err != nil {
 		return res, err
 	}
-	if s.workers, err = worker.Start(worker.Options{Client: s.client, Store: s.store, Platforms: s.file.Platforms,
+	rec, err := s.inProcessMetrics()
+	if err != nil {
+		return res, err
+	}
+	if s.workers, err = worker.Start(worker.Options{Client: s.client, Store: s.store, Platforms: s.file.Platforms, Metrics: rec,
 		StopTimeout: 5 * time.Second, Alerter: activities.LogAlerter{Logger: discardLogger()}, Logger: discardLogger()}); err != nil {
 		return res, err
 	}

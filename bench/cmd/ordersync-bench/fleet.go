@@ -90,6 +90,9 @@ type fleetResult struct {
 	LoadBefore          float64 `json:"load_average_before"`
 	LoadAfter           float64 `json:"load_average_after"`
 	Note                string  `json:"note,omitempty"`
+	// StatusPoller is what the worker's metrics status poller did in the
+	// window (workers run with metrics on, as in production).
+	StatusPoller *pollerStats `json:"status_poller,omitempty"`
 }
 
 // runFleet runs B5. Every cursor starts at the present, so there is no
@@ -165,6 +168,7 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 	defer stopProfile()
 	res.Server.startCPU()
 	res.WorkerProc.startCPU()
+	res.StatusPoller = sys.startPollerStats(ctx)
 	start := time.Now()
 	var lags []float64
 	rng := rand.New(rand.NewPCG(5, 5))
@@ -184,6 +188,7 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 	res.WindowSecs = end.Sub(start).Seconds()
 	res.Server.endCPU()
 	res.WorkerProc.endCPU()
+	res.StatusPoller.end(ctx, sys)
 	res.Server.sample()
 	res.WorkerProc.sample()
 	stopProfile()
@@ -219,7 +224,7 @@ func printFleet(w io.Writer, b *fleetResult) {
 		b.WorkerProc.RSSMeanMiB, b.WorkerProc.RSSMaxMiB, b.WorkerProc.PeakRSSMiB, b.WorkerProc.CPUCores,
 		b.Server.RSSMeanMiB, b.Server.CPUCores, b.ServerCPUPerSlice, b.WorkerCPUPerSlice,
 		b.SustainableSlices, runtime.NumCPU(), b.PlatformsAtInterval, b.Settings.Interval)
-	result += note(b.Note)
+	result += b.StatusPoller.summary() + note(b.Note)
 	fmt.Fprintf(w, "B5 fleet\t%s\t%s\tp99 lag <= %.0fs, worker RSS <= 1024 MiB\t%s\n", setting, result, b.TargetLag,
 		yes(b.Note == "" && b.LagSamples > 0 && b.LagP99 <= b.TargetLag && max(b.WorkerProc.RSSMaxMiB, b.WorkerProc.PeakRSSMiB) <= 1024))
 }

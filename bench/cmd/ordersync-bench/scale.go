@@ -65,6 +65,9 @@ type scaleResult struct {
 	// pollers at the end of the window (4 on the PostgreSQL stack, 1 on
 	// the dev server).
 	PartitionsPolled int `json:"task_queue_partitions_polled,omitempty"`
+	// StatusPoller is what the workers' metrics status pollers did in the
+	// window (workers run with metrics on, as in production).
+	StatusPoller *pollerStats `json:"status_poller,omitempty"`
 }
 
 // scaleStack is what B4 runs on: the embedded dev server (nil postgres) or
@@ -218,6 +221,7 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 		w.startCPU()
 	}
 	samplePostgres()
+	res.StatusPoller = sys.startPollerStats(ctx)
 	start := time.Now()
 	var lags []float64
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -244,6 +248,7 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 		w.endCPU()
 	}
 	samplePostgres()
+	res.StatusPoller.end(ctx, sys)
 	stopProfile()
 	if len(res.WorkerProcs) > 0 {
 		res.WorkerProc = sumProcesses(fmt.Sprintf("%d ordersync worker processes, summed", len(res.WorkerProcs)), res.WorkerProcs)
@@ -347,7 +352,7 @@ func printScale(w io.Writer, name string, b *scaleResult) {
 	}
 	result := fmt.Sprintf("lag p50 %.0fs, p99 %.0fs (%d samples); %.1f slices/s (%.1f needed); %s; %s",
 		b.LagP50, b.LagP99, b.LagSamples, b.SlicesPerSecond, float64(b.Platforms)/iv.Seconds(), workers, server)
-	result += note(b.Note)
+	result += b.StatusPoller.summary() + note(b.Note)
 	// Issue 18: p99 lag within 1.5 intervals (90 s at 60 s intervals).
 	target := 1.5 * iv.Seconds()
 	fmt.Fprintf(w, "%s\t%s\t%s\tp99 lag <= %.0fs, worker RSS <= 512 MiB\t%s\n", name, setting, result, target,

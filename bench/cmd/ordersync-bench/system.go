@@ -18,6 +18,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/devserver"
+	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/starter"
 	"github.com/ordersync/ordersync/store"
@@ -129,6 +130,10 @@ type system struct {
 	childLogs []*os.File
 	// pg is the PostgreSQL stack's server process and databases.
 	pg *pgStack
+	// metricsURLs are every worker's /metrics, processes and in-process
+	// alike; metricsServers serve the in-process worker's.
+	metricsURLs    []string
+	metricsServers []*metrics.Server
 	// queryErrors counts status queries that failed (and were retried).
 	queryErrors    int
 	lastQueryError string
@@ -208,8 +213,12 @@ func startSystem(ctx context.Context, dir string, o systemOptions) (*system, err
 		if o.wrapStore != nil {
 			st = o.wrapStore(s.store)
 		}
+		rec, err := s.inProcessMetrics()
+		if err != nil {
+			return nil, err
+		}
 		if s.workers, err = worker.Start(worker.Options{Client: s.client, Store: st, Platforms: s.file.Platforms,
-			Feed: s.store, Destinations: s.file.Destinations,
+			Feed: s.store, Destinations: s.file.Destinations, Metrics: rec,
 			StopTimeout: 5 * time.Second, Alerter: activities.LogAlerter{Logger: discardLogger()}, Logger: discardLogger()}); err != nil {
 			return nil, err
 		}
@@ -239,8 +248,13 @@ func (s *system) startStore(ctx context.Context, o systemOptions) error {
 }
 
 // startChild runs one more `ordersync worker` against this system's server
-// and store, logging to logName in the case's directory.
+// and store, logging to logName in the case's directory, with its metrics
+// (and so its status poller) on, each process on its own port.
 func (s *system) startChild(bin, address, logName string) error {
+	metricsAddr, err := freeAddress()
+	if err != nil {
+		return err
+	}
 	logf, err := os.Create(filepath.Join(s.dir, logName))
 	if err != nil {
 		return err
@@ -252,7 +266,7 @@ func (s *system) startChild(bin, address, logName string) error {
 		"ORDERSYNC_TEMPORAL_NAMESPACE="+s.namespace,
 		"ORDERSYNC_STORE_DSN="+s.storeDSN(),
 		"ORDERSYNC_PLATFORMS_FILE="+s.platformsPath(),
-		"ORDERSYNC_METRICS_ADDRESS=",
+		"ORDERSYNC_METRICS_ADDRESS="+metricsAddr,
 		"ORDERSYNC_LOG_LEVEL=warn",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -263,7 +277,9 @@ func (s *system) startChild(bin, address, logName string) error {
 		s.child = cmd
 	}
 	s.children = append(s.children, cmd)
-	return nil
+	url := "http://" + metricsAddr + "/metrics"
+	s.metricsURLs = append(s.metricsURLs, url)
+	return waitMetrics(url, logf.Name(), time.Minute)
 }
 
 func (s *system) startCursors(ctx context.Context) error {
@@ -381,6 +397,9 @@ func (s *system) waitWatermarksEvery(ctx context.Context, t time.Time, timeout, 
 func (s *system) stop() {
 	if s.workers != nil {
 		s.workers.Stop()
+	}
+	for _, srv := range s.metricsServers {
+		_ = srv.Close()
 	}
 	// Every worker drains at once (SIGTERM), before the server goes.
 	var wg sync.WaitGroup
