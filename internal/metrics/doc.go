@@ -7,14 +7,16 @@
 //     pages, API errors by class and 429s. These are ordinary counters of
 //     this process; sum them across processes.
 //   - The cursor and dead-letter workflows (through StatusPoller): every few
-//     seconds the process queries the `status` of each platform it serves and
-//     the dead-letter `list`, and exports what they say at scrape time. The
-//     slice and late-arrival totals live in workflow state and survive
-//     continue-as-new, so they are exported as counters whose value is the
-//     workflow's running total (a terminated and restarted cursor starts
-//     again at zero, which Prometheus treats as a counter reset). Every
-//     worker serving a platform exports the same workflow-derived series, so
-//     aggregate them with max by (platform), not sum.
+//     seconds, within a query budget per process (QueryRate), the process
+//     queries the `status` of each platform it serves and, when it can have
+//     changed, the dead-letter count, and exports what they say at scrape
+//     time with how old it is. The slice and late-arrival totals live in
+//     workflow state and survive continue-as-new, so they are exported as
+//     counters whose value is the workflow's running total (a terminated
+//     and restarted cursor starts again at zero, which Prometheus treats as
+//     a counter reset). Every worker serving a platform exports the same
+//     workflow-derived series, so aggregate them with max by (platform),
+//     not sum.
 //   - The Temporal Go SDK (through TemporalHandler): its own client and
 //     worker metrics (temporal_request_total, temporal_activity_execution_latency_seconds,
 //     temporal_workflow_task_schedule_to_start_latency_seconds, ...),

@@ -324,7 +324,7 @@ func (c *queryClient) QueryWorkflow(_ context.Context, id, _ string, query strin
 
 type jsonValue []byte
 
-func (v jsonValue) HasValue() bool          { return len(v) > 0 }
+func (v jsonValue) HasValue() bool         { return len(v) > 0 }
 func (v jsonValue) Get(valuePtr any) error { return json.Unmarshal(v, valuePtr) }
 
 func scalarValue(t *testing.T, rec *metrics.Recorder, name string) float64 {
