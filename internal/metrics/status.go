@@ -112,8 +112,8 @@ type snapshot struct {
 //
 // Its queries never exceed QueryRate per second: a pass over the platforms
 // takes max(Interval, queries/QueryRate), so a large fleet's gauges refresh
-// more slowly instead of loading the cluster, and the age series say how
-// fresh they are. The dead-letter workflow is not asked every pass: a slice
+// more slowly instead of loading the cluster, and the timestamp series say
+// how fresh they are. The dead-letter workflow is not asked every pass: a slice
 // reaches it only by failing, and the cursor counts every failed child
 // (Counts.SlicesFailed) after the entry was recorded, so the count is read
 // again when that number moved, and otherwise every DeadLetterRefresh (at
@@ -131,7 +131,7 @@ type StatusPoller struct {
 	// cursor saw no failure (default DefaultDeadLetterRefresh).
 	DeadLetterRefresh time.Duration
 	Logger            *slog.Logger
-	// Now is the clock for the lag, the ages and the pacing (default
+	// Now is the clock for the lag, the timestamps and the pacing (default
 	// time.Now), and Sleep waits on it (default a timer): a test gives both
 	// to run passes on a fake clock.
 	Now   func() time.Time
@@ -179,11 +179,13 @@ var (
 	descUp = prometheus.NewDesc(Namespace+"_cursor_status_up",
 		"1 if the last status query of the cursor succeeded; the other cursor series are from the last success.",
 		[]string{"platform"}, nil)
-	descStatusAge = prometheus.NewDesc(Namespace+"_cursor_status_age_seconds",
-		"How long ago the cursor's status last answered: the age of the cursor series (lag measured then).",
+	// Timestamps rather than ages, as Prometheus advises: a scrape shows
+	// what the last pass learned, and time() - x is the age in any query.
+	descStatusTime = prometheus.NewDesc(Namespace+"_cursor_status_timestamp_seconds",
+		"When the cursor's status last answered (Unix time): the cursor series, lag included, are as of then.",
 		[]string{"platform"}, nil)
-	descDeadLettersAge = prometheus.NewDesc(Namespace+"_dead_letters_age_seconds",
-		"How long ago the dead-letter count was last read (new failures are read within a pass of the cursor counting them).",
+	descDeadLettersTime = prometheus.NewDesc(Namespace+"_dead_letters_timestamp_seconds",
+		"When the dead-letter count was last read (Unix time); new failures are read within a pass of the cursor counting them.",
 		[]string{"platform"}, nil)
 	descPass = prometheus.NewDesc(Namespace+"_status_pass_seconds",
 		"How long the last complete pass over this process's platforms took, queries paced by ORDERSYNC_METRICS_QUERY_RATE; the status series refresh every max(this, 5s).",
@@ -196,14 +198,13 @@ var (
 // Describe implements prometheus.Collector.
 func (p *StatusPoller) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descInFlight, descQueued, descSlices, descLate, descDeadLetters, descPaused, descBreaker, descCaughtUp, descProgress, descRateLimit, descUp,
-		descStatusAge, descDeadLettersAge, descPass, descQueries} {
+		descStatusTime, descDeadLettersTime, descPass, descQueries} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector from the latest snapshots.
 func (p *StatusPoller) Collect(ch chan<- prometheus.Metric) {
-	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.lastPass > 0 {
@@ -226,12 +227,12 @@ func (p *StatusPoller) Collect(ch chan<- prometheus.Metric) {
 		gauge(descUp, boolValue(s.statusOK))
 		gauge(descDeadLetters, float64(s.deadLetters))
 		if !s.deadLettersAt.IsZero() {
-			gauge(descDeadLettersAge, max(0, now.Sub(s.deadLettersAt).Seconds()))
+			gauge(descDeadLettersTime, unixSeconds(s.deadLettersAt))
 		}
 		if s.status.Platform == "" {
 			continue // never answered
 		}
-		gauge(descStatusAge, max(0, now.Sub(s.polledAt).Seconds()))
+		gauge(descStatusTime, unixSeconds(s.polledAt))
 		st := s.status
 		// Lag against the poller's clock, not the status's AsOf: a cursor
 		// asleep outside its work window last read its clock hours ago, and
@@ -260,6 +261,8 @@ func backfillProgress(st api.CursorStatus, now time.Time) float64 {
 	}
 	return min(1, max(0, st.Watermark.Sub(st.Start).Seconds()/total.Seconds()))
 }
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 func boolValue(b bool) float64 {
 	if b {

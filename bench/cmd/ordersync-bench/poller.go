@@ -155,8 +155,8 @@ func scrapePoller(ctx context.Context, url string, out *pollerScrape) error {
 			}
 		case "ordersync_status_pass_seconds":
 			out.passMax = max(out.passMax, v)
-		case "ordersync_cursor_status_age_seconds":
-			out.ageMax = max(out.ageMax, v)
+		case "ordersync_cursor_status_timestamp_seconds":
+			out.ageMax = max(out.ageMax, float64(time.Now().UnixNano())/1e9-v)
 		}
 	}
 	return sc.Err()
