@@ -8,11 +8,13 @@ import (
 
 	"github.com/ordersync/ordersync/cli"
 	"github.com/ordersync/ordersync/cli/devcmd"
+	"github.com/ordersync/ordersync/internal/gctune"
 
 	_ "github.com/ordersync/ordersync/connectors" // registers the built-in connector kinds
 )
 
 func main() {
+	gctune.Apply()
 	app := &cli.App{}
 	root := cli.NewRootCommand(app)
 	root.AddCommand(devcmd.New(app), devcmd.NewCluster(app))

@@ -35,6 +35,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/gctune"
 )
 
 // benchEnv is what every case shares: where to put files, how to log and
@@ -46,6 +48,7 @@ type benchEnv struct {
 	workerBin   string
 	caseTimeout time.Duration
 	start       time.Time
+	gcPercent   int
 }
 
 func (e *benchEnv) caseDir(name string) string { return filepath.Join(e.work, name) }
@@ -91,6 +94,9 @@ func (e *benchEnv) profile(name string) func() {
 }
 
 func main() {
+	// The benchmark process embeds what `ordersync dev` does, and the
+	// direct loop runs in it too: both get the binary's GC setting.
+	gcPercent := gctune.Apply()
 	var (
 		out      = flag.String("out", "bench/results", "directory for the JSON results")
 		cases    = flag.String("cases", "b1,b2,b3,b4,b5,b6,b8", "cases to run, comma-separated")
@@ -106,7 +112,7 @@ func main() {
 	dp.register(flag.CommandLine)
 	flag.Parse()
 
-	env := &benchEnv{profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
+	env := &benchEnv{gcPercent: gcPercent, profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
 	if *work == "" {
 		dir, err := os.MkdirTemp("", "ordersync-bench-")
 		if err != nil {

@@ -23,6 +23,9 @@ type machine struct {
 	GoVersion string  `json:"go_version"`
 	GitCommit string  `json:"git_commit"`
 	GitDirty  bool    `json:"git_dirty"`
+	// GCPercent is the benchmark process's GOGC, the same default the
+	// ordersync binary runs with (internal/gctune); both B1 phases share it.
+	GCPercent int `json:"gc_percent"`
 }
 
 // report is the JSON written to bench/results.
@@ -46,13 +49,13 @@ type report struct {
 }
 
 func newReport(p params, env *benchEnv) *report {
-	return &report{Started: env.start.UTC(), Machine: describeMachine(), Params: p, ServerDB: env.serverDB, Worker: env.workerBin, env: env}
+	return &report{Started: env.start.UTC(), Machine: describeMachine(env.gcPercent), Params: p, ServerDB: env.serverDB, Worker: env.workerBin, env: env}
 }
 
 func (r *report) finish() { r.Seconds = time.Since(r.env.start).Seconds() }
 
-func describeMachine() machine {
-	m := machine{NumCPU: runtime.NumCPU(), GoVersion: runtime.Version()}
+func describeMachine(gcPercent int) machine {
+	m := machine{NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), GCPercent: gcPercent}
 	if out, err := exec.Command("uname", "-a").Output(); err == nil {
 		m.Uname = strings.TrimSpace(string(out))
 	}
