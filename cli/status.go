@@ -175,14 +175,19 @@ func fmtLag(d time.Duration) string {
 // describeState is the STATE column: the cursor's state in the word its
 // PlatformState search attribute holds (so the same word filters the Web
 // UI's list), then why it waits. A paused cursor's or an open breaker's
-// wait reason already says so, and stands alone.
+// wait reason already says so, and stands alone. Alerts the webhook has
+// not taken yet are said last: the cursor fetches on while they wait.
 func describeState(st *api.CursorStatus) string {
-	wait := describeWait(st)
+	state := describeWait(st)
 	switch st.PlatformState {
 	case "", searchattr.PlatformPaused, searchattr.PlatformBreakerOpen:
-		return wait
+	default:
+		state = st.PlatformState + ", " + state
 	}
-	return st.PlatformState + ", " + wait
+	if st.AlertsPending > 0 {
+		state += fmt.Sprintf("; %d alert(s) not delivered", st.AlertsPending)
+	}
+	return state
 }
 
 func describeWait(st *api.CursorStatus) string {

@@ -41,3 +41,12 @@ func TestStatusTableShowsPlatformState(t *testing.T) {
 	require.NotContains(t, out.String(), "paused, paused")
 	require.Equal(t, "settling", describeState(rows[4].Cursor))
 }
+
+// TestStatusStateSaysUndeliveredAlerts: alerts the webhook has not taken
+// (workflows/alerts.go hands them from run to run) show in STATE.
+func TestStatusStateSaysUndeliveredAlerts(t *testing.T) {
+	st := &api.CursorStatus{PlatformState: "caught_up", Waiting: api.WaitSettling, AlertsPending: 2}
+	require.Equal(t, "caught_up, settling; 2 alert(s) not delivered", describeState(st))
+	st.AlertsPending = 0
+	require.Equal(t, "caught_up, settling", describeState(st))
+}
