@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ordersync/ordersync/internal/metrics"
@@ -120,37 +118,11 @@ func (ps *pollerStats) end(ctx context.Context, s *system) {
 }
 
 func scrapePoller(ctx context.Context, url string, out *pollerScrape) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		series, value, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
-		}
-		name, labels, _ := strings.Cut(series, "{")
+	return scrapeSeries(ctx, url, func(name, labels string, v float64) {
 		switch name {
 		case "ordersync_status_queries_total":
 			out.queries += v
-			if labelValue(strings.TrimSuffix(labels, "}"), "result") == "error" {
+			if labelValue(labels, "result") == "error" {
 				out.errors += v
 			}
 		case "ordersync_status_pass_seconds":
@@ -158,8 +130,7 @@ func scrapePoller(ctx context.Context, url string, out *pollerScrape) error {
 		case "ordersync_cursor_status_timestamp_seconds":
 			out.ageMax = max(out.ageMax, float64(time.Now().UnixNano())/1e9-v)
 		}
-	}
-	return sc.Err()
+	})
 }
 
 // summary is the report's words for ps ("" without one).

@@ -359,28 +359,7 @@ func freeAddress() (string, error) {
 
 // scrapeMetrics reads the worker's ordersync_* counters.
 func scrapeMetrics(ctx context.Context, url string, r *quotaRun) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, rest, _ := strings.Cut(line, "{")
-		labels, value, _ := strings.Cut(rest, "} ")
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
-		}
+	return scrapeSeries(ctx, url, func(name, labels string, v float64) {
 		switch name {
 		case "ordersync_api_errors_total":
 			r.APIErrors[labelValue(labels, "class")] += v
@@ -389,8 +368,7 @@ func scrapeMetrics(ctx context.Context, url string, r *quotaRun) error {
 		case "ordersync_requests_total":
 			r.Requests += v
 		}
-	}
-	return sc.Err()
+	})
 }
 
 func labelValue(labels, key string) string {
