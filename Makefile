@@ -87,7 +87,7 @@ bench: build
 ## on the dev server with one worker process, and on the production-shaped
 ## stack (`ordersync cluster --server-only`: Temporal on PostgreSQL, 4
 ## task-queue partitions; a PostgreSQL store; 3 `ordersync worker`
-## processes), each on fresh databases dropped afterwards. About 12 minutes,
+## processes), each on fresh databases dropped afterwards. About 7 minutes,
 ## so not in `make bench`. PostgreSQL comes from ORDERSYNC_TEST_POSTGRES_DSN
 ## (and ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN), else from .ci/postgres.sh;
 ## without it the PostgreSQL case is skipped, saying so. BENCH_FLAGS as above,

@@ -72,6 +72,35 @@ func (r *seqReceiver) waitFor(t *testing.T, seq int64, timeout time.Duration) ti
 	return time.Time{}
 }
 
+// startTakeover starts two worker processes delivering to a webhook served
+// by rcv, with the Delivery running; order stores a new order and returns
+// the feed's sequence number of its change.
+func startTakeover(t *testing.T, rcv http.Handler, platforms string) (s *system, order func(id string) int64) {
+	t.Helper()
+	hook := httptest.NewServer(rcv)
+	t.Cleanup(hook.Close)
+	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	st := embeddedStack
+	st.workerProcesses = 2
+	cfg := sim.DefaultConfig()
+	cfg.Shops = []sim.ShopConfig{{Name: "alpha", Token: "alpha-token"}, {Name: "beta", Token: "beta-token"}}
+	s = startSystemOn(t, st, cfg, strings.ReplaceAll(platforms, "{{HOOK}}", hook.URL))
+	ctx := context.Background()
+	dest, ok := s.file.Destination("e2e-hook")
+	require.True(t, ok)
+	_, err := starter.EnsureDelivery(ctx, s.client, dest)
+	require.NoError(t, err)
+	return s, func(id string) int64 {
+		at := time.Now().UTC().Truncate(time.Second)
+		_, err := s.store.UpsertOrders(ctx, []connectors.Order{{Platform: "e2e-alpha", ID: id, Status: "paid", Currency: "EUR",
+			Total: "1.00", CreatedAt: at, UpdatedAt: at}})
+		require.NoError(t, err)
+		head, err := s.store.Head(ctx)
+		require.NoError(t, err)
+		return head.LastSeq
+	}
+}
+
 // TestDeliveryPollTakenOverAfterAKill: a worker process killed (SIGKILL)
 // while it runs the Delivery's long poll for new changes stalls delivery
 // only for the poll's heartbeat timeout: the other worker polls again and
@@ -82,29 +111,8 @@ func TestDeliveryPollTakenOverAfterAKill(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	rcv := &seqReceiver{arrived: map[int64]time.Time{}}
-	hook := httptest.NewServer(rcv)
-	t.Cleanup(hook.Close)
-	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	st := embeddedStack
-	st.workerProcesses = 2
-	cfg := sim.DefaultConfig()
-	cfg.Shops = []sim.ShopConfig{{Name: "alpha", Token: "alpha-token"}, {Name: "beta", Token: "beta-token"}}
-	s := startSystemOn(t, st, cfg, strings.ReplaceAll(takeoverPlatforms, "{{HOOK}}", hook.URL))
+	s, order := startTakeover(t, rcv, takeoverPlatforms)
 	ctx := context.Background()
-	dest, ok := s.file.Destination("e2e-hook")
-	require.True(t, ok)
-	_, err := starter.EnsureDelivery(ctx, s.client, dest)
-	require.NoError(t, err)
-
-	order := func(id string) int64 {
-		at := time.Now().UTC().Truncate(time.Second)
-		_, err := s.store.UpsertOrders(ctx, []connectors.Order{{Platform: "e2e-alpha", ID: id, Status: "paid", Currency: "EUR",
-			Total: "1.00", CreatedAt: at, UpdatedAt: at}})
-		require.NoError(t, err)
-		head, err := s.store.Head(ctx)
-		require.NoError(t, err)
-		return head.LastSeq
-	}
 	rcv.waitFor(t, order("before-kill"), time.Minute)
 
 	// The next long poll has started on one of the two workers: kill it.
@@ -191,30 +199,8 @@ func TestDeliverySendTakenOverAfterAKill(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	rcv := &stallingReceiver{seqReceiver: seqReceiver{arrived: map[int64]time.Time{}}}
-	hook := httptest.NewServer(rcv)
-	t.Cleanup(hook.Close)
-	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	st := embeddedStack
-	st.workerProcesses = 2
-	cfg := sim.DefaultConfig()
-	cfg.Shops = []sim.ShopConfig{{Name: "alpha", Token: "alpha-token"}, {Name: "beta", Token: "beta-token"}}
-	platforms := strings.ReplaceAll(strings.ReplaceAll(takeoverPlatforms, "timeout: 2s", "timeout: 30s"), "{{HOOK}}", hook.URL)
-	s := startSystemOn(t, st, cfg, platforms)
+	s, order := startTakeover(t, rcv, strings.ReplaceAll(takeoverPlatforms, "timeout: 2s", "timeout: 30s"))
 	ctx := context.Background()
-	dest, ok := s.file.Destination("e2e-hook")
-	require.True(t, ok)
-	_, err := starter.EnsureDelivery(ctx, s.client, dest)
-	require.NoError(t, err)
-
-	order := func(id string) int64 {
-		at := time.Now().UTC().Truncate(time.Second)
-		_, err := s.store.UpsertOrders(ctx, []connectors.Order{{Platform: "e2e-alpha", ID: id, Status: "paid", Currency: "EUR",
-			Total: "1.00", CreatedAt: at, UpdatedAt: at}})
-		require.NoError(t, err)
-		head, err := s.store.Head(ctx)
-		require.NoError(t, err)
-		return head.LastSeq
-	}
 	rcv.waitFor(t, order("before-kill"), time.Minute)
 
 	// The next change's first send hangs at the receiver: kill the worker
