@@ -66,14 +66,15 @@ func (s *alertSender) resume(ctx, activityCtx workflow.Context, h *api.AlertHand
 	if h == nil {
 		return
 	}
-	s.dropped = h.Dropped
+	// An input not written by a handover is held to the same bounds.
+	s.dropped = max(h.Dropped, 0)
 	alerts := h.Alerts
 	if n := len(alerts) - maxCarriedAlerts; n > 0 {
-		// Not written by a handover: hold it to the same bound.
 		s.drop(ctx, alerts[:n])
 		alerts = alerts[n:]
 	}
 	for _, a := range alerts {
+		a.Message = clip(a.Message, maxCarriedAlertMessage)
 		s.send(ctx, activityCtx, a, done)
 	}
 }

@@ -279,3 +279,26 @@ func keys(alerts []api.Alert) []string {
 	}
 	return out
 }
+
+// TestResumedAlertsAreHeldToTheBounds: an input not written by a handover
+// (a long message, a negative dropped count) is held to the handover's
+// bounds before anything is sent.
+func TestResumedAlertsAreHeldToTheBounds(t *testing.T) {
+	env := newEnv(t)
+	al := webhookDown(env)
+	p := testPlatform(t)
+	long := carriedAlert(api.AlertDeadLetter, "dead_letter/long/1")
+	long.Message = strings.Repeat("platform error ", 500)
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, time.Minute)
+
+	env.ExecuteWorkflow(workflows.DeadLetter, api.DeadLetterInput{Platform: p, Alerts: &api.AlertHandover{Alerts: []api.Alert{long}, Dropped: -7}})
+
+	var next api.DeadLetterInput
+	continuedAs(t, env, api.DeadLetterWorkflowType, &next)
+	require.NotEmpty(t, al.all())
+	for _, a := range al.all() {
+		require.LessOrEqual(t, len(a.Message), 1003, "sent clipped")
+	}
+	require.NotNil(t, next.Alerts)
+	require.Zero(t, next.Alerts.Dropped, "a negative count is not carried on")
+}

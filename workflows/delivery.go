@@ -28,9 +28,14 @@ const deliveryLongPoll = 20 * time.Second
 // so a busy worker keeps a second of slack and a dead one is noticed in 5s.
 const deliveryPollHeartbeat = 5 * time.Second
 
-// deliverHeartbeat is DeliverChanges' heartbeat timeout, by the same
-// reckoning: it heartbeats every second while it reads and sends.
-const deliverHeartbeat = 5 * time.Second
+// deliverHeartbeat is DeliverChanges' heartbeat timeout. It heartbeats
+// every second while it reads and sends, and the SDK sends one per 80% of
+// this; a missed beat here costs more than a poll's (the batch is sent
+// again and the retry counts against the destination's retries), so it
+// keeps two seconds of slack, and a dead worker is noticed in 10s rather
+// than after the destination's timeout plus 5s. Replay does not compare
+// activity timeouts, so the value can change without a version.
+const deliverHeartbeat = 10 * time.Second
 
 // Delivery moves one destination along the change feed: it lists the next
 // batch after its acknowledged seq (seqs only), has an activity read and

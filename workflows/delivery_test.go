@@ -391,8 +391,8 @@ func TestDeliveryDeliverHasAHeartbeatTimeout(t *testing.T) {
 		before bool
 		want   time.Duration
 	}{
-		{"max_in_flight 1", 1, false, 5 * time.Second},
-		{"max_in_flight 4", 4, false, 5 * time.Second},
+		{"max_in_flight 1", 1, false, 10 * time.Second},
+		{"max_in_flight 4", 4, false, 10 * time.Second},
 		{"history from before", 1, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

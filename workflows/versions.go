@@ -171,10 +171,14 @@ const (
 //   - api.CursorInput.Alerts, api.DeliveryInput.Alerts and
 //     api.DeadLetterInput.Alerts: alerts the previous run handed over
 //     (versionAlertHandover), sent again at the start of the run. Runs
-//     continued by older code carry none and send none. A run continued by
-//     today's code and picked up by a worker of the release before (a
-//     rolling upgrade) ignores the field: the alerts it carries are lost,
-//     as an alert was whenever an old worker abandoned one.
+//     continued by older code carry none and send none. During a rolling
+//     upgrade, a run continued by today's code whose first workflow task
+//     a worker of the release before runs ignores the field: the alerts
+//     it carries are lost. If a worker of today ran that task (and sent
+//     them), an old worker replaying the run fails that task as
+//     non-deterministic until a worker of today takes it again, which
+//     Temporal retries; worker versioning (README, Rolling upgrades) keeps
+//     old workers from new runs.
 //   - api.CursorInput.MaxSlicesPerRun: the cap on one cursor run travels in
 //     the input, so changing the default never changes how a run replays.
 //

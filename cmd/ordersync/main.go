@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	_ "time/tzdata" // work windows name time zones; do not depend on the host's zoneinfo
 
@@ -14,7 +15,9 @@ import (
 )
 
 func main() {
-	gctune.Apply()
+	if _, err := gctune.Apply(); err != nil {
+		fmt.Fprintln(os.Stderr, "ordersync:", err)
+	}
 	app := &cli.App{}
 	root := cli.NewRootCommand(app)
 	root.AddCommand(devcmd.New(app), devcmd.NewCluster(app))

@@ -14,23 +14,32 @@
 package gctune
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 )
 
 // DefaultGCPercent is GOGC for ordersync's processes when the environment
 // does not set it.
 const DefaultGCPercent = 200
 
-// Apply sets DefaultGCPercent unless GOGC is set in the environment, which
-// the Go runtime has already applied; it returns the percent in effect
-// (-1: off).
-func Apply() int {
-	if os.Getenv("GOGC") != "" {
-		return current()
+// Apply sets DefaultGCPercent unless GOGC is set in the environment to a
+// value the Go runtime took (a number or "off"); it returns the percent in
+// effect (-1: off). A GOGC the runtime could not read (it then silently
+// uses 100) gets DefaultGCPercent and an error that names it, for the
+// caller to print.
+func Apply() (int, error) {
+	v := os.Getenv("GOGC")
+	if v == "" {
+		debug.SetGCPercent(DefaultGCPercent)
+		return DefaultGCPercent, nil
+	}
+	if _, err := strconv.Atoi(v); err == nil || v == "off" {
+		return current(), nil
 	}
 	debug.SetGCPercent(DefaultGCPercent)
-	return DefaultGCPercent
+	return DefaultGCPercent, fmt.Errorf("GOGC=%q is neither a number nor off; using ordersync's default %d", v, DefaultGCPercent)
 }
 
 // current reads the percent in effect; the runtime offers no getter, so it

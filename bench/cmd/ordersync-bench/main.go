@@ -33,6 +33,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -78,25 +79,37 @@ func (e *benchEnv) profile(name string) func() {
 		f.Close()
 		return func() {}
 	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-		// The live heap at the end of the phase: its size and how dense it
-		// is in pointers set what each garbage collection costs.
-		if h, err := os.Create(filepath.Join(e.profileDir, name+".heap.pprof")); err == nil {
-			runtime.GC()
-			if err := pprof.WriteHeapProfile(h); err != nil {
-				e.logf("heap profile: %v", err)
-			}
-			h.Close()
-		}
+	// Cases stop it at the end of their window and again by defer; the
+	// heap profile is the window's end, so only the first call counts.
+	var once sync.Once
+	return func() { once.Do(func() { stopProfile(e, f, name) }) }
+}
+
+// stopProfile ends the CPU profile in f and writes the live heap beside it:
+// its size and how dense it is in pointers set what each garbage
+// collection costs.
+func stopProfile(e *benchEnv, f *os.File, name string) {
+	pprof.StopCPUProfile()
+	f.Close()
+	h, err := os.Create(filepath.Join(e.profileDir, name+".heap.pprof"))
+	if err != nil {
+		e.logf("heap profile: %v", err)
+		return
+	}
+	defer h.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(h); err != nil {
+		e.logf("heap profile: %v", err)
 	}
 }
 
 func main() {
 	// The benchmark process embeds what `ordersync dev` does, and the
 	// direct loop runs in it too: both get the binary's GC setting.
-	gcPercent := gctune.Apply()
+	gcPercent, err := gctune.Apply()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ordersync-bench:", err)
+	}
 	var (
 		out      = flag.String("out", "bench/results", "directory for the JSON results")
 		cases    = flag.String("cases", "b1,b2,b3,b4,b5,b6,b8", "cases to run, comma-separated")

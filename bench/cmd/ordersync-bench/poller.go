@@ -138,6 +138,12 @@ func (ps *pollerStats) summary() string {
 	if ps == nil {
 		return ""
 	}
-	return fmt.Sprintf("; status pollers (%d processes): %.1f queries/s in all (budget %.0f/s each), last pass up to %.0fs, oldest status %.0fs",
-		ps.Processes, ps.QueriesPerSecond, ps.QueryRateBudget, ps.PassSecondsMax, ps.StatusAgeMaxSeconds) + note(ps.Note)
+	// The pass gauge is the last finished pass: 0 when none finished yet
+	// (a large fleet's first pass can outlast the window).
+	pass := "no pass finished yet"
+	if ps.PassSecondsMax > 0 {
+		pass = fmt.Sprintf("last pass up to %.0fs", ps.PassSecondsMax)
+	}
+	return fmt.Sprintf("; status pollers (%d processes): %.1f queries/s in all (budget %.0f/s each), %s, oldest status %.0fs",
+		ps.Processes, ps.QueriesPerSecond, ps.QueryRateBudget, pass, ps.StatusAgeMaxSeconds) + note(ps.Note)
 }
