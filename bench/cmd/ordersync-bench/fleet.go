@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"sort"
 	"time"
 
 	"github.com/ordersync/ordersync/sim"
@@ -166,31 +165,16 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 	pagesBefore := totalPages(sys.sim.Stats())
 	stopProfile := env.profile("b5")
 	defer stopProfile()
-	res.Server.startCPU()
-	res.WorkerProc.startCPU()
 	res.StatusPoller = sys.startPollerStats(ctx)
-	start := time.Now()
-	var lags []float64
-	rng := rand.New(rand.NewPCG(5, 5))
-	for time.Since(start) < p.B5Window {
-		res.Server.sample()
-		res.WorkerProc.sample()
-		at := time.Now()
-		var err error
-		if lags, err = sampleLags(ctx, sys, rng, names, p.B5LagSample, at, lags); err != nil {
-			res.QueryErrors++
-		}
-		if err := sleep(ctx, 10*time.Second-time.Since(at)); err != nil {
-			return res, err
-		}
+	win, err := lagWindow{procs: []*processStats{&res.Server, &res.WorkerProc}, names: names,
+		lagSample: p.B5LagSample, rng: rand.New(rand.NewPCG(5, 5)), length: p.B5Window}.run(ctx, sys)
+	if err != nil {
+		return res, err
 	}
-	end := time.Now()
-	res.WindowSecs = end.Sub(start).Seconds()
-	res.Server.endCPU()
-	res.WorkerProc.endCPU()
+	start, end := win.start, win.end
+	res.WindowSecs = win.seconds()
+	res.QueryErrors += win.queryErrors
 	res.StatusPoller.end(ctx, sys)
-	res.Server.sample()
-	res.WorkerProc.sample()
 	stopProfile()
 	res.LoadAfter = loadAverage()
 	res.Pages = totalPages(sys.sim.Stats()) - pagesBefore
@@ -206,11 +190,8 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 			res.PlatformsAtInterval = res.SustainableSlices * p.B5Interval.Seconds()
 		}
 	}
-	sort.Float64s(lags)
-	res.LagSamples = len(lags)
-	if len(lags) > 0 {
-		res.LagP50, res.LagP99, res.LagMax = quantile(lags, 0.5), quantile(lags, 0.99), lags[len(lags)-1]
-	}
+	res.LagSamples = len(win.lags)
+	res.LagP50, res.LagP99, res.LagMax = win.quantiles()
 	return res, nil
 }
 

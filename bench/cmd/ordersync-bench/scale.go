@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -216,38 +215,15 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 			res.StorePostgres.sample(ctx, pgConn)
 		}
 	}
-	res.Server.startCPU()
-	for _, w := range measured {
-		w.startCPU()
-	}
-	samplePostgres()
 	res.StatusPoller = sys.startPollerStats(ctx)
-	start := time.Now()
-	var lags []float64
-	rng := rand.New(rand.NewPCG(1, 2))
-	for time.Since(start) < p.B4Window {
-		res.Server.sample()
-		for _, w := range measured {
-			w.sample()
-		}
-		samplePostgres()
-		// Queries cost the server and the worker too, so only a few per second.
-		at := time.Now()
-		var err error
-		if lags, err = sampleLags(ctx, sys, rng, names, p.B4LagSample, at, lags); err != nil {
-			res.QueryErrors++
-		}
-		if err := sleep(ctx, 10*time.Second-time.Since(at)); err != nil {
-			return res, err
-		}
+	win, err := lagWindow{procs: append([]*processStats{&res.Server}, measured...), more: samplePostgres,
+		names: names, lagSample: p.B4LagSample, rng: rand.New(rand.NewPCG(1, 2)), length: p.B4Window}.run(ctx, sys)
+	if err != nil {
+		return res, err
 	}
-	end := time.Now()
-	res.WindowSeconds = end.Sub(start).Seconds()
-	res.Server.endCPU()
-	for _, w := range measured {
-		w.endCPU()
-	}
-	samplePostgres()
+	start, end := win.start, win.end
+	res.WindowSeconds = win.seconds()
+	res.QueryErrors += win.queryErrors
 	res.StatusPoller.end(ctx, sys)
 	stopProfile()
 	if len(res.WorkerProcs) > 0 {
@@ -272,11 +248,8 @@ func runScale(ctx context.Context, env *benchEnv, p *params, stack scaleStack) (
 			res.ServerCPUPerSlice += res.TemporalPostgresCPUPerSlice
 		}
 	}
-	sort.Float64s(lags)
-	res.LagSamples = len(lags)
-	if len(lags) > 0 {
-		res.LagP50, res.LagP99, res.LagMax = quantile(lags, 0.5), quantile(lags, 0.99), lags[len(lags)-1]
-	}
+	res.LagSamples = len(win.lags)
+	res.LagP50, res.LagP99, res.LagMax = win.quantiles()
 	return res, nil
 }
 
@@ -357,19 +330,4 @@ func printScale(w io.Writer, name string, b *scaleResult) {
 	target := 1.5 * iv.Seconds()
 	fmt.Fprintf(w, "%s\t%s\t%s\tp99 lag <= %.0fs, worker RSS <= 512 MiB\t%s\n", name, setting, result, target,
 		yes(b.Note == "" && b.LagSamples > 0 && b.LagP99 <= target && workerRSS <= 512))
-}
-
-// sampleLags appends the lag (at minus the watermark) of n random cursors
-// of names to lags; a failed query still appends what the others answered.
-func sampleLags(ctx context.Context, sys *system, rng *rand.Rand, names []string, n int, at time.Time, lags []float64) ([]float64, error) {
-	perm := rng.Perm(len(names))[:min(len(names), n)]
-	sample := make([]string, len(perm))
-	for i, j := range perm {
-		sample[i] = names[j]
-	}
-	sts, err := sys.statuses(ctx, sample)
-	for _, st := range sts {
-		lags = append(lags, at.Sub(st.Watermark).Seconds())
-	}
-	return lags, err
 }
