@@ -101,6 +101,31 @@ func startTakeover(t *testing.T, rcv http.Handler, platforms string) (s *system,
 	}
 }
 
+// deliveryActivityRunner waits for the Delivery's activity of this type to
+// run on one of the worker processes and returns that process and how long
+// the activity has been running.
+func deliveryActivityRunner(t *testing.T, s *system, activityType string) (*workerProc, time.Duration) {
+	t.Helper()
+	var runner *workerProc
+	var running time.Duration
+	require.Eventually(t, func() bool {
+		desc, err := s.client.DescribeWorkflowExecution(context.Background(), api.DeliveryWorkflowID("e2e-hook"), "")
+		require.NoError(t, err)
+		for _, a := range desc.GetPendingActivities() {
+			if a.GetActivityType().GetName() != activityType || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				continue
+			}
+			for _, w := range s.procs {
+				if strings.HasPrefix(a.GetLastWorkerIdentity(), fmt.Sprintf("%d@", w.cmd.Process.Pid)) {
+					runner, running = w, time.Since(a.GetLastStartedTime().AsTime())
+				}
+			}
+		}
+		return runner != nil
+	}, time.Minute, 100*time.Millisecond, "no worker runs %s", activityType)
+	return runner, running
+}
+
 // TestDeliveryPollTakenOverAfterAKill: a worker process killed (SIGKILL)
 // while it runs the Delivery's long poll for new changes stalls delivery
 // only for the poll's heartbeat timeout: the other worker polls again and
@@ -112,27 +137,10 @@ func TestDeliveryPollTakenOverAfterAKill(t *testing.T) {
 	}
 	rcv := &seqReceiver{arrived: map[int64]time.Time{}}
 	s, order := startTakeover(t, rcv, takeoverPlatforms)
-	ctx := context.Background()
 	rcv.waitFor(t, order("before-kill"), time.Minute)
 
 	// The next long poll has started on one of the two workers: kill it.
-	var victim *workerProc
-	var polling time.Duration
-	require.Eventually(t, func() bool {
-		desc, err := s.client.DescribeWorkflowExecution(ctx, api.DeliveryWorkflowID("e2e-hook"), "")
-		require.NoError(t, err)
-		for _, a := range desc.GetPendingActivities() {
-			if a.GetActivityType().GetName() != "NextBatch" || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
-				continue
-			}
-			for _, w := range s.procs {
-				if strings.HasPrefix(a.GetLastWorkerIdentity(), fmt.Sprintf("%d@", w.cmd.Process.Pid)) {
-					victim, polling = w, time.Since(a.GetLastStartedTime().AsTime())
-				}
-			}
-		}
-		return victim != nil
-	}, time.Minute, 100*time.Millisecond, "no worker runs the long poll")
+	victim, polling := deliveryActivityRunner(t, s, "NextBatch")
 	victim.kill9()
 	killed := time.Now()
 	t.Logf("killed the worker polling for %s", polling.Round(time.Millisecond))
@@ -210,29 +218,14 @@ func TestDeliverySendTakenOverAfterAKill(t *testing.T) {
 	rcv.stallOn(head.LastSeq + 1)
 	seq := order("stalled")
 	require.Equal(t, head.LastSeq+1, seq, "nothing else was stored meanwhile")
-	var victim *workerProc
-	require.Eventually(t, func() bool {
-		desc, err := s.client.DescribeWorkflowExecution(ctx, api.DeliveryWorkflowID("e2e-hook"), "")
-		require.NoError(t, err)
-		for _, a := range desc.GetPendingActivities() {
-			if a.GetActivityType().GetName() != "DeliverChanges" || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
-				continue
-			}
-			for _, w := range s.procs {
-				if strings.HasPrefix(a.GetLastWorkerIdentity(), fmt.Sprintf("%d@", w.cmd.Process.Pid)) {
-					victim = w
-				}
-			}
-		}
-		return victim != nil
-	}, time.Minute, 100*time.Millisecond, "no worker sends the stalled change")
+	victim, _ := deliveryActivityRunner(t, s, "DeliverChanges")
 	victim.kill9()
 	killed := time.Now()
 
 	took := rcv.waitFor(t, seq, 2*time.Minute).Sub(killed)
 	t.Logf("change %d, stalled at the receiver, arrived %s after its sender was killed", seq, took.Round(time.Millisecond))
-	// Heartbeat timeout 5s, retry after 100ms on the other worker: about
-	// 6s. Without the heartbeat the batch waited for its start-to-close
+	// Heartbeat timeout 10s, retry after 100ms on the other worker: about
+	// 12s. Without the heartbeat the batch waited for its start-to-close
 	// timeout, 35s after it started.
 	require.Less(t, took, 25*time.Second, "the send of the killed worker was taken over")
 }
