@@ -20,6 +20,19 @@ func Value(s string) string { return Clip(s, ValueMax) }
 // Message clips a whole error or status text to MessageMax.
 func Message(s string) string { return Clip(s, MessageMax) }
 
+// Line is a platform's own message (an error body, a GraphQL error) for
+// one line of an error: control characters become spaces, the ends are
+// trimmed, and the rest is clipped to ValueMax.
+func Line(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, s)
+	return Value(strings.TrimSpace(s))
+}
+
 // Quote is %q of Value(s): the value clipped, then quoted with Go escapes,
 // for error texts that show a value as it was sent.
 func Quote(s string) string { return strconv.Quote(Value(s)) }

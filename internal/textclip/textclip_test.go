@@ -71,3 +71,8 @@ func TestTerminal(t *testing.T) {
 		require.Equal(t, want, Terminal(in), "%q", in)
 	}
 }
+
+func TestLine(t *testing.T) {
+	require.Equal(t, "bad  request", Line(" bad\r\nrequest\x1b "))
+	require.LessOrEqual(t, jsonSize(t, Line(strings.Repeat("<x>", 10000))), ValueMax)
+}
