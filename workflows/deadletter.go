@@ -218,6 +218,7 @@ func (d *deadLetter) bound() {
 // Its text is clipped; a new slice is refused once the workflow holds
 // maxDeadLetterEntries (versionBoundedText).
 func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
+	defer d.bound() // entries carried from a run of before are bounded too
 	e.Error, e.ErrorType = textclip.Message(e.Error), textclip.Value(e.ErrorType)
 	i := d.index(e.SliceID)
 	if i < 0 && len(d.entries) >= maxDeadLetterEntries &&
@@ -232,7 +233,6 @@ func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
 		}, nil)
 		return
 	}
-	defer d.bound()
 	if i >= 0 {
 		old := d.entries[i]
 		e.FirstFailedAt = old.FirstFailedAt
