@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
@@ -60,7 +61,7 @@ func TestSliceDeadLettersAHugeControlCharacterError(t *testing.T) {
 // maxDeadLetterEntries a new slice is refused and alerted, so continue-as-new
 // carries at most about 1 MB.
 func TestDeadLetterBoundsItsEntries(t *testing.T) {
-	huge := strings.Repeat("\u0001", 934<<10)
+	huge := strings.Repeat("\u0001", 934<<10/6) // ~934 KB in history, as in the probe
 	t.Run("three huge entries", func(t *testing.T) {
 		env := newEnv(t)
 		mockAlerts(env, 0)
@@ -178,4 +179,27 @@ func TestCursorRefusesAnOversizedPauseReason(t *testing.T) {
 	require.False(t, afterSignal.Paused)
 	require.Contains(t, afterSignal.LastError, "pause signal: reason is 1945600 bytes, more than the limit of 2048 bytes")
 	require.ErrorContains(t, upd.rejected, "reason is 1945600 bytes")
+}
+
+// TestDeliveryBeforeBoundsAppliesOversizedPauseClipped: a history recorded
+// before versionBoundedText applied an oversized pause, and replays so;
+// the reason is kept clipped, so its continue-as-new fits.
+func TestDeliveryBeforeBoundsAppliesOversizedPauseClipped(t *testing.T) {
+	env := newEnv(t)
+	env.OnGetVersion("bounded-untrusted-text", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	f := &fakeDestination{seqs: []int64{1, 2, 3}}
+	f.mock(env)
+	mockAlerts(env, 0)
+	var paused api.DeliveryStatus
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(api.SignalDeliveryPause, api.PauseRequest{Reason: hugeReason})
+	}, 100*time.Millisecond)
+	stopAt(env, time.Minute, func() { paused = deliveryStatus(t, env) })
+	env.ExecuteWorkflow(api.DeliveryWorkflowType, api.DeliveryInput{Destination: testDestination()})
+	requireStopped(t, env)
+
+	require.True(t, paused.State.Paused, "applied, as before the bound")
+	require.Zero(t, paused.State.Rejected)
+	require.LessOrEqual(t, jsonSize(t, paused.State.PauseReason), textclip.MessageMax+2)
+	require.Contains(t, paused.State.PauseReason, "[clipped, 1945600 bytes]")
 }

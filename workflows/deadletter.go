@@ -187,7 +187,7 @@ const (
 	shortEntryErrorType  = 64
 	// entryOverhead bounds an entry's JSON besides its strings: keys,
 	// four timestamps, counts (deadletter_internal_test.go checks it).
-	entryOverhead = 320
+	entryOverhead = 400
 )
 
 // entrySize bounds an entry's JSON-encoded size.
