@@ -16,7 +16,7 @@ import (
 // or the dead-letter budget would not hold: the widest timestamps and
 // counts, reprocessing set.
 func TestEntrySizeBoundsTheEntrysJSON(t *testing.T) {
-	ts := time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(12*3600 + 59*60)))
+	ts := time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(12*3600+59*60)))
 	platform := strings.Repeat("p", 63)
 	e := api.DeadLetterEntry{
 		SliceID: api.SliceWorkflowID(platform, ts, ts.Add(time.Hour)), Platform: platform, Start: ts, End: ts,
