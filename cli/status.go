@@ -148,14 +148,14 @@ func renderStatusTable(w io.Writer, rows []platformStatus, now time.Time) error 
 	fmt.Fprintln(tw, "PLATFORM\tBACKFILL\tWATERMARK\tLAG\tIN FLIGHT\tDLQ\tLATE\tNOT STORED\tSTATE\tLAST ERROR")
 	for _, r := range rows {
 		if !r.Running {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%d\t-\t-\tnot started\t\n", r.Platform, r.DeadLetters)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%d\t-\t-\tnot started\t\n", term(r.Platform), r.DeadLetters)
 			continue
 		}
 		st := r.Cursor
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Platform, progressBar(r.Progress, 20),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", term(r.Platform), progressBar(r.Progress, 20),
 			fmtTime(st.Watermark), fmtLag(now.Sub(st.Watermark)), len(st.InFlight), r.DeadLetters,
 			st.Counts.LateArrivals, st.Counts.OrdersRejected+st.Counts.OrdersFutureStamped,
-			describeState(st), clipText(causeFirst(st.LastError, r.Platform), 80))
+			term(describeState(st)), clipText(causeFirst(st.LastError, r.Platform), 80))
 	}
 	return tw.Flush()
 }
@@ -198,12 +198,4 @@ func describeWait(st *api.CursorStatus) string {
 		return fmt.Sprintf("%s until %s", st.Waiting, st.WaitUntil.UTC().Format("01-02 15:04:05Z"))
 	}
 	return st.Waiting
-}
-
-func clipText(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
