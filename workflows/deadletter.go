@@ -186,7 +186,7 @@ const (
 	shortEntryError      = 256
 	shortEntryErrorType  = 64
 	// entryOverhead bounds an entry's JSON besides its strings: keys,
-	// four timestamps, counts (deadletter_internal_test.go checks it).
+	// four timestamps, counts (deadletter_bounds_internal_test.go checks it).
 	entryOverhead = 400
 )
 
