@@ -80,6 +80,7 @@ func TestDeadLetterBoundsItsEntries(t *testing.T) {
 			require.LessOrEqual(t, jsonSize(t, e.Error), textclip.MessageMax+2)
 			require.Contains(t, e.Error, fmt.Sprintf("[clipped, %d bytes]", len(huge)))
 		}
+		t.Logf("continue-as-new input: %d bytes", jsonSize(t, next))
 		require.Less(t, jsonSize(t, next), 64<<10)
 	})
 	t.Run("full", func(t *testing.T) {
@@ -106,6 +107,7 @@ func TestDeadLetterBoundsItsEntries(t *testing.T) {
 		require.NotContains(t, ids(next.Entries), extra.SliceID)
 		require.Equal(t, 1, st.Rejected)
 		require.Contains(t, st.LastError, "not kept: this dead-letter workflow holds 1000 entries")
+		t.Logf("continue-as-new input with 1,000 entries: %d bytes", jsonSize(t, next))
 		require.LessOrEqual(t, jsonSize(t, next), 1<<20, "within the budget")
 		var alerted bool
 		for _, a := range al.all() {
@@ -152,6 +154,7 @@ func TestDeliveryRefusesOversizedSignals(t *testing.T) {
 
 	var next api.DeliveryInput
 	continuedAs(t, env, api.DeliveryWorkflowType, &next)
+	t.Logf("continue-as-new input: %d bytes", jsonSize(t, next))
 	require.Less(t, jsonSize(t, next), 16<<10, "continue-as-new carries a small state")
 	require.False(t, next.State.Paused)
 	require.Equal(t, 2, next.State.Rejected)
