@@ -10,6 +10,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // RecordDeadLetterInput adds one failed slice to the platform's dead-letter workflow.
@@ -25,6 +26,10 @@ func (a *Activities) RecordDeadLetter(ctx context.Context, in RecordDeadLetterIn
 	if a.Client == nil {
 		return fmt.Errorf("record dead letter for %s: no Temporal client configured", in.Entry.SliceID)
 	}
+	// A slice of before the clip in FetchSlice may hand over a whole
+	// platform error; the signal must stay small (the DeadLetter workflow
+	// clips too, this keeps the signal itself under the payload limit).
+	in.Entry.Error = textclip.Message(in.Entry.Error)
 	_, err := a.Client.SignalWithStartWorkflow(ctx, api.DeadLetterWorkflowID(in.Platform.Name),
 		api.SignalDeadLetterAdd, in.Entry,
 		client.StartWorkflowOptions{

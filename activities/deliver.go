@@ -15,6 +15,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -269,7 +270,7 @@ func (a *Activities) DeliverChanges(ctx context.Context, req api.DeliverRequest)
 		if errors.As(err, &appErr) {
 			return api.DeliverResult{}, err
 		}
-		return api.DeliverResult{}, temporal.NewApplicationError(fmt.Sprintf("deliver %s: %v", b.ID, err), ErrTransient)
+		return api.DeliverResult{}, temporal.NewApplicationError(textclip.Message(fmt.Sprintf("deliver %s: %v", b.ID, err)), ErrTransient)
 	}
 	return api.DeliverResult{Delivered: len(changes)}, nil
 }

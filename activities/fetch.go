@@ -11,6 +11,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/metrics"
+	"github.com/ordersync/ordersync/internal/textclip"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -137,7 +138,7 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 		up, err := a.Store.UpsertOrders(ctx, toStore)
 		if err != nil {
 			return res, temporal.NewApplicationErrorWithCause(
-				fmt.Sprintf("store page %d of %s: %v", in.Page, in.SliceID, err), ErrStore, err)
+				textclip.Message(fmt.Sprintf("store page %d of %s: %v", in.Page, in.SliceID, err)), ErrStore, boundedCause(err))
 		}
 		res.Inserted, res.Updated, res.Unchanged = up.Inserted, up.Updated, up.Unchanged
 	}
@@ -169,11 +170,11 @@ func (a *Activities) screen(in FetchPageInput, orders []connectors.Order, res *F
 		case o.ID == "":
 			rejected = append(rejected, fmt.Sprintf("(order %d on the page: no id)", i))
 		case o.UpdatedAt.IsZero():
-			rejected = append(rejected, o.ID+" (no updated_at)")
+			rejected = append(rejected, textclip.Value(o.ID)+" (no updated_at)")
 		case linesErr != nil:
-			rejected = append(rejected, fmt.Sprintf("%s (%v)", o.ID, linesErr))
+			rejected = append(rejected, fmt.Sprintf("%s (%v)", textclip.Value(o.ID), linesErr))
 		case o.UpdatedAt.After(horizon):
-			future = append(future, o.ID)
+			future = append(future, textclip.Value(o.ID))
 		default:
 			if o.UpdatedAt.Before(in.From) || !o.UpdatedAt.Before(in.To) {
 				res.OutsideRange++
@@ -210,27 +211,38 @@ func firstIDs(ids []string) []string {
 	return append(ids[:maxLoggedIDs:maxLoggedIDs], fmt.Sprintf("and %d more", len(ids)-maxLoggedIDs))
 }
 
+// boundedCause keeps an error that carries the platform's text (a store
+// error may quote an order id) within textclip.MessageMax: a cause is
+// recorded in history beside the error's own message.
+func boundedCause(err error) error {
+	if textclip.Over(err.Error(), textclip.MessageMax) {
+		return errors.New(textclip.Message(err.Error()))
+	}
+	return err
+}
+
 // classify turns connector errors into Temporal application errors whose
 // type drives the retry policy.
 func classify(err error) error {
+	msg := textclip.Message(err.Error()) // platform text reaches history through it
 	var rl *connectors.RateLimitError
 	var perm *connectors.PermanentError
 	var mal *connectors.MalformedError
 	var slot *SlotWaitError
 	switch {
 	case errors.As(err, &slot):
-		return temporal.NewApplicationErrorWithOptions(err.Error(), ErrSlotWait,
+		return temporal.NewApplicationErrorWithOptions(msg, ErrSlotWait,
 			temporal.ApplicationErrorOptions{NonRetryable: true, NextRetryDelay: slot.Delay})
 	case errors.As(err, &rl):
-		return temporal.NewApplicationErrorWithOptions(err.Error(), ErrRateLimited,
+		return temporal.NewApplicationErrorWithOptions(msg, ErrRateLimited,
 			temporal.ApplicationErrorOptions{NextRetryDelay: rl.RetryAfter})
 	case errors.As(err, &perm):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
+		return temporal.NewNonRetryableApplicationError(msg, ErrPermanent, nil)
 	case errors.As(err, &mal):
-		return temporal.NewApplicationError(err.Error(), ErrMalformed)
+		return temporal.NewApplicationError(msg, ErrMalformed)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return temporal.NewApplicationError(err.Error(), ErrTransient)
+		return temporal.NewApplicationError(msg, ErrTransient)
 	default:
-		return temporal.NewApplicationError(err.Error(), ErrTransient)
+		return temporal.NewApplicationError(msg, ErrTransient)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,9 +52,7 @@ and the newer change follows.`,
 				if app.Output != "table" {
 					return enc.Encode(c)
 				}
-				_, err := fmt.Fprintf(app.Out, "%d\t%s\t%s\t%s\t%s\t%s\n", c.Seq, c.Kind, c.Platform, c.OrderID,
-					c.UpdatedAt.Format(time.RFC3339Nano), c.CommittedAt.Format(time.RFC3339Nano))
-				return err
+				return writeChangeRow(app.Out, c)
 			})
 			if err != nil && ctx.Err() == nil {
 				return err
@@ -113,4 +112,12 @@ func (a *App) destinationNames() ([]string, error) {
 		return nil, err
 	}
 	return f.DestinationNames(), nil
+}
+
+// writeChangeRow prints one change of the table; the order id is the
+// platform's and is escaped for the terminal.
+func writeChangeRow(w io.Writer, c store.Change) error {
+	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", c.Seq, c.Kind, term(c.Platform), term(c.OrderID),
+		c.UpdatedAt.Format(time.RFC3339Nano), c.CommittedAt.Format(time.RFC3339Nano))
+	return err
 }

@@ -235,7 +235,7 @@ func writeDeliveryTable(w io.Writer, reports []deliveryReport) error {
 				lanes = append(lanes, r)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Destination, r.state(), acked, r.Head, r.Accepted, r.Pending, r.Poison, clipText(lastErr, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", term(r.Destination), term(r.state()), acked, r.Head, r.Accepted, r.Pending, r.Poison, clipText(lastErr, 80))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -260,7 +260,7 @@ func writeDeliveryTable(w io.Writer, reports []deliveryReport) error {
 			if len(l.Seqs) > 0 {
 				seqs = fmt.Sprintf("%d..%d", l.Seqs[0], l.Seqs[len(l.Seqs)-1])
 			}
-			fmt.Fprintf(tw, "%s\t%d..%d\t%d/%d\t%s\t%d\t%s\n", r.Destination, p.After+1, p.To, l.Lane+1, p.Lanes, seqs, len(l.Seqs), state)
+			fmt.Fprintf(tw, "%s\t%d..%d\t%d/%d\t%s\t%d\t%s\n", term(r.Destination), p.After+1, p.To, l.Lane+1, p.Lanes, seqs, len(l.Seqs), term(state))
 		}
 	}
 	return tw.Flush()
@@ -326,7 +326,7 @@ func newDeliveriesMessageCommand(app *App, name string) *cobra.Command {
 			if st.Waiting != "" {
 				state = st.Waiting
 			}
-			fmt.Fprintf(app.Out, "%s: %s, acked %d, %d set aside\n", args[0], state, st.State.Acked, len(st.State.Poison))
+			fmt.Fprintf(app.Out, "%s: %s, acked %d, %d set aside\n", term(args[0]), term(state), st.State.Acked, len(st.State.Poison))
 			return nil
 		},
 	}

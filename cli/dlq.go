@@ -53,14 +53,14 @@ dead-letter workflow running on the server.`,
 			tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SLICE\tFAILURES\tATTEMPTS\tLAST FAILED\tREPROCESSING\tERROR")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\t%s\n", e.SliceID, e.Failures, e.Attempts, fmtTime(e.LastFailedAt), e.Reprocessing, clipText(causeFirst(e.Error, e.Platform), 100))
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\t%s\n", term(e.SliceID), e.Failures, e.Attempts, fmtTime(e.LastFailedAt), e.Reprocessing, clipText(causeFirst(e.Error, e.Platform), 100))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			for _, n := range names {
 				if st, ok := deadLetterStatus(cmd.Context(), c, n); ok && st.Rejected > 0 {
-					fmt.Fprintf(app.Out, "\n%s: %d signal(s) refused; the last: %s\n", n, st.Rejected, st.LastError)
+					fmt.Fprintf(app.Out, "\n%s: %d signal(s) refused; the last: %s\n", n, st.Rejected, clipText(st.LastError, 200))
 				}
 			}
 			return nil

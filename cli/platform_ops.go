@@ -61,7 +61,7 @@ func newPlatformListCommand(app *App) *cobra.Command {
 			tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PLATFORM\tKIND\tTASK QUEUE\tCURSOR\tWATERMARK")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Platform, r.Kind, r.TaskQueue, r.Cursor, fmtTime(r.Watermark))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", term(r.Platform), term(r.Kind), term(r.TaskQueue), term(r.Cursor), fmtTime(r.Watermark))
 			}
 			return tw.Flush()
 		},

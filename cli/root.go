@@ -167,7 +167,13 @@ func Execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "ordersync: "+strings.ReplaceAll(err.Error(), "\n", "\nordersync: "))
+	// An error may quote a platform's or a workflow's text: each line is
+	// escaped for the terminal.
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = term(l)
+	}
+	fmt.Fprintln(stderr, "ordersync: "+strings.Join(lines, "\nordersync: "))
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return ee.Code

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // platformStatus is one row of `platform status`.
@@ -31,6 +33,10 @@ type platformStatus struct {
 	// AsOf is when this row was read; the cursor's lag_seconds is computed
 	// then, not at the cursor's last workflow task.
 	AsOf time.Time `json:"as_of"`
+	// Error says why the platform's workflows could not be read (a
+	// workflow whose tasks fail answers no query); the other rows are
+	// still shown, and the command exits 1.
+	Error string `json:"error,omitempty"`
 }
 
 func newPlatformStatusCommand(app *App) *cobra.Command {
@@ -70,16 +76,19 @@ computed when the status is read (as_of).`,
 			}
 			if !watch {
 				rows, err := collectStatus(cmd.Context(), c, names)
-				if err != nil {
+				if rows == nil {
 					return err
 				}
-				return app.renderStatus(rows, time.Now())
+				if rerr := app.renderStatus(rows, time.Now()); rerr != nil {
+					return rerr
+				}
+				return err // a platform that could not be read: after the others are shown
 			}
 			ctx, stop := SignalContext()
 			defer stop()
 			for {
 				rows, err := collectStatus(ctx, c, names)
-				if err != nil && ctx.Err() == nil {
+				if rows == nil && err != nil && ctx.Err() == nil {
 					return err
 				}
 				if ctx.Err() != nil {
@@ -110,14 +119,28 @@ computed when the status is read (as_of).`,
 	return cmd
 }
 
+// collectStatus reads every platform's row. A platform whose workflows
+// cannot be read gets a row with its error, and the errors are returned
+// beside the rows: one stuck workflow must not hide every other platform.
+// Rows are nil only when the context ended.
 func collectStatus(ctx context.Context, c client.Client, names []string) ([]platformStatus, error) {
 	rows := make([]platformStatus, 0, len(names))
 	now := time.Now()
+	var errs []error
+	failed := func(row platformStatus, err error) {
+		row.State, row.Error = "query failed", textclip.Message(err.Error())
+		rows = append(rows, row)
+		errs = append(errs, err)
+	}
 	for _, n := range names {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		row := platformStatus{Platform: n, State: "not started", AsOf: now.UTC()}
 		st, found, err := cursorStatus(ctx, c, n)
 		if err != nil {
-			return nil, err
+			failed(row, err)
+			continue
 		}
 		if found {
 			st.LagSeconds = math.Max(0, now.Sub(st.Watermark).Seconds())
@@ -128,12 +151,13 @@ func collectStatus(ctx context.Context, c client.Client, names []string) ([]plat
 		}
 		dl, err := deadLetters(ctx, c, n)
 		if err != nil {
-			return nil, err
+			failed(row, err)
+			continue
 		}
 		row.DeadLetters = len(dl)
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows, errors.Join(errs...)
 }
 
 func (a *App) renderStatus(rows []platformStatus, now time.Time) error {
@@ -147,15 +171,19 @@ func renderStatusTable(w io.Writer, rows []platformStatus, now time.Time) error 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLATFORM\tBACKFILL\tWATERMARK\tLAG\tIN FLIGHT\tDLQ\tLATE\tNOT STORED\tSTATE\tLAST ERROR")
 	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tquery failed\t%s\n", term(r.Platform), clipText(r.Error, 80))
+			continue
+		}
 		if !r.Running {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%d\t-\t-\tnot started\t\n", r.Platform, r.DeadLetters)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%d\t-\t-\tnot started\t\n", term(r.Platform), r.DeadLetters)
 			continue
 		}
 		st := r.Cursor
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Platform, progressBar(r.Progress, 20),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", term(r.Platform), progressBar(r.Progress, 20),
 			fmtTime(st.Watermark), fmtLag(now.Sub(st.Watermark)), len(st.InFlight), r.DeadLetters,
 			st.Counts.LateArrivals, st.Counts.OrdersRejected+st.Counts.OrdersFutureStamped,
-			describeState(st), clipText(causeFirst(st.LastError, r.Platform), 80))
+			term(describeState(st)), clipText(causeFirst(st.LastError, r.Platform), 80))
 	}
 	return tw.Flush()
 }
@@ -198,12 +226,4 @@ func describeWait(st *api.CursorStatus) string {
 		return fmt.Sprintf("%s until %s", st.Waiting, st.WaitUntil.UTC().Format("01-02 15:04:05Z"))
 	}
 	return st.Waiting
-}
-
-func clipText(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -329,6 +329,6 @@ func listIDs(w io.Writer, what string, ids []string) {
 			fmt.Fprintf(w, "  ... and %d more %s (all of them with -o json)\n", len(ids)-shown, what)
 			return
 		}
-		fmt.Fprintf(w, "  %-7s %s\n", what, id)
+		fmt.Fprintf(w, "  %-7s %s\n", what, term(id))
 	}
 }

@@ -263,7 +263,7 @@ func printDestinationVerify(a *App, r destinationVerifyReport) error {
 			fmt.Fprintf(a.Out, "  ... and %d more set aside (all of them with -o json)\n", len(r.Poison)-i)
 			break
 		}
-		fmt.Fprintf(a.Out, "  set aside  seq %d: %s (ordersync deliveries retry %s --seq %d)\n", p.Seq, p.Reason, r.Destination, p.Seq)
+		fmt.Fprintf(a.Out, "  set aside  seq %d: %s (ordersync deliveries retry %s --seq %d)\n", p.Seq, clipText(p.Reason, 200), term(r.Destination), p.Seq)
 	}
 	if r.LastError != "" {
 		fmt.Fprintf(a.Out, "  last error: %s\n", clipText(r.LastError, 200))

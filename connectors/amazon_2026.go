@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // amazon2026 lists orders through Orders API v2026-01-01 searchOrders
@@ -247,7 +249,7 @@ func (c *amazon2026) order(ao amazon2026Order, raw json.RawMessage) (Order, erro
 	}
 	if p := ao.Proceeds; p != nil && p.GrandTotal != nil {
 		if !ValidDecimal(p.GrandTotal.Amount) {
-			return Order{}, fmt.Errorf("id %s: proceeds.grandTotal.amount %q is not a decimal number", ao.OrderID, p.GrandTotal.Amount)
+			return Order{}, fmt.Errorf("id %s: proceeds.grandTotal.amount %q is not a decimal number", textclip.Value(ao.OrderID), textclip.Value(p.GrandTotal.Amount))
 		}
 		o.Currency, o.Total = p.GrandTotal.CurrencyCode, p.GrandTotal.Amount
 	}
@@ -255,7 +257,7 @@ func (c *amazon2026) order(ao amazon2026Order, raw json.RawMessage) (Order, erro
 		return o, nil
 	}
 	if o.Lines, err = c.lines(raw); err != nil {
-		return Order{}, fmt.Errorf("id %s: %w", ao.OrderID, err)
+		return Order{}, fmt.Errorf("id %s: %w", textclip.Value(ao.OrderID), err)
 	}
 	o.HasLines, o.LineCount = true, len(o.Lines)
 	return o, nil
@@ -290,7 +292,7 @@ func (c *amazon2026) lines(raw json.RawMessage) ([]OrderLine, error) {
 			return nil, fmt.Errorf("orderItems[%d]: %w", i, err)
 		}
 		if slices.ContainsFunc(lines, func(l OrderLine) bool { return l.ID == line.ID }) {
-			return nil, fmt.Errorf("orderItems[%d]: orderItemId %s appears twice", i, line.ID)
+			return nil, fmt.Errorf("orderItems[%d]: orderItemId %s appears twice", i, textclip.Value(line.ID))
 		}
 		lines = append(lines, line)
 	}
@@ -302,14 +304,14 @@ func amazon2026Line(ai amazon2026Item) (OrderLine, error) {
 		return OrderLine{}, errors.New("missing orderItemId")
 	}
 	if ai.QuantityOrdered < 0 {
-		return OrderLine{}, fmt.Errorf("orderItemId %s: quantityOrdered %d is negative", ai.OrderItemID, ai.QuantityOrdered)
+		return OrderLine{}, fmt.Errorf("orderItemId %s: quantityOrdered %d is negative", textclip.Value(ai.OrderItemID), ai.QuantityOrdered)
 	}
 	l := OrderLine{ID: ai.OrderItemID, Quantity: ai.QuantityOrdered}
 	if p := ai.Product; p != nil {
 		l.SKU, l.Title = p.SellerSKU, p.Title
 		if p.Price != nil && p.Price.UnitPrice != nil {
 			if !ValidDecimal(p.Price.UnitPrice.Amount) {
-				return OrderLine{}, fmt.Errorf("orderItemId %s: product.price.unitPrice.amount %q is not a decimal number", ai.OrderItemID, p.Price.UnitPrice.Amount)
+				return OrderLine{}, fmt.Errorf("orderItemId %s: product.price.unitPrice.amount %q is not a decimal number", textclip.Value(ai.OrderItemID), textclip.Value(p.Price.UnitPrice.Amount))
 			}
 			l.UnitPrice, l.Currency = p.Price.UnitPrice.Amount, p.Price.UnitPrice.CurrencyCode
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // amazonV0 lists orders through the legacy Orders v0 getOrders
@@ -106,7 +108,7 @@ func (c *amazonV0) order(ao amazonOrder, raw json.RawMessage) (Order, error) {
 		UpdatedAt: updated, LineCount: ao.NumberOfItemsShipped + ao.NumberOfItemsUnshipped, Raw: raw}
 	if t := ao.OrderTotal; t != nil {
 		if !ValidDecimal(t.Amount) {
-			return Order{}, fmt.Errorf("id %s: OrderTotal.Amount %q is not a decimal number", ao.AmazonOrderID, t.Amount)
+			return Order{}, fmt.Errorf("id %s: OrderTotal.Amount %q is not a decimal number", textclip.Value(ao.AmazonOrderID), textclip.Value(t.Amount))
 		}
 		o.Currency, o.Total = t.CurrencyCode, t.Amount
 	}

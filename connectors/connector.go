@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // PageRequest asks for one page of orders updated in [From, To).
@@ -160,9 +161,9 @@ type RateLimitError struct {
 
 func (e *RateLimitError) Error() string {
 	if e.Msg != "" {
-		return fmt.Sprintf("%s: rate limited: %s, retry after %s", e.Platform, e.Msg, e.RetryAfter)
+		return textclip.Message(fmt.Sprintf("%s: rate limited: %s, retry after %s", e.Platform, e.Msg, e.RetryAfter))
 	}
-	return fmt.Sprintf("%s: rate limited (429), retry after %s", e.Platform, e.RetryAfter)
+	return textclip.Message(fmt.Sprintf("%s: rate limited (429), retry after %s", e.Platform, e.RetryAfter))
 }
 
 // TransientError is a failure worth retrying: 5xx, timeouts, broken connections.
@@ -174,9 +175,9 @@ type TransientError struct {
 
 func (e *TransientError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", e.Platform, e.Msg, e.Err)
+		return textclip.Message(fmt.Sprintf("%s: %s: %v", e.Platform, e.Msg, e.Err))
 	}
-	return fmt.Sprintf("%s: %s", e.Platform, e.Msg)
+	return textclip.Message(fmt.Sprintf("%s: %s", e.Platform, e.Msg))
 }
 
 func (e *TransientError) Unwrap() error { return e.Err }
@@ -191,9 +192,9 @@ type PermanentError struct {
 
 func (e *PermanentError) Error() string {
 	if e.Status != 0 {
-		return fmt.Sprintf("%s: HTTP %d: %s", e.Platform, e.Status, e.Msg)
+		return textclip.Message(fmt.Sprintf("%s: HTTP %d: %s", e.Platform, e.Status, e.Msg))
 	}
-	return fmt.Sprintf("%s: %s", e.Platform, e.Msg)
+	return textclip.Message(fmt.Sprintf("%s: %s", e.Platform, e.Msg))
 }
 
 // MalformedError is a response that could not be understood. It names the
@@ -208,9 +209,9 @@ type MalformedError struct {
 
 func (e *MalformedError) Error() string {
 	if e.Offset >= 0 {
-		return fmt.Sprintf("%s: malformed response on page %d at byte %d: %v", e.Platform, e.Page, e.Offset, e.Err)
+		return textclip.Message(fmt.Sprintf("%s: malformed response on page %d at byte %d: %v", e.Platform, e.Page, e.Offset, e.Err))
 	}
-	return fmt.Sprintf("%s: malformed response on page %d: %v", e.Platform, e.Page, e.Err)
+	return textclip.Message(fmt.Sprintf("%s: malformed response on page %d: %v", e.Platform, e.Page, e.Err))
 }
 
 func (e *MalformedError) Unwrap() error { return e.Err }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 func init() { register("ebay", newEbay) }
@@ -93,7 +94,7 @@ func (c *ebayConnector) ListOrders(ctx context.Context, req PageRequest) (Page, 
 		o, a, _ := strings.Cut(req.Token, ":")
 		n, err := strconv.Atoi(o)
 		if err != nil || n < 0 || (n == 0) != (a == "") {
-			return Page{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("page token %q is not an ebay connector token", req.Token)}
+			return Page{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("page token %q is not an ebay connector token", textclip.Value(req.Token))}
 		}
 		offset, anchor = n, a
 	}
@@ -191,7 +192,7 @@ func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) 
 	}
 	total := eo.PricingSummary.Total
 	if !ValidDecimal(total.Value) {
-		return Order{}, fmt.Errorf("id %s: pricingSummary.total.value %q is not a decimal number", eo.OrderID, total.Value)
+		return Order{}, fmt.Errorf("id %s: pricingSummary.total.value %q is not a decimal number", textclip.Value(eo.OrderID), textclip.Value(total.Value))
 	}
 	status := eo.OrderFulfillmentStatus
 	if eo.CancelStatus.CancelState == "CANCELED" {
@@ -208,7 +209,7 @@ func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) 
 			return OrderLine{}, err
 		}
 		if cost := it.LineItemCost.Value; cost != "" && !ValidDecimal(cost) {
-			return OrderLine{}, fmt.Errorf("lineItemId %s: lineItemCost.value %q is not a decimal number", l.ID, cost)
+			return OrderLine{}, fmt.Errorf("lineItemId %s: lineItemCost.value %q is not a decimal number", textclip.Value(l.ID), textclip.Value(cost))
 		}
 		l.UnitPrice = ebayUnitPrice(it.LineItemCost.Value, it.Quantity)
 		if l.Currency == "" {
@@ -217,7 +218,7 @@ func (c *ebayConnector) order(eo ebayOrder, raw json.RawMessage) (Order, error) 
 		return l, nil
 	})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: %w", eo.OrderID, err)
+		return Order{}, fmt.Errorf("id %s: %w", textclip.Value(eo.OrderID), err)
 	}
 	o.HasLines, o.LineCount = true, len(o.Lines)
 	return o, nil

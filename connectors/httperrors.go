@@ -11,11 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // Classifying what went wrong with a request, the same way for every HTTP
@@ -154,11 +155,11 @@ func errorMessage(status int, body []byte) string {
 	var v any
 	if json.Unmarshal(body, &v) == nil {
 		if m := messageFrom(v, 0); m != "" {
-			return clip(m)
+			return textclip.Line(m)
 		}
 	}
 	if t := strings.TrimSpace(string(body)); t != "" && !strings.HasPrefix(t, "<") {
-		return clip(t)
+		return textclip.Line(t)
 	}
 	if t := http.StatusText(status); t != "" {
 		return t
@@ -207,18 +208,4 @@ func messageFrom(v any, depth int) string {
 		return strings.Join(parts, "; ")
 	}
 	return ""
-}
-
-// clip keeps error messages one short printable line.
-func clip(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return strings.TrimSpace(s)
 }

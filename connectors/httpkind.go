@@ -10,6 +10,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 func init() { register("http", newHTTPKind) }
@@ -181,7 +182,7 @@ func (c *httpKindConnector) request(req PageRequest, size int) (string, map[stri
 		if req.Token != "" {
 			v, err := strconv.Atoi(req.Token)
 			if err != nil || v < 0 {
-				return "", nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("page token %q is not a number", req.Token)}
+				return "", nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("page token %q is not a number", textclip.Value(req.Token))}
 			}
 			n = v
 		}

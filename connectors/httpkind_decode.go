@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/go-resty/resty/v2"
+
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // order reads one record of the declarative kind through the configured
@@ -36,14 +38,14 @@ func (c *httpKindConnector) order(raw json.RawMessage) (Order, error) {
 	}
 	uv, ok := lookup(m, f.UpdatedAt)
 	if !ok || uv == nil {
-		return Order{}, fmt.Errorf("id %s: missing updated_at at %q", o.ID, f.UpdatedAt)
+		return Order{}, fmt.Errorf("id %s: missing updated_at at %q", textclip.Value(o.ID), f.UpdatedAt)
 	}
 	if o.UpdatedAt, err = parseTime(f.TimeFormat, uv); err != nil {
-		return Order{}, fmt.Errorf("id %s: updated_at: %w", o.ID, err)
+		return Order{}, fmt.Errorf("id %s: updated_at: %w", textclip.Value(o.ID), err)
 	}
 	if cv, ok := c.field(m, f.CreatedAt); ok {
 		if o.CreatedAt, err = parseTime(f.TimeFormat, cv); err != nil {
-			return Order{}, fmt.Errorf("id %s: created_at: %w", o.ID, err)
+			return Order{}, fmt.Errorf("id %s: created_at: %w", textclip.Value(o.ID), err)
 		}
 	}
 	for _, s := range []struct {
@@ -52,12 +54,12 @@ func (c *httpKindConnector) order(raw json.RawMessage) (Order, error) {
 	}{{f.Status, &o.Status}, {f.Currency, &o.Currency}, {f.Total, &o.Total}} {
 		if v, ok := c.field(m, s.path); ok {
 			if *s.dst, ok = scalarText(v); !ok {
-				return Order{}, fmt.Errorf("id %s: %s is %s, not a single value", o.ID, s.path, showJSON(v))
+				return Order{}, fmt.Errorf("id %s: %s is %s, not a single value", textclip.Value(o.ID), s.path, showJSON(v))
 			}
 		}
 	}
 	if o.Total != "" && !ValidDecimal(o.Total) {
-		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", o.ID, o.Total)
+		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", textclip.Value(o.ID), textclip.Value(o.Total))
 	}
 	if v, ok := c.field(m, f.LineItems); ok {
 		switch x := v.(type) {
@@ -66,21 +68,21 @@ func (c *httpKindConnector) order(raw json.RawMessage) (Order, error) {
 		case json.Number:
 			n, err := x.Int64()
 			if err != nil || n < 0 {
-				return Order{}, fmt.Errorf("id %s: line_items count %s is not a count", o.ID, x)
+				return Order{}, fmt.Errorf("id %s: line_items count %s is not a count", textclip.Value(o.ID), textclip.Value(x.String()))
 			}
 			o.LineCount = int(n)
 		default:
-			return Order{}, fmt.Errorf("id %s: line_items is %s, not an array or a count", o.ID, showJSON(v))
+			return Order{}, fmt.Errorf("id %s: line_items is %s, not an array or a count", textclip.Value(o.ID), showJSON(v))
 		}
 	}
 	if lp := c.opts.Lines; lp.Path != "" {
 		if v, ok := c.field(m, lp.Path); ok {
 			items, isArray := v.([]any)
 			if !isArray {
-				return Order{}, fmt.Errorf("id %s: lines at %q is %s, not an array", o.ID, lp.Path, jsonKindOf(v))
+				return Order{}, fmt.Errorf("id %s: lines at %q is %s, not an array", textclip.Value(o.ID), lp.Path, jsonKindOf(v))
 			}
 			if o.Lines, err = linesFrom(lp.Path, items, func(i int, it any) (OrderLine, error) { return c.line(i, it, o.Currency) }); err != nil {
-				return Order{}, fmt.Errorf("id %s: %w", o.ID, err)
+				return Order{}, fmt.Errorf("id %s: %w", textclip.Value(o.ID), err)
 			}
 			o.HasLines = true
 			if f.LineItems == "" {
@@ -121,18 +123,18 @@ func (c *httpKindConnector) line(i int, v any, currency string) (OrderLine, erro
 	}{{lp.SKU, &l.SKU}, {lp.Title, &l.Title}, {lp.UnitPrice, &l.UnitPrice}, {lp.Currency, &l.Currency}} {
 		if v, ok := c.field(m, s.path); ok {
 			if *s.dst, ok = scalarText(v); !ok {
-				return OrderLine{}, fmt.Errorf("line %s: %s is %s, not a single value", l.ID, s.path, showJSON(v))
+				return OrderLine{}, fmt.Errorf("line %s: %s is %s, not a single value", textclip.Value(l.ID), s.path, showJSON(v))
 			}
 		}
 	}
 	qv, ok := c.field(m, lp.Quantity)
 	if !ok {
-		return OrderLine{}, fmt.Errorf("line %s: missing quantity at %q", l.ID, lp.Quantity)
+		return OrderLine{}, fmt.Errorf("line %s: missing quantity at %q", textclip.Value(l.ID), lp.Quantity)
 	}
 	q, ok := scalarText(qv)
 	n, err := strconv.ParseInt(q, 10, 64)
 	if !ok || err != nil {
-		return OrderLine{}, fmt.Errorf("line %s: %s is %s, not a whole number", l.ID, lp.Quantity, showJSON(qv))
+		return OrderLine{}, fmt.Errorf("line %s: %s is %s, not a whole number", textclip.Value(l.ID), lp.Quantity, showJSON(qv))
 	}
 	l.Quantity = n
 	return l, checkLineValues(l, "line", lp.Quantity, lp.UnitPrice)
@@ -174,7 +176,7 @@ func (c *httpKindConnector) classify(resp *resty.Response) error {
 		if m, err := decodeObject(resp.Body()); err == nil {
 			if v, ok := lookup(m, e.MessagePath); ok {
 				if s, ok := scalarText(v); ok && s != "" {
-					msg = clip(s)
+					msg = textclip.Line(s)
 				}
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // Decoding platforms' JSON so that a broken page or order is reported by
@@ -218,7 +220,7 @@ func scalarText(v any) (string, bool) {
 func showJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprint(v)
+		return textclip.Value(fmt.Sprint(v))
 	}
-	return string(b)
+	return textclip.Value(string(b))
 }

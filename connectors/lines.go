@@ -3,6 +3,8 @@ package connectors
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // OrderLine is one line of an order as the platform lists it: what was
@@ -40,7 +42,7 @@ func linesFrom[T any](field string, items []T, conv func(i int, it T) (OrderLine
 			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
 		if seen[l.ID] {
-			return nil, fmt.Errorf("%s[%d]: line id %s appears twice", field, i, l.ID)
+			return nil, fmt.Errorf("%s[%d]: line id %s appears twice", field, i, textclip.Value(l.ID))
 		}
 		seen[l.ID] = true
 		lines = append(lines, l)
@@ -56,9 +58,9 @@ func checkLineValues(l OrderLine, idName, quantityName, priceName string) error 
 	case l.ID == "":
 		return fmt.Errorf("missing %s", idName)
 	case l.Quantity < 0:
-		return fmt.Errorf("%s %s: %s %d is negative", idName, l.ID, quantityName, l.Quantity)
+		return fmt.Errorf("%s %s: %s %d is negative", idName, textclip.Value(l.ID), quantityName, l.Quantity)
 	case l.UnitPrice != "" && !ValidDecimal(l.UnitPrice):
-		return fmt.Errorf("%s %s: %s %q is not a decimal number", idName, l.ID, priceName, l.UnitPrice)
+		return fmt.Errorf("%s %s: %s %q is not a decimal number", idName, textclip.Value(l.ID), priceName, textclip.Value(l.UnitPrice))
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // Order is the normalized form every connector returns. Raw keeps the
@@ -123,7 +125,7 @@ func orderHead(id, updated, created platformField) (updatedAt, createdAt time.Ti
 	parse := func(f platformField) (time.Time, error) {
 		t, err := time.Parse(time.RFC3339Nano, f.value)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("id %s: %s %q is not an ISO 8601 time", id.value, f.name, f.value)
+			return time.Time{}, fmt.Errorf("id %s: %s %q is not an ISO 8601 time", textclip.Value(id.value), f.name, textclip.Value(f.value))
 		}
 		return t.UTC(), nil
 	}

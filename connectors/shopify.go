@@ -13,6 +13,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 func init() { register("shopify", newShopify) }
@@ -112,7 +113,7 @@ func (c *shopifyConnector) ListOrders(ctx context.Context, req PageRequest) (Pag
 			return Page{}, err
 		}
 		if u.Query().Get("page_info") == "" {
-			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1, Err: fmt.Errorf("the Link header's rel=next %q has no page_info", next)}
+			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1, Err: fmt.Errorf("the Link header's rel=next %q has no page_info", textclip.Value(next))}
 		}
 		page.NextToken = u.Query().Get("page_info")
 	}
@@ -165,16 +166,16 @@ func (c *shopifyConnector) order(so shopifyOrder, raw json.RawMessage) (Order, e
 	}
 	updated, err := time.Parse(time.RFC3339, so.UpdatedAt)
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: updated_at %q is not an ISO 8601 time", so.ID, so.UpdatedAt)
+		return Order{}, fmt.Errorf("id %s: updated_at %q is not an ISO 8601 time", textclip.Value(so.ID.String()), textclip.Value(so.UpdatedAt))
 	}
 	var created time.Time
 	if so.CreatedAt != "" {
 		if created, err = time.Parse(time.RFC3339, so.CreatedAt); err != nil {
-			return Order{}, fmt.Errorf("id %s: created_at %q is not an ISO 8601 time", so.ID, so.CreatedAt)
+			return Order{}, fmt.Errorf("id %s: created_at %q is not an ISO 8601 time", textclip.Value(so.ID.String()), textclip.Value(so.CreatedAt))
 		}
 	}
 	if !ValidDecimal(so.TotalPrice) {
-		return Order{}, fmt.Errorf("id %s: total_price %q is not a decimal number", so.ID, so.TotalPrice)
+		return Order{}, fmt.Errorf("id %s: total_price %q is not a decimal number", textclip.Value(so.ID.String()), textclip.Value(so.TotalPrice))
 	}
 	status := ""
 	switch {
@@ -193,7 +194,7 @@ func (c *shopifyConnector) order(so shopifyOrder, raw json.RawMessage) (Order, e
 		return l, checkLineValues(l, "id", "quantity", "price")
 	})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: %w", so.ID, err)
+		return Order{}, fmt.Errorf("id %s: %w", textclip.Value(so.ID.String()), err)
 	}
 	o.HasLines, o.LineCount = true, len(o.Lines)
 	return o, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // Bulk queries (https://shopify.dev/docs/api/usage/bulk-operations/queries):
@@ -178,19 +179,19 @@ type shopifyBulkNode struct {
 func (n *shopifyBulkNode) operation(platform string) (BulkOperation, error) {
 	op := BulkOperation{ID: n.ID, Status: n.Status, ErrorCode: n.ErrorCode, URL: n.URL, PartialDataURL: n.PartialDataURL, Query: n.Query}
 	if !strings.HasPrefix(n.ID, "gid://shopify/BulkOperation/") {
-		return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation id %q is not a gid://shopify/BulkOperation/ id", n.ID)}
+		return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation id %q is not a gid://shopify/BulkOperation/ id", textclip.Value(n.ID))}
 	}
 	if n.ObjectCount != "" {
 		c, err := strconv.ParseInt(n.ObjectCount, 10, 64)
 		if err != nil || c < 0 {
-			return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation objectCount %q is not a count", n.ObjectCount)}
+			return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation objectCount %q is not a count", textclip.Value(n.ObjectCount))}
 		}
 		op.ObjectCount = c
 	}
 	switch n.Status {
 	case BulkCreated, BulkRunning, BulkCanceling, BulkCompleted, BulkFailed, BulkCanceled, BulkExpired:
 	default:
-		return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation status %q is none Shopify documents", n.Status)}
+		return op, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("bulk operation status %q is none Shopify documents", textclip.Value(n.Status))}
 	}
 	return op, nil
 }
@@ -237,9 +238,9 @@ func (c *shopifyGraphQL) StartBulk(ctx context.Context, from, to time.Time, m Me
 	if len(run.UserErrors) > 0 {
 		ue := run.UserErrors[0]
 		if ue.Code == "OPERATION_IN_PROGRESS" || ue.Code == "LIMIT_REACHED" {
-			return c.adoptRunning(ctx, query, m, clip(ue.Code+": "+ue.Message))
+			return c.adoptRunning(ctx, query, m, textclip.Line(ue.Code+": "+ue.Message))
 		}
-		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: "bulkOperationRunQuery refused the query: " + clip(ue.Code+": "+ue.Message)}
+		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: "bulkOperationRunQuery refused the query: " + textclip.Line(ue.Code+": "+ue.Message)}
 	}
 	if run.Op == nil {
 		return BulkOperation{}, &MalformedError{Platform: c.platform, Offset: -1, Err: errors.New("bulkOperationRunQuery returned neither an operation nor userErrors")}
@@ -322,11 +323,11 @@ func (c *shopifyGraphQL) BulkStatus(ctx context.Context, id string, m Meter) (Bu
 		return BulkOperation{}, err
 	}
 	if env.Data.Node == nil {
-		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("bulk operation %s does not exist", id)}
+		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("bulk operation %s does not exist", textclip.Value(id))}
 	}
 	op, err := env.Data.Node.operation(c.platform)
 	if err == nil && op.ID != id {
-		err = &MalformedError{Platform: c.platform, Offset: -1, Err: fmt.Errorf("asked for bulk operation %s, got %s", id, op.ID)}
+		err = &MalformedError{Platform: c.platform, Offset: -1, Err: fmt.Errorf("asked for bulk operation %s, got %s", textclip.Value(id), textclip.Value(op.ID))}
 	}
 	return op, err
 }
@@ -360,7 +361,7 @@ func (c *shopifyGraphQL) CancelBulk(ctx context.Context, id string, m Meter) err
 	case BulkCompleted, BulkFailed, BulkCanceled, BulkExpired, BulkCanceling:
 		return nil
 	}
-	return &TransientError{Platform: c.platform, Msg: "bulkOperationCancel: " + clip(env.Data.Cancel.UserErrors[0].Message)}
+	return &TransientError{Platform: c.platform, Msg: "bulkOperationCancel: " + textclip.Line(env.Data.Cancel.UserErrors[0].Message)}
 }
 
 // maxBulkLine bounds one JSONL line: an order or a line item is a few KB.
@@ -498,7 +499,7 @@ func (c *shopifyGraphQL) readJSONL(r io.Reader, offset int64, batch int, store f
 					}
 				case probe.ParentID != "":
 					if cur == nil || probe.ParentID != cur.node.ID {
-						return bad(at, fmt.Errorf("line item %s names parent %s, not the order before it (grouped output expected)", probe.ID, probe.ParentID))
+						return bad(at, fmt.Errorf("line item %s names parent %s, not the order before it (grouped output expected)", textclip.Value(probe.ID), textclip.Value(probe.ParentID)))
 					}
 					var sl shopifyLine
 					if jerr := json.Unmarshal(text, &sl); jerr != nil {
@@ -506,7 +507,7 @@ func (c *shopifyGraphQL) readJSONL(r io.Reader, offset int64, batch int, store f
 					}
 					cur.lines = append(cur.lines, sl)
 				default:
-					return bad(at, fmt.Errorf("an object %q that is neither an order nor an order's line item", probe.ID))
+					return bad(at, fmt.Errorf("an object %q that is neither an order nor an order's line item", textclip.Value(probe.ID)))
 				}
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // shopifyGraphQL lists a shop's orders through the GraphQL Admin API:
@@ -193,7 +194,7 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 	if pi := env.Data.Orders.PageInfo; pi.HasNextPage {
 		if pi.EndCursor == "" || pi.EndCursor == cursor {
 			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1,
-				Err: fmt.Errorf("orders.pageInfo has a next page but endCursor %q does not move on", pi.EndCursor)}
+				Err: fmt.Errorf("orders.pageInfo has a next page but endCursor %q does not move on", textclip.Value(pi.EndCursor))}
 		}
 		next = shopifyGraphQLTokenPrefix + strconv.Itoa(listed+len(items)) + ":" + pi.EndCursor
 	}
@@ -248,7 +249,7 @@ type moreLines struct {
 // retry lists the shop as it is then.
 func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Order, m moreLines) error {
 	bad := func(off int64, err error) error {
-		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): lines: %w", m.index, o.ID, err)}
+		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): lines: %w", m.index, textclip.Value(o.ID), err)}
 	}
 	for after, n := m.after, 0; after != ""; n++ {
 		if n == maxShopifyLinePages {
@@ -272,7 +273,7 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 			return err
 		}
 		if env.Data.Order == nil {
-			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its lines were listed; the page is listed again", o.ID)}
+			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its lines were listed; the page is listed again", textclip.Value(o.ID))}
 		}
 		items, err := decodeArrayPath(c.platform, req.Page, body, []string{"data", "order", "lineItems", "nodes"})
 		if err != nil {
@@ -299,7 +300,7 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 		case !pi.HasNextPage:
 			after = ""
 		case pi.EndCursor == "" || pi.EndCursor == after:
-			return bad(m.offset, fmt.Errorf("lineItems.pageInfo has a next page but endCursor %q does not move on", pi.EndCursor))
+			return bad(m.offset, fmt.Errorf("lineItems.pageInfo has a next page but endCursor %q does not move on", textclip.Value(pi.EndCursor)))
 		default:
 			after = pi.EndCursor
 		}
@@ -363,7 +364,7 @@ func (sl shopifyLine) line() (OrderLine, error) {
 	}
 	if p := sl.OriginalUnitPriceSet; p != nil {
 		if !ValidDecimal(p.ShopMoney.Amount) {
-			return OrderLine{}, fmt.Errorf("id %s: originalUnitPriceSet amount %q is not a decimal number", id, p.ShopMoney.Amount)
+			return OrderLine{}, fmt.Errorf("id %s: originalUnitPriceSet amount %q is not a decimal number", textclip.Value(id), textclip.Value(p.ShopMoney.Amount))
 		}
 		l.UnitPrice, l.Currency = p.ShopMoney.Amount, p.ShopMoney.CurrencyCode
 	}
@@ -379,7 +380,7 @@ func shopifyID(gid, typ string) (string, error) {
 	}
 	n, ok := strings.CutPrefix(gid, "gid://shopify/"+typ+"/")
 	if !ok || !allDigits(n) {
-		return "", fmt.Errorf("id %q is not a global id like gid://shopify/%s/123", gid, typ)
+		return "", fmt.Errorf("id %q is not a global id like gid://shopify/%s/123", textclip.Value(gid), typ)
 	}
 	return n, nil
 }
@@ -396,12 +397,12 @@ func (c *shopifyGraphQL) order(n shopifyNode, raw json.RawMessage) (Order, strin
 	}
 	updated, err := time.Parse(time.RFC3339, n.UpdatedAt)
 	if err != nil {
-		return Order{}, "", fmt.Errorf("id %s: updatedAt %q is not an ISO 8601 time", id, n.UpdatedAt)
+		return Order{}, "", fmt.Errorf("id %s: updatedAt %q is not an ISO 8601 time", textclip.Value(id), textclip.Value(n.UpdatedAt))
 	}
 	var created time.Time
 	if n.CreatedAt != "" {
 		if created, err = time.Parse(time.RFC3339, n.CreatedAt); err != nil {
-			return Order{}, "", fmt.Errorf("id %s: createdAt %q is not an ISO 8601 time", id, n.CreatedAt)
+			return Order{}, "", fmt.Errorf("id %s: createdAt %q is not an ISO 8601 time", textclip.Value(id), textclip.Value(n.CreatedAt))
 		}
 	}
 	if n.TotalPriceSet == nil || !ValidDecimal(n.TotalPriceSet.ShopMoney.Amount) {
@@ -409,10 +410,10 @@ func (c *shopifyGraphQL) order(n shopifyNode, raw json.RawMessage) (Order, strin
 		if n.TotalPriceSet != nil {
 			total = n.TotalPriceSet.ShopMoney.Amount
 		}
-		return Order{}, "", fmt.Errorf("id %s: totalPriceSet amount %q is not a decimal number", id, total)
+		return Order{}, "", fmt.Errorf("id %s: totalPriceSet amount %q is not a decimal number", textclip.Value(id), textclip.Value(total))
 	}
 	if n.LineItems == nil {
-		return Order{}, "", fmt.Errorf("id %s: lineItems is missing", id)
+		return Order{}, "", fmt.Errorf("id %s: lineItems is missing", textclip.Value(id))
 	}
 	status := ""
 	switch {
@@ -427,7 +428,7 @@ func (c *shopifyGraphQL) order(n shopifyNode, raw json.RawMessage) (Order, strin
 	for i, sl := range n.LineItems.Nodes {
 		l, err := sl.line()
 		if err != nil {
-			return Order{}, "", fmt.Errorf("id %s: line %d: %w", id, i, err)
+			return Order{}, "", fmt.Errorf("id %s: line %d: %w", textclip.Value(id), i, err)
 		}
 		o.Lines = append(o.Lines, l)
 	}
@@ -435,7 +436,7 @@ func (c *shopifyGraphQL) order(n shopifyNode, raw json.RawMessage) (Order, strin
 	after := ""
 	if pi := n.LineItems.PageInfo; pi.HasNextPage {
 		if pi.EndCursor == "" {
-			return Order{}, "", fmt.Errorf("id %s: lineItems.pageInfo has a next page but no endCursor", id)
+			return Order{}, "", fmt.Errorf("id %s: lineItems.pageInfo has a next page but no endCursor", textclip.Value(id))
 		}
 		after = pi.EndCursor
 	}
@@ -513,7 +514,7 @@ func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, 
 		}
 		msgs = append(msgs, m)
 	}
-	msg := clip(strings.Join(msgs, "; "))
+	msg := textclip.Line(strings.Join(msgs, "; "))
 	switch code {
 	case "THROTTLED":
 		return nil, c.throttled(r.Extensions.Cost, cost)

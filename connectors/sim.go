@@ -13,6 +13,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 func init() { register("sim", newSim) }
@@ -147,17 +148,17 @@ func (c *simConnector) order(raw json.RawMessage) (Order, error) {
 	}
 	updated, err := time.Parse(time.RFC3339Nano, so.UpdatedAt)
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: updated_at %q is not an RFC3339 time", so.ID, so.UpdatedAt)
+		return Order{}, fmt.Errorf("id %s: updated_at %q is not an RFC3339 time", textclip.Value(so.ID), textclip.Value(so.UpdatedAt))
 	}
 	var created time.Time
 	if so.CreatedAt != "" {
 		if created, err = time.Parse(time.RFC3339Nano, so.CreatedAt); err != nil {
-			return Order{}, fmt.Errorf("id %s: created_at %q is not an RFC3339 time", so.ID, so.CreatedAt)
+			return Order{}, fmt.Errorf("id %s: created_at %q is not an RFC3339 time", textclip.Value(so.ID), textclip.Value(so.CreatedAt))
 		}
 		created = created.UTC()
 	}
 	if !ValidDecimal(so.Total) {
-		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", so.ID, so.Total)
+		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", textclip.Value(so.ID), textclip.Value(so.Total))
 	}
 	o := Order{
 		Platform:  c.platform,
@@ -177,7 +178,7 @@ func (c *simConnector) order(raw json.RawMessage) (Order, error) {
 		return l, checkLineValues(l, "line", "qty", "price")
 	})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: %w", so.ID, err)
+		return Order{}, fmt.Errorf("id %s: %w", textclip.Value(so.ID), err)
 	}
 	o.HasLines, o.LineCount = true, len(o.Lines)
 	return o, nil

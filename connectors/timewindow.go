@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // Time windows and timestamps: a window's bounds at a platform's
@@ -94,7 +96,7 @@ func parseTime(format string, v any) (time.Time, error) {
 		t, err = time.Parse(format, s)
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not a time in format %s", s, format)
+		return time.Time{}, fmt.Errorf("%q is not a time in format %s", textclip.Value(s), format)
 	}
 	return t.UTC(), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 func init() { register("woocommerce", newWooCommerce) }
@@ -80,7 +81,7 @@ func (c *wooConnector) ListOrders(ctx context.Context, req PageRequest) (Page, e
 		n, err1 := strconv.Atoi(p)
 		m, err2 := strconv.Atoi(t)
 		if !ok || err1 != nil || err2 != nil || n < 1 || m < 0 {
-			return Page{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("page token %q is not a woocommerce connector token", req.Token)}
+			return Page{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("page token %q is not a woocommerce connector token", textclip.Value(req.Token))}
 		}
 		pageNo, total = n, m
 	}
@@ -185,21 +186,21 @@ func (c *wooConnector) order(wo wooOrder, raw json.RawMessage) (Order, error) {
 	if wo.DateCreatedGMT != nil {
 		var err error
 		if created, err = parseWooTime(*wo.DateCreatedGMT); err != nil {
-			return Order{}, fmt.Errorf("id %s: date_created_gmt %q is not a time", wo.ID, *wo.DateCreatedGMT)
+			return Order{}, fmt.Errorf("id %s: date_created_gmt %q is not a time", textclip.Value(wo.ID.String()), textclip.Value(*wo.DateCreatedGMT))
 		}
 	}
 	updated := created
 	if wo.DateModifiedGMT != nil {
 		var err error
 		if updated, err = parseWooTime(*wo.DateModifiedGMT); err != nil {
-			return Order{}, fmt.Errorf("id %s: date_modified_gmt %q is not a time", wo.ID, *wo.DateModifiedGMT)
+			return Order{}, fmt.Errorf("id %s: date_modified_gmt %q is not a time", textclip.Value(wo.ID.String()), textclip.Value(*wo.DateModifiedGMT))
 		}
 	}
 	if updated.IsZero() {
-		return Order{}, fmt.Errorf("id %s: no date_modified_gmt nor date_created_gmt", wo.ID)
+		return Order{}, fmt.Errorf("id %s: no date_modified_gmt nor date_created_gmt", textclip.Value(wo.ID.String()))
 	}
 	if !ValidDecimal(wo.Total) {
-		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", wo.ID, wo.Total)
+		return Order{}, fmt.Errorf("id %s: total %q is not a decimal number", textclip.Value(wo.ID.String()), textclip.Value(wo.Total))
 	}
 	o := Order{Platform: c.platform, ID: wo.ID.String(), Status: wo.Status, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
 		Currency: wo.Currency, Total: wo.Total, Raw: raw}
@@ -212,7 +213,7 @@ func (c *wooConnector) order(wo wooOrder, raw json.RawMessage) (Order, error) {
 		return l, checkLineValues(l, "id", "quantity", "price")
 	})
 	if err != nil {
-		return Order{}, fmt.Errorf("id %s: %w", wo.ID, err)
+		return Order{}, fmt.Errorf("id %s: %w", textclip.Value(wo.ID.String()), err)
 	}
 	o.HasLines, o.LineCount = true, len(o.Lines)
 	return o, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/slicequeue"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // DefaultMaxSlicesPerRun caps one cursor run's history when the input does
@@ -281,7 +282,7 @@ func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future)
 		if _, ok := c.q.Retry(id, c.now.Add(max(c.platform.RetryInterval.D(), 10*time.Second))); !ok {
 			return
 		}
-		c.rec.LastError = fmt.Sprintf("slice %s: %v", id, err)
+		c.rec.LastError = textclip.Message(fmt.Sprintf("slice %s: %v", id, err))
 		workflow.GetLogger(ctx).Warn("slice did not report; will retry", "slice", id, "error", err)
 		return
 	}
@@ -297,7 +298,7 @@ func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future)
 	c.count(res, done.Slice.Sweep)
 	c.trackFailures(ctx, res)
 	if res.Outcome == api.SliceFailed {
-		c.rec.LastError = fmt.Sprintf("slice %s dead-lettered: %s", id, res.Error)
+		c.rec.LastError = textclip.Message(fmt.Sprintf("slice %s dead-lettered: %s", id, res.Error)) // a slice of before may not have clipped it
 	}
 }
 

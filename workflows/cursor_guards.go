@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // trackFailures runs the circuit breaker: after breaker_failures failed
@@ -25,7 +26,7 @@ func (c *cursor) trackFailures(ctx workflow.Context, res api.SliceResult) {
 		c.rec.BreakerOpen = true
 		c.rec.Paused = true
 		c.rec.PauseReason = fmt.Sprintf("%d failed slices in a row (last: %s); resume to close it",
-			c.rec.ConsecutiveFailures, res.Error)
+			c.rec.ConsecutiveFailures, textclip.Value(res.Error))
 		c.alert(ctx, api.Alert{
 			Kind:     api.AlertBreakerOpen,
 			Platform: c.platform.Name,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // cursorMessage is one row of the cursor's message table. Each name is both
@@ -44,6 +45,9 @@ var cursorMessages = []cursorMessage{
 		name:             api.SignalPause,
 		payload:          func() any { return &api.PauseRequest{} },
 		actedOnMalformed: true, // a pause without a readable reason still paused
+		check: func(_ *cursor, _ time.Time, v any) error {
+			return checkText("reason", v.(*api.PauseRequest).Reason)
+		},
 		apply: func(c *cursor, v any) (any, error) {
 			c.pause(*v.(*api.PauseRequest))
 			return c.status(), nil
@@ -113,10 +117,12 @@ func (c *cursor) registerMessages(ctx workflow.Context) error {
 				if err := decodeStrict(raw, v); err != nil {
 					return err
 				}
-				if m.check == nil {
-					return nil
+				if m.check != nil {
+					if err := m.check(c, workflow.Now(ctx), v); err != nil {
+						return err
+					}
 				}
-				return m.check(c, workflow.Now(ctx), v)
+				return checkPayloadSize(raw)
 			}
 		}
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, m.name, handler, opts); err != nil {
@@ -154,10 +160,16 @@ func (c *cursor) signal(ctx workflow.Context, m cursorMessage, raw json.RawMessa
 			err = m.check(c, c.now, v)
 		}
 		if err == nil {
+			err = checkPayloadSize(raw)
+		}
+		if err != nil && !boundsApply(ctx, err) {
+			err = nil // applied, clipped, as before versionBoundedText
+		}
+		if err == nil {
 			_, err = m.apply(c, v)
 		}
 		if err != nil {
-			c.rec.LastError = m.name + " signal: " + err.Error()
+			c.rec.LastError = refusal(m.name+" signal", err)
 		}
 		return nil, nil
 	})
@@ -191,7 +203,7 @@ func (c *cursor) drainSignals(ctx workflow.Context) {
 
 func (c *cursor) pause(req api.PauseRequest) {
 	c.rec.Paused = true
-	c.rec.PauseReason = req.Reason
+	c.rec.PauseReason = textclip.Message(req.Reason) // refused when over, but for histories of before
 	if c.rec.PauseReason == "" {
 		c.rec.PauseReason = "paused by operator"
 	}

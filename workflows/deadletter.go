@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // DeadLetter holds a platform's failed slices until they are reprocessed or
@@ -136,17 +138,18 @@ func (d *deadLetter) checkEntry(e api.DeadLetterEntry) error {
 	if e.SliceID == "" {
 		return fmt.Errorf("entry has no slice_id")
 	}
+	// The signal is untrusted: what it quotes is clipped (refuse keeps it).
 	if e.Platform != d.platform.Name {
-		return fmt.Errorf("slice %s is for platform %q, this dead-letter workflow is %q", e.SliceID, e.Platform, d.platform.Name)
+		return fmt.Errorf("slice %s is for platform %q, this dead-letter workflow is %q", textclip.Value(e.SliceID), textclip.Value(e.Platform), d.platform.Name)
 	}
 	platform, start, end, err := api.ParseSliceWorkflowID(e.SliceID)
 	switch {
 	case err != nil:
-		return err
+		return errors.New(textclip.Message(err.Error()))
 	case platform != d.platform.Name:
-		return fmt.Errorf("slice %s belongs to platform %q, this dead-letter workflow is %q", e.SliceID, platform, d.platform.Name)
+		return fmt.Errorf("slice %s belongs to platform %q, this dead-letter workflow is %q", textclip.Value(e.SliceID), textclip.Value(platform), d.platform.Name)
 	case !start.Equal(e.Start.Truncate(time.Microsecond)) || !end.Equal(e.End.Truncate(time.Microsecond)):
-		return fmt.Errorf("slice %s does not match its window [%s, %s)", e.SliceID, e.Start.Format(time.RFC3339Nano), e.End.Format(time.RFC3339Nano))
+		return fmt.Errorf("slice %s does not match its window [%s, %s)", textclip.Value(e.SliceID), e.Start.Format(time.RFC3339Nano), e.End.Format(time.RFC3339Nano))
 	}
 	return nil
 }
@@ -155,7 +158,7 @@ func (d *deadLetter) checkEntry(e api.DeadLetterEntry) error {
 // query and the log; the signal changes nothing else.
 func (d *deadLetter) refuse(ctx workflow.Context, what string, err error) {
 	d.rejected++
-	d.lastError = what + ": " + err.Error()
+	d.lastError = refusal(what, err)
 	workflow.GetLogger(ctx).Error("dead-letter signal refused", "platform", d.platform.Name, "error", d.lastError)
 }
 
@@ -170,9 +173,66 @@ func (d *deadLetter) status() (api.DeadLetterStatus, error) {
 	return s, nil
 }
 
+// Bounds on the entries, which continue-as-new carries in one payload
+// under Temporal's 2 MB limit (three entries of ~934 KB each once made
+// every continue-as-new fail, and with it every query): an entry's error
+// is clipped to textclip.MessageMax; past deadLetterBudget the errors are
+// shortened to shortEntryError, oldest slices first; a new slice past
+// maxDeadLetterEntries is refused (counted, alerted) rather than kept, so
+// 1,000 entries of at most ~0.9 KB each stay under 1 MiB.
+const (
+	maxDeadLetterEntries = 1000
+	deadLetterBudget     = 1 << 20
+	shortEntryError      = 256
+	shortEntryErrorType  = 64
+	// entryOverhead bounds an entry's JSON besides its strings: keys,
+	// four timestamps, counts (deadletter_bounds_internal_test.go checks it).
+	entryOverhead = 400
+)
+
+// entrySize bounds an entry's JSON-encoded size.
+func entrySize(e api.DeadLetterEntry) int {
+	return entryOverhead + textclip.JSONLen(e.SliceID) + textclip.JSONLen(e.Platform) +
+		textclip.JSONLen(e.Error) + textclip.JSONLen(e.ErrorType)
+}
+
+// bound shortens entries' errors, oldest slices first, until the entries
+// fit deadLetterBudget. It changes state only, no command.
+func (d *deadLetter) bound() {
+	total := 0
+	for _, e := range d.entries {
+		total += entrySize(e)
+	}
+	for i := range d.entries {
+		if total <= deadLetterBudget {
+			return
+		}
+		e := &d.entries[i]
+		before := entrySize(*e)
+		e.Error, e.ErrorType = textclip.Clip(e.Error, shortEntryError), textclip.Clip(e.ErrorType, shortEntryErrorType)
+		total -= before - entrySize(*e)
+	}
+}
+
 // add records a failure, or another failure of a known slice, and alerts.
+// Its text is clipped; a new slice is refused once the workflow holds
+// maxDeadLetterEntries (versionBoundedText).
 func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
+	defer d.bound() // entries carried from a run of before are bounded too
+	e.Error, e.ErrorType = textclip.Message(e.Error), textclip.Value(e.ErrorType)
 	i := d.index(e.SliceID)
+	if i < 0 && len(d.entries) >= maxDeadLetterEntries &&
+		workflow.GetVersion(ctx, versionBoundedText, workflow.DefaultVersion, 1) >= 1 {
+		d.refuse(ctx, "add signal", fmt.Errorf("slice %s not kept: this dead-letter workflow holds %d entries, its limit; reprocess or discard some, then reprocess the window from the cursor",
+			e.SliceID, len(d.entries)))
+		d.alerts.send(ctx, bookkeepingActivityContext(ctx, d.platform), api.Alert{
+			Kind: api.AlertDeadLetter, Platform: e.Platform, SliceID: e.SliceID, At: e.LastFailedAt,
+			Message: fmt.Sprintf("slice %s of %s failed after %d attempt(s) and was NOT kept: the dead-letter workflow is full (%d entries): %s",
+				e.SliceID, e.Platform, e.Attempts, len(d.entries), e.Error),
+			Key: fmt.Sprintf("%s/%s/full", api.AlertDeadLetter, e.SliceID),
+		}, nil)
+		return
+	}
 	if i >= 0 {
 		old := d.entries[i]
 		e.FirstFailedAt = old.FirstFailedAt

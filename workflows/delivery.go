@@ -13,6 +13,7 @@ import (
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // DefaultMaxBatchesPerRun caps one Delivery run's history when the input
@@ -408,19 +409,17 @@ func hasErrorType(err error, typ string) bool {
 func refusalReason(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
-		return clip(appErr.Message(), 200)
+		return textclip.Value(appErr.Message())
 	}
 	return clipError(err)
 }
 
-func clipError(err error) string { return clip(err.Error(), 500) }
+// clipError is an error's text as kept in state and alerts
+// (internal/textclip: a whole message).
+func clipError(err error) string { return textclip.Message(err.Error()) }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+// clip bounds a text to n bytes JSON-encoded (internal/textclip).
+func clip(s string, n int) string { return textclip.Clip(s, n) }
 
 // feedActivityContext is for the long-polling NextBatch. It heartbeats,
 // so a worker killed mid-poll is noticed after deliveryPollHeartbeat and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // deliveryMessage is one row of the Delivery workflow's message table: the
@@ -24,11 +25,18 @@ type deliveryMessage struct {
 
 var deliveryMessages = []deliveryMessage{
 	{api.SignalDeliveryPause,
-		func(_ *delivery, raw json.RawMessage) error { return decodeStrict(raw, &api.PauseRequest{}) },
+		func(_ *delivery, raw json.RawMessage) error {
+			var req api.PauseRequest
+			if err := decodeStrict(raw, &req); err != nil {
+				return err
+			}
+			return checkText("reason", req.Reason)
+		},
 		func(d *delivery, raw json.RawMessage) {
 			var req api.PauseRequest
 			_ = decodeStrict(raw, &req)
-			d.st.Paused, d.st.PauseReason = true, req.Reason
+			// Refused when over, but for histories of before versionBoundedText.
+			d.st.Paused, d.st.PauseReason = true, textclip.Message(req.Reason)
 			if d.st.PauseReason == "" {
 				d.st.PauseReason = "paused by operator"
 			}
@@ -154,7 +162,7 @@ func (d *delivery) registerHandlers(ctx workflow.Context) error {
 				d.woken = true
 				return d.status(workflow.Now(ctx)), nil
 			},
-			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error { return m.check(d, raw) }})
+			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error { return d.checkMessage(m, raw) }})
 		if err != nil {
 			return fmt.Errorf("register update %s: %w", m.name, err)
 		}
@@ -170,16 +178,28 @@ func (d *delivery) registerHandlers(ctx workflow.Context) error {
 	return nil
 }
 
+// checkMessage is a message's check, then the bound on its payload's size
+// (messages.go, "Bounded text").
+func (d *delivery) checkMessage(m deliveryMessage, raw json.RawMessage) error {
+	if err := m.check(d, raw); err != nil {
+		return err
+	}
+	return checkPayloadSize(raw)
+}
+
 // handleSignal applies a signal that passes its check; a refused one
-// changes nothing but the rejection count and last error.
+// changes nothing but the rejection count and last error (clipped).
 func (d *delivery) handleSignal(ctx workflow.Context, m deliveryMessage, raw json.RawMessage) {
-	err := m.check(d, raw)
+	err := d.checkMessage(m, raw)
+	if err != nil && !boundsApply(ctx, err) {
+		err = nil // applied, clipped, as before versionBoundedText
+	}
 	if err == nil && m.name == api.SignalDeliveryConfig && asksForLanes(raw) && !lanesAllowed(ctx) {
 		err = fmt.Errorf("max_in_flight must be 1 in this run")
 	}
 	if err != nil {
 		d.st.Rejected++
-		d.st.LastError = m.name + " signal: " + err.Error()
+		d.st.LastError = refusal(m.name+" signal", err)
 		workflow.GetLogger(ctx).Error("delivery signal refused", "destination", d.dest.Name, "error", d.st.LastError)
 		return
 	}

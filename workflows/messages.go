@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // Messages (signals and updates) are untrusted input: anyone who can reach
@@ -25,9 +26,16 @@ func decodeOptional(raw json.RawMessage, v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("payload %.200s is not valid: %w", string(raw), err)
+		return decodeError(raw, err)
 	}
 	return nil
+}
+
+// decodeError says why a payload is not valid, with the payload and the
+// decoder's text clipped: encoding/json quotes an unknown field's name in
+// full, and a refusal is kept in state (last_error) and logged.
+func decodeError(raw json.RawMessage, err error) error {
+	return fmt.Errorf("payload %s is not valid: %s", textclip.Clip(string(raw), 200), textclip.Value(err.Error()))
 }
 
 // decodeStrict reads a payload like decodeOptional but refuses unknown
@@ -41,7 +49,7 @@ func decodeStrict(raw json.RawMessage, v any) error {
 		// encoding/json, does not take "Kind" for "kind".
 		decoded, err := config.DecodePlatformJSON(raw)
 		if err != nil {
-			return fmt.Errorf("settings are not valid: %w", err)
+			return fmt.Errorf("settings are not valid: %s", textclip.Message(err.Error()))
 		}
 		*p = decoded
 		return nil
@@ -49,10 +57,10 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("payload %.200s is not valid: %w", string(raw), err)
+		return decodeError(raw, err)
 	}
 	if dec.More() {
-		return fmt.Errorf("payload %.200s is not valid: more than one JSON value", string(raw))
+		return decodeError(raw, errors.New("more than one JSON value"))
 	}
 	return nil
 }
@@ -88,7 +96,7 @@ func judgeSettings(ctx workflow.Context, p config.Platform, check func(config.Pl
 	var verdict string
 	err := workflow.SideEffect(ctx, func(workflow.Context) any {
 		if err := check(p); err != nil {
-			return err.Error()
+			return textclip.Message(err.Error()) // recorded in history
 		}
 		return ""
 	}).Get(&verdict)
@@ -108,4 +116,62 @@ func validateSettings(p config.Platform) error {
 		return err
 	}
 	return nil
+}
+
+// Bounded text. Messages are kept in workflow state (a pause reason, the
+// refusal of a bad one in last_error) and state is carried through
+// continue-as-new, whose input must stay under Temporal's payload limit
+// (2 MB): one oversized message would otherwise make every continue-as-new
+// fail, for good. So a message payload is at most maxMessagePayload bytes,
+// a text field kept from it at most textclip.MessageMax bytes once
+// JSON-encoded, and what is kept (reasons, refusal texts) is clipped to
+// textclip.MessageMax besides. Updates are refused in their validator;
+// signals are refused and counted like any invalid signal
+// (versionBoundedText).
+
+// maxMessagePayload bounds a whole signal or update payload. The largest
+// legitimate one, a platform's settings, is a few KB.
+const maxMessagePayload = 64 << 10
+
+// oversizedError refuses a payload, or one of its fields, over its limit.
+type oversizedError struct {
+	field     string
+	size, max int
+}
+
+func (e *oversizedError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, more than the limit of %d bytes", e.field, e.size, e.max)
+}
+
+// checkPayloadSize refuses a payload over maxMessagePayload.
+func checkPayloadSize(raw json.RawMessage) error {
+	if len(raw) > maxMessagePayload {
+		return &oversizedError{field: "the payload", size: len(raw), max: maxMessagePayload}
+	}
+	return nil
+}
+
+// checkText refuses a text field that would be kept in state and is over
+// textclip.MessageMax once JSON-encoded.
+func checkText(field, s string) error {
+	if textclip.Over(s, textclip.MessageMax) {
+		return &oversizedError{field: field, size: textclip.JSONLen(s), max: textclip.MessageMax}
+	}
+	return nil
+}
+
+// boundsApply says whether a signal refused by a bound stays refused: a
+// history recorded before versionBoundedText applied it (clipped). Any
+// other refusal is not asked about.
+func boundsApply(ctx workflow.Context, err error) bool {
+	var o *oversizedError
+	if !errors.As(err, &o) {
+		return true
+	}
+	return workflow.GetVersion(ctx, versionBoundedText, workflow.DefaultVersion, 1) >= 1
+}
+
+// refusal is the text kept for a refused message: clipped.
+func refusal(what string, err error) string {
+	return textclip.Message(what + ": " + err.Error())
 }

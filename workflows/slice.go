@@ -14,6 +14,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/searchattr"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // MinSliceSpan is the smallest window a slice splits into; below it the
@@ -254,6 +255,12 @@ func (s *sliceRun) fail(ctx workflow.Context, cause error, attempts int) (api.Sl
 	s.res.Outcome = api.SliceFailed
 	s.res.Error = rootMessage(cause)
 	s.res.ErrorType = errorType(cause)
+	// The error may quote platform text (a 400 KB id of U+0001 is 2.4 MB
+	// JSON-encoded): scheduling RecordDeadLetter with it failed this task,
+	// for good. A history of before the clip recorded what it had.
+	if textclip.Over(s.res.Error, textclip.MessageMax) && workflow.GetVersion(ctx, versionBoundedText, workflow.DefaultVersion, 1) >= 1 {
+		s.res.Error = textclip.Message(s.res.Error)
+	}
 	entry := api.DeadLetterEntry{
 		SliceID:       s.id,
 		Platform:      s.in.Platform.Name,

@@ -148,6 +148,17 @@ const (
 	// when a run would continue as new but for alerts in flight, so a
 	// history without the marker waits as it did.
 	versionAlertHandover = "alert-handover"
+
+	// versionBoundedText guards the bounds on untrusted text kept in
+	// workflow state (messages.go, "Bounded text"): a signal whose payload
+	// or kept text field (a pause reason) is over its limit is refused
+	// instead of applied; a dead-letter workflow refuses a new entry once it
+	// holds maxDeadLetterEntries; a failing slice clips its error before it
+	// records it. Asked lazily, only when such a payload or text arrives (a
+	// history without the marker applies it, clipped, as before; clipping
+	// alone changes no command). Can go after release v0.7, once no run
+	// of before it can replay.
+	versionBoundedText = "bounded-untrusted-text"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
