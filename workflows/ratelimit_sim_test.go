@@ -27,7 +27,9 @@ import (
 // builtConnectors builds each platform's connector from its settings.
 type builtConnectors struct{}
 
-func (builtConnectors) Connector(p config.Platform) (connectors.Connector, error) { return connectors.New(p) }
+func (builtConnectors) Connector(p config.Platform) (connectors.Connector, error) {
+	return connectors.New(p)
+}
 
 // TestSliceAboveTheSellersRealRateCompletes: an Amazon platform configured
 // at 25 requests/s against a simulated seller whose real plan is 20/s (burst
