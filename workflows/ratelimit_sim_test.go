@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,28 @@ type builtConnectors struct{}
 
 func (builtConnectors) Connector(p config.Platform) (connectors.Connector, error) {
 	return connectors.New(p)
+}
+
+// countedSlots are shared request slots that are always free and count
+// their bookings, at the rate each was booked at.
+type countedSlots struct {
+	mu    sync.Mutex
+	rates []float64
+}
+
+func (c *countedSlots) Reserve(_ context.Context, _ string, rps float64, _ int, _ time.Duration) (time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rates = append(c.rates, rps)
+	return 0, nil
+}
+
+func (c *countedSlots) Close() error { return nil }
+
+func (c *countedSlots) booked() []float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]float64(nil), c.rates...)
 }
 
 // TestSliceAboveTheSellersRealRateCompletes: an Amazon platform configured
@@ -59,7 +82,10 @@ func TestSliceAboveTheSellersRealRateCompletes(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	rec := metrics.New()
-	real := &activities.Activities{Store: st, Connectors: builtConnectors{}, Limiters: activities.NewLimiters(), Metrics: rec}
+	slots := &countedSlots{}
+	limiters := activities.NewLimiters()
+	limiters.Shared = slots
+	real := &activities.Activities{Store: st, Connectors: builtConnectors{}, Limiters: limiters, Metrics: rec}
 	workflows.Register(env)
 	env.RegisterActivity(real)
 	var deadLetters []api.DeadLetterEntry
@@ -107,4 +133,8 @@ func TestSliceAboveTheSellersRealRateCompletes(t *testing.T) {
 	require.Greater(t, want, 10)
 	rps, _ := real.Limiters.Effective(p)
 	require.Equal(t, 20.0, rps, "paced at the seller's stated plan, below the configured 25/s")
+	booked := slots.booked()
+	require.Len(t, booked, int(stats.Requests), "one request per booked slot")
+	require.Equal(t, 25.0, booked[0], "the first request knows only the setting")
+	require.Equal(t, 20.0, booked[len(booked)-1], "later ones book at the stated plan")
 }

@@ -154,3 +154,34 @@ func TestSliceRateLimitWaitBudgetEndsInDeadLetter(t *testing.T) {
 	require.Len(t, entries, 1)
 	require.Equal(t, activities.ErrRateLimited, entries[0].ErrorType)
 }
+
+// TestSliceFollowsARestartToken: an Amazon page whose token was refused
+// comes back empty with a restart token (connectors, amazonRestartToken);
+// the slice follows it like any token, the window's pages come again, and
+// the slice completes with every page counted: one FetchPage, so one
+// booked request slot, per request.
+func TestSliceFollowsARestartToken(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	pages := watchPages(env)
+	script := map[string]activities.FetchPageResult{
+		"":                  {NextToken: "o26.100.first", Fetched: 2, Inserted: 2},
+		"o26.100.first":     {NextToken: "amzn-restart.1.ab"}, // the token was refused: start over
+		"amzn-restart.1.ab": {NextToken: "o26.200.first", Fetched: 2, Unchanged: 2},
+		"o26.200.first":     {Fetched: 1, Inserted: 1},
+	}
+	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		r, ok := script[in.Token]
+		require.True(t, ok, "unexpected token %q", in.Token)
+		return r, nil
+	}, nil)
+	dl := mockDeadLetters(env, 0, false)
+
+	res := runSlice(t, env, p, at("-1h"), at("-45m"))
+
+	require.Equal(t, api.SliceCompleted, res.Outcome, res.Error)
+	require.Equal(t, 4, res.Pages)
+	require.Equal(t, 3, res.OrdersInserted)
+	require.Len(t, pages.all(), 4, "one request per page")
+	require.Empty(t, dl.all())
+}
