@@ -185,3 +185,33 @@ func TestSliceFollowsARestartToken(t *testing.T) {
 	require.Len(t, pages.all(), 4, "one request per page")
 	require.Empty(t, dl.all())
 }
+
+// TestSliceRateLimitWaitsLengthenAfterPatience: a platform that asks for
+// one second at a time is obeyed exactly for rateLimitPatience answers;
+// after them the page waits at least rate_limit_wait/500, so its history
+// holds a bounded number of waits before the budget ends it.
+func TestSliceRateLimitWaitsLengthenAfterPatience(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.RateLimitWait = config.Duration(time.Hour)
+	pages := watchPages(env)
+	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.FetchPageInput) (activities.FetchPageResult, error) {
+			return activities.FetchPageResult{}, rateLimited(ctx, time.Second)
+		})
+	mockDeadLetters(env, 0, false)
+
+	res := runSlice(t, env, p, at("-1h"), at("-45m"))
+
+	require.Equal(t, api.SliceFailed, res.Outcome)
+	require.Equal(t, activities.ErrRateLimited, res.ErrorType)
+	calls := pages.all()
+	for i := 1; i < len(calls); i++ {
+		want := time.Second
+		if i > 50 {
+			want = time.Hour / 500
+		}
+		require.Equal(t, want, calls[i].At.Sub(calls[i-1].At), "wait before call %d", i)
+	}
+	require.Less(t, len(calls), 50+500+1, "bounded by the budget, not by the platform's one-second waits")
+}

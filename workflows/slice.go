@@ -290,6 +290,16 @@ func rateLimitWait(ctx workflow.Context, err error) (time.Duration, int, bool) {
 	return d, max(answer.Attempt-1, 0), true
 }
 
+// rateLimitPatience is how many rate-limit answers in a row a page waits
+// exactly as the platform says; after them it waits at least
+// rate_limit_wait / maxRateLimitAnswers, so a platform that asks for a
+// second at a time cannot fill the slice's history with thousands of
+// timers and attempts (each is about five events) before the budget ends.
+const (
+	rateLimitPatience   = 50
+	maxRateLimitAnswers = 500
+)
+
 // pageWaits is one page's rate-limit answers: when the first came and how
 // many, against the platform's rate_limit_wait.
 type pageWaits struct {
@@ -308,6 +318,9 @@ func (w *pageWaits) wait(ctx workflow.Context, s *sliceRun, page int, d time.Dur
 	}
 	w.answers++
 	budget := s.in.Platform.RateLimitWaitOrDefault()
+	if w.answers > rateLimitPatience {
+		d = max(d, budget/maxRateLimitAnswers)
+	}
 	waited := now.Sub(w.since)
 	if waited+d > budget {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(

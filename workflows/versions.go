@@ -169,8 +169,12 @@ const (
 	// own); before it, the error failed the page once the activity's
 	// retries, which it used up, ran out. Asked lazily, only when such an
 	// error reaches the workflow (rateLimitWait), so a history without the
-	// marker fails as it did. Can go after release v0.7, when no run
-	// recorded before it can still be replayed.
+	// marker fails as it did. The activity marks the error
+	// non-retryable from the same release, so a workflow worker of the
+	// release before would fail such a page at once: worker versioning
+	// (README, Rolling upgrades) keeps old workflow code off new activity
+	// workers. Can go after release v0.7, when no run recorded before it
+	// can still be replayed.
 	versionRateLimitWait = "rate-limit-wait"
 )
 
