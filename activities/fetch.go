@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersync/ordersync/config"
@@ -31,6 +32,24 @@ const (
 	// asks again, without counting an attempt.
 	ErrSlotWait = "RequestSlotWait"
 )
+
+// A page the platform answers with its rate limit (429, Shopify's
+// THROTTLED) fails its attempt as ErrRateLimited, NonRetryable, with the
+// platform's wait (Retry-After, else one request's spacing at the rate in
+// force) as NextRetryDelay and a RateLimitAnswer as details. The activity's
+// retry policy never retries it, so it never uses an attempt: the slice
+// waits on a durable timer and asks again, as for ErrSlotWait, within the
+// platform's rate_limit_wait (workflows, fetchPageRegular).
+
+// RateLimitAnswer details an ErrRateLimited failure.
+type RateLimitAnswer struct {
+	// Attempt is the activity attempt the platform refused (1: the
+	// first). The attempts before it failed for other reasons and count;
+	// the refused one does not.
+	Attempt int `json:"attempt"`
+	// Limit is the requests/s the platform stated with its answer, if any.
+	Limit float64 `json:"limit,omitempty"`
+}
 
 // FetchPageInput asks for one page of a slice.
 type FetchPageInput struct {
@@ -125,13 +144,15 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 		Meter: a.Limiters.Meter(in.Platform),
 	})
 	if err != nil {
+		err = fmt.Errorf("fetch page %d of %s: %w", in.Page, in.SliceID, err)
 		var rl *connectors.RateLimitError
 		if errors.As(err, &rl) {
-			a.Limiters.Report(in.Platform.Name, rl.Limit)
+			a.learn(in.Platform.Name, rl.Limit)
+			return res, a.rateLimited(ctx, in.Platform, rl, err)
 		}
-		return res, classify(fmt.Errorf("fetch page %d of %s: %w", in.Page, in.SliceID, err))
+		return res, classify(err)
 	}
-	a.Limiters.Report(in.Platform.Name, page.RateLimit)
+	a.learn(in.Platform.Name, page.RateLimit)
 	res.Fetched = len(page.Orders)
 	toStore := a.screen(in, page.Orders, &res)
 	if len(toStore) > 0 {
@@ -148,6 +169,33 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 			"platform", in.Platform.Name, "slice", in.SliceID, "page", in.Page, "count", res.OutsideRange)
 	}
 	return res, nil
+}
+
+// learn records the request rate a platform stated (0: none) for the
+// pacing of the next requests and in the learned-limit gauge.
+func (a *Activities) learn(platform string, rps float64) {
+	if rps <= 0 {
+		return
+	}
+	a.Limiters.Report(platform, rps)
+	a.Metrics.LearnedRateLimit(platform, rps)
+}
+
+// rateLimited is the failure of an attempt the platform answered with its
+// rate limit: a wait for the workflow, never retried by the activity (see
+// RateLimitAnswer).
+func (a *Activities) rateLimited(ctx context.Context, p config.Platform, rl *connectors.RateLimitError, err error) error {
+	wait := rl.RetryAfter
+	if wait <= 0 {
+		rps, _ := a.Limiters.Effective(p)
+		wait = slotRetryDelay(rps)
+	}
+	attempt := 1
+	if activity.IsActivity(ctx) {
+		attempt = int(activity.GetInfo(ctx).Attempt)
+	}
+	return temporal.NewApplicationErrorWithOptions(err.Error(), ErrRateLimited, temporal.ApplicationErrorOptions{
+		NonRetryable: true, NextRetryDelay: wait, Details: []any{RateLimitAnswer{Attempt: attempt, Limit: rl.Limit}}})
 }
 
 // screen stamps the page's orders with the platform and UTC times and

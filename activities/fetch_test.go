@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -82,7 +83,7 @@ func TestFetchPageClassifiesErrors(t *testing.T) {
 		wantType     string
 		nonRetryable bool
 	}{
-		{"rate limited", &connectors.RateLimitError{Platform: "shop", RetryAfter: 7 * time.Second}, ErrRateLimited, false},
+		{"rate limited", &connectors.RateLimitError{Platform: "shop", RetryAfter: 7 * time.Second}, ErrRateLimited, true},
 		{"transient", &connectors.TransientError{Platform: "shop", Msg: "HTTP 503"}, ErrTransient, false},
 		{"malformed", &connectors.MalformedError{Platform: "shop", Page: 2, Offset: 10, Err: errors.New("eof")}, ErrMalformed, false},
 		{"permanent", &connectors.PermanentError{Platform: "shop", Status: 401, Msg: "bad token"}, ErrPermanent, true},
@@ -99,7 +100,7 @@ func TestFetchPageClassifiesErrors(t *testing.T) {
 			require.Equal(t, tt.nonRetryable, app.NonRetryable())
 			require.Contains(t, app.Error(), "page 2 of slice/shop/a-b", "the error names page and slice")
 			if tt.wantType == ErrRateLimited {
-				require.Equal(t, 7*time.Second, app.NextRetryDelay(), "Retry-After sets the next retry delay")
+				require.Equal(t, 7*time.Second, app.NextRetryDelay(), "Retry-After is the wait before asking again")
 			}
 		})
 	}
@@ -124,4 +125,74 @@ func TestFetchPageEmptyPageSkipsStore(t *testing.T) {
 	var res FetchPageResult
 	require.NoError(t, val.Get(&res))
 	require.Equal(t, FetchPageResult{NextToken: "more"}, res)
+}
+
+// TestFetchPageRateLimitIsAWaitNotAnAttempt: a 429 (or THROTTLED) fails
+// the attempt as ErrRateLimited that the activity never retries (the
+// workflow waits it out without counting an attempt), with the platform's
+// wait, or one request's spacing at the rate in force when it states none,
+// the attempt it refused, and the stated limit, which the next requests
+// follow and the learned-limit gauge shows. Before, the 429 was a
+// retryable error that used up the page's attempts.
+func TestFetchPageRateLimitIsAWaitNotAnAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rl       *connectors.RateLimitError
+		wantWait time.Duration
+	}{
+		{"Retry-After", &connectors.RateLimitError{Platform: "shop", RetryAfter: 7 * time.Second, Limit: 0.4}, 7 * time.Second},
+		{"only the stated rate (SP-API)", &connectors.RateLimitError{Platform: "shop", Limit: 0.25}, 4 * time.Second},
+		{"nothing stated (THROTTLED without a wait)", &connectors.RateLimitError{Platform: "shop", Msg: "THROTTLED"}, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			rec := metrics.New()
+			f.acts.Metrics = rec
+			f.conn.EXPECT().ListOrders(gomock.Any(), gomock.Any()).Return(connectors.Page{}, tc.rl)
+			_, err := f.env.ExecuteActivity(f.acts.FetchPage, input())
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			require.Equal(t, ErrRateLimited, app.Type())
+			require.True(t, app.NonRetryable(), "the activity never retries it: no attempt is used")
+			require.Equal(t, tc.wantWait, app.NextRetryDelay())
+			var answer RateLimitAnswer
+			require.NoError(t, app.Details(&answer))
+			require.Equal(t, RateLimitAnswer{Attempt: 1, Limit: tc.rl.Limit}, answer)
+			rps, _ := f.acts.Limiters.Effective(testPlatform())
+			if tc.rl.Limit > 0 {
+				require.Equal(t, tc.rl.Limit, rps, "paced at the stated rate from now on")
+				require.Equal(t, tc.rl.Limit, metricValue(t, rec, "ordersync_platform_rate_limit_learned", ""))
+			} else {
+				require.Equal(t, testPlatform().RateLimit.RPS, rps)
+			}
+			require.Equal(t, 1.0, metricValue(t, rec, "ordersync_api_errors_total", metrics.ClassRateLimited), "counted as a rate-limited API answer")
+		})
+	}
+}
+
+// metricValue reads a gauge or counter of platform "shop" from rec; class,
+// when set, selects the class label.
+func metricValue(t *testing.T, rec *metrics.Recorder, name, class string) float64 {
+	t.Helper()
+	families, err := rec.Registry().Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if (l.GetName() == "platform" && l.GetValue() != "shop") || (l.GetName() == "class" && l.GetValue() != class) {
+					continue series
+				}
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no %s{platform=shop}", name)
+	return 0
 }

@@ -19,7 +19,7 @@ import (
 // edit the platforms file every worker reads; workers re-read it.
 //
 // Every other field is tuning (interval, overlap, settle, timeout, retries
-// and their intervals, concurrency, rate_limit, page_size, max_pages,
+// and their intervals, concurrency, rate_limit, rate_limit_wait, page_size, max_pages,
 // backfill_max_span, resweep_delay, breaker_failures, lag_alert, windows,
 // start, task_queue): `config` changes it for a running cursor at once,
 // within the ranges Validate enforces.

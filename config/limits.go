@@ -50,6 +50,7 @@ var durationRanges = []struct {
 	{"timeout", func(p Platform) Duration { return p.Timeout }, 100 * time.Millisecond, 10 * time.Minute},
 	{"retry_interval", func(p Platform) Duration { return p.RetryInterval }, 100 * time.Millisecond, time.Hour},
 	{"max_retry_interval", func(p Platform) Duration { return p.MaxRetryInterval }, 0, day},
+	{"rate_limit_wait", func(p Platform) Duration { return p.RateLimitWait }, 0, 7 * day},
 	{"backfill_max_span", func(p Platform) Duration { return p.BackfillMaxSpan }, 0, 90 * day},
 	{"resweep_delay", func(p Platform) Duration { return p.ResweepDelay }, 0, 7 * day},
 	{"lag_alert", func(p Platform) Duration { return p.LagAlert }, 0, 30 * day},

@@ -35,7 +35,12 @@ type Platform struct {
 	// Concurrency is how many slices may be in flight at once.
 	Concurrency int       `json:"concurrency" yaml:"concurrency"`
 	RateLimit   RateLimit `json:"rate_limit" yaml:"rate_limit"`
-	PageSize    int       `json:"page_size" yaml:"page_size"`
+	// RateLimitWait is how long one page may keep waiting on the
+	// platform's rate-limit answers (429, THROTTLED) before it fails as
+	// rate-limited; those answers are waits, never attempts. 0: the
+	// default, DefaultRateLimitWait.
+	RateLimitWait Duration `json:"rate_limit_wait,omitempty" yaml:"rate_limit_wait"`
+	PageSize      int      `json:"page_size" yaml:"page_size"`
 	// MaxPages is how many pages one slice may take before it splits in two.
 	MaxPages int `json:"max_pages" yaml:"max_pages"`
 	// BackfillMaxSpan lets backfill slices grow beyond interval while the
@@ -72,6 +77,21 @@ type CredentialRef struct {
 type RateLimit struct {
 	RPS   float64 `json:"rps" yaml:"rps"`
 	Burst int     `json:"burst" yaml:"burst"`
+}
+
+// DefaultRateLimitWait is a page's rate_limit_wait when none is set: long
+// enough for a seller's whole burst to refill at Amazon's slowest plan
+// (20 requests at 0.0056/s is an hour), short enough that a platform that
+// keeps refusing is seen in the dead-letter workflow the same morning.
+// FetchSlice decides by it, so a change is a workflow change: version it.
+const DefaultRateLimitWait = 4 * time.Hour
+
+// RateLimitWaitOrDefault is p's rate_limit_wait, or DefaultRateLimitWait.
+func (p Platform) RateLimitWaitOrDefault() time.Duration {
+	if d := p.RateLimitWait.D(); d > 0 {
+		return d
+	}
+	return DefaultRateLimitWait
 }
 
 // DefaultTaskQueue is the task queue of a platform that names none.

@@ -2,7 +2,12 @@ package connectors
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,4 +122,69 @@ func (a *amazonAPI) get(ctx context.Context, url string, q map[string]string) (*
 		return nil, asTransportError(a.platform, err)
 	}
 	return resp, nil
+}
+
+// An unusable pagination token (expired, or refused for any reason about
+// the token) restarts the window from its start. The connector never sends
+// that second request itself: it answers the page with no orders and a
+// restart token, so the next page is a request of its own, sent only after
+// the activity booked it a request slot (never two requests for one slot),
+// and a retry never sends the dead token again (the slice follows the
+// restart token, not the dead one). Both API versions read a restart token
+// as "no token". It names the dead token by a short digest and the time of
+// the restart, so a slice that restarts twice never sees the same token
+// twice (workflows treat a repeated token as a paging cycle). Orders read
+// twice are harmless (newest version wins). A window whose tokens are
+// always refused still ends: each restart uses up pages, so the slice
+// splits at max_pages into windows that need fewer pages, and at the
+// smallest span the runaway bound dead-letters it.
+const amazonRestartPrefix = "amzn-restart."
+
+// amazonRestartToken is the next-page token that restarts a window whose
+// token dead was refused at now.
+func amazonRestartToken(dead string, now time.Time) string {
+	sum := sha256.Sum256([]byte(dead))
+	return amazonRestartPrefix + strconv.FormatInt(now.UnixNano(), 10) + "." + hex.EncodeToString(sum[:6])
+}
+
+// amazonUnusableToken says whether a 400 answered to a request that
+// carried a pagination token (paginationToken, NextToken) is about that
+// token, whatever its text: a message or details that mention a token
+// ("The paginationToken has expired.", "The paginationToken you have
+// submitted is not valid…", "We could not decode your NextToken…", "Token
+// is not valid, token duration is 25 minutes."), an InvalidInput without a
+// message (getOrders answers {"message": null, "code": "InvalidInput"}), or
+// one of the generic invalid-input texts that name no parameter (the
+// models' "Invalid Input", sellers' "The input you have submitted is not
+// valid…": on a request that repeats an accepted first page with a token,
+// such a 400 can only be about the token). Any other 400 (a bad date, too
+// many marketplaces) is about the request and stays permanent.
+func amazonUnusableToken(status int, body []byte) bool {
+	if status != http.StatusBadRequest {
+		return false
+	}
+	var env struct {
+		Errors []struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Details string `json:"details"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &env) != nil || len(env.Errors) == 0 {
+		return false
+	}
+	for _, e := range env.Errors {
+		text := strings.ToLower(e.Message + " " + e.Details)
+		if strings.Contains(text, "token") {
+			return true
+		}
+		if strings.TrimSpace(e.Message) == "" && strings.EqualFold(e.Code, "InvalidInput") {
+			return true
+		}
+		msg := strings.ToLower(strings.TrimRight(strings.TrimSpace(e.Message), ".…! "))
+		if msg == "invalid input" || strings.HasPrefix(msg, "the input you have submitted is not valid") {
+			return true
+		}
+	}
+	return false
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,12 +86,14 @@ func amazon2026Included(extra []string) string {
 // is. Orders updated at exactly To come back too; the next slice reads them
 // again, which the newest-version rule makes harmless.
 //
-// A window whose pagination token has expired starts over: with a token
-// issued too long ago, or when Amazon answers that the token expired (a 400
-// whose message says "expired"), the connector asks for the window's first
-// page and returns it, in the same call. Nothing is skipped (every page of
-// the window is read again from the start) and the caller needs no special
-// case; orders read twice are harmless. A token from v0 starts over too.
+// A window whose pagination token cannot be used starts over. A token
+// issued too long ago is not sent: the window's first page is asked for in
+// the same call. A token Amazon refuses (any 400 about it, whatever its
+// text: amazonUnusableToken) ends the call with an empty page whose next
+// token restarts the window (amazonRestartToken), so the restart is a
+// request of its own, after its own request slot. Nothing is skipped
+// (every page of the window is read again from the start); orders read
+// twice are harmless. A token from v0 starts over too.
 func (c *amazon2026) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
 	if err := checkWindow(c.platform, req); err != nil {
 		return Page{}, err
@@ -104,8 +105,9 @@ func (c *amazon2026) ListOrders(ctx context.Context, req PageRequest) (Page, err
 	}
 	token := c.resumable(req.Token)
 	page, err := c.search(ctx, req, after, before, token)
-	if token != "" && errors.Is(err, errAmazonTokenExpired) {
-		page, err = c.search(ctx, req, after, before, "")
+	var dead *amazonDeadToken
+	if errors.As(err, &dead) {
+		return Page{NextToken: amazonRestartToken(token, c.now()), RateLimit: dead.rate}, nil
 	}
 	return page, err
 }
@@ -129,8 +131,11 @@ func (c *amazon2026) resumable(token string) string {
 	return amazonToken
 }
 
-// errAmazonTokenExpired marks searchOrders refusing an expired pagination token.
-var errAmazonTokenExpired = errors.New("pagination token expired")
+// amazonDeadToken is a 400 about the pagination token a request carried;
+// rate is the usage plan the answer stated.
+type amazonDeadToken struct{ rate float64 }
+
+func (e *amazonDeadToken) Error() string { return "pagination token refused" }
 
 func (c *amazon2026) search(ctx context.Context, req PageRequest, after, before time.Time, token string) (Page, error) {
 	q := map[string]string{
@@ -149,9 +154,8 @@ func (c *amazon2026) search(ctx context.Context, req PageRequest, after, before 
 	if err != nil {
 		return Page{}, err
 	}
-	if code := resp.StatusCode(); token != "" && code == http.StatusBadRequest &&
-		strings.Contains(strings.ToLower(errorMessage(code, resp.Body())), "expired") {
-		return Page{}, errAmazonTokenExpired
+	if token != "" && amazonUnusableToken(resp.StatusCode(), resp.Body()) {
+		return Page{}, &amazonDeadToken{rate: headerFloat(resp.Header(), amazonRateHeader)}
 	}
 	if err := responseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
 		return Page{}, err

@@ -223,15 +223,75 @@ func TestAmazon2026PersonalDataOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-func TestAmazon2026ExpiredTokenRestartsTheWindow(t *testing.T) {
+// amazonTokenRefusals are the 400s sellers and Amazon's models report for a
+// pagination token that cannot be used: each restarts the window.
+var amazonTokenRefusals = map[string]string{
+	"expired":             `{"errors":[{"code":"InvalidInput","message":"The paginationToken has expired.","details":"Repeat the search without a paginationToken."}]}`,
+	"token not valid":     `{"errors":[{"code":"InvalidInput","message":"The paginationToken you have submitted is not valid. Please submit a valid paginationToken.","details":""}]}`,
+	"input not valid":     `{"errors":[{"code":"InvalidInput","message":"The input you have submitted is not valid. Please verify the input and try again.","details":""}]}`,
+	"models' Invalid":     `{"errors":[{"code":"InvalidInput","message":"Invalid Input","details":"Invalid Input"}]}`,
+	"no message":          `{"errors":[{"code":"InvalidInput","message":null}]}`,
+	"NextToken undecoded": `{"errors":[{"code":"InvalidInput","message":"We could not decode your NextToken. Possible reasons include: a transmission error, improper quoting or a truncation problem.","details":""}]}`,
+	"token in details":    `{"errors":[{"code":"InvalidInput","message":"Request is invalid.","details":"paginationToken is not valid for this search."}]}`,
+}
+
+// TestAmazon2026UnusableTokenRestartsTheWindow: a 400 about the pagination
+// token, whatever its text, ends the page with a restart token and no
+// second request (issue 23, items 4 and 5); following that token reads the
+// window from its start, and every order of the window comes back. Before,
+// only a text with "expired" restarted, and it sent the restart at once,
+// without a slot of its own; the other texts dead-lettered the slice.
+func TestAmazon2026UnusableTokenRestartsTheWindow(t *testing.T) {
 	ctx := context.Background()
-	t.Run("an expired token reads the window again from its first page", func(t *testing.T) {
+	for name, body := range amazonTokenRefusals {
+		t.Run(name, func(t *testing.T) {
+			f, ts := newAmazon2026Fake(t)
+			refused := true // Amazon refuses the token once (it lapsed between page 1 and page 2)
+			f.respond = func(q url.Values) (int, []byte, bool) {
+				if q.Get("paginationToken") != "" && refused {
+					refused = false
+					return http.StatusBadRequest, []byte(body), true
+				}
+				return 0, nil, false
+			}
+			c := newAmazon2026Conn(t, ts, nil)
+			p1, err := c.ListOrders(ctx, amazonWindow)
+			require.NoError(t, err)
+			req := amazonWindow
+			req.Token, req.Page = p1.NextToken, 2
+			p2, err := c.ListOrders(ctx, req)
+			require.NoError(t, err, "a refused token is no failure")
+			require.Empty(t, p2.Orders)
+			require.NotEmpty(t, p2.NextToken, "the window goes on, from its start")
+			require.NotEqual(t, req.Token, p2.NextToken)
+			require.Equal(t, 0.0056, p2.RateLimit, "the refusal's usage plan is learned too")
+			require.Len(t, f.requests(), 2, "one request per call: the restart waits for a slot of its own")
+
+			var seen []string
+			for req.Token, req.Page = p2.NextToken, 3; req.Token != ""; req.Page++ {
+				require.Less(t, req.Page, 10)
+				p, err := c.ListOrders(ctx, req)
+				require.NoError(t, err)
+				seen = append(seen, orderIDs(p.Orders)...)
+				req.Token = p.NextToken
+			}
+			require.Equal(t, []string{"902-3159896-1390916", "028-1520435-1234567", "171-7038155-6977115"}, seen, "the whole window, nothing skipped")
+
+			asked := f.requests()
+			require.Len(t, asked, 4)
+			tokens := make([]string, len(asked))
+			for i, q := range asked {
+				tokens[i] = q.Get("paginationToken")
+				require.Equal(t, "2026-03-01T10:00:00.000Z", q.Get("lastUpdatedAfter"), "request %d covers the whole window", i)
+			}
+			require.Equal(t, []string{"", amazon2026NextToken, "", amazon2026NextToken}, tokens, "the dead token is never sent again")
+		})
+	}
+	t.Run("two restarts of one window hand out different tokens", func(t *testing.T) {
 		f, ts := newAmazon2026Fake(t)
-		expired := true // Amazon's token lapsed between page 1 and page 2 (a long outage, a paused cursor)
 		f.respond = func(q url.Values) (int, []byte, bool) {
-			if q.Get("paginationToken") != "" && expired {
-				expired = false
-				return http.StatusBadRequest, fixture(t, "amazon/error_token_expired.json"), true
+			if q.Get("paginationToken") != "" {
+				return http.StatusBadRequest, []byte(amazonTokenRefusals["expired"]), true
 			}
 			return 0, nil, false
 		}
@@ -239,28 +299,12 @@ func TestAmazon2026ExpiredTokenRestartsTheWindow(t *testing.T) {
 		p1, err := c.ListOrders(ctx, amazonWindow)
 		require.NoError(t, err)
 		req := amazonWindow
-		req.Token, req.Page = p1.NextToken, 2
-		p2, err := c.ListOrders(ctx, req)
-		require.NoError(t, err, "the expiry is handled inside the connector")
-		require.Equal(t, orderIDs(p1.Orders), orderIDs(p2.Orders), "page 2 starts the window over: the first page again")
-		require.NotEmpty(t, p2.NextToken)
-		require.NotEqual(t, amazon2026NextToken, p2.NextToken, "tokens handed out carry their issue time")
-
-		req.Token, req.Page = p2.NextToken, 3
-		p3, err := c.ListOrders(ctx, req)
+		req.Token = p1.NextToken
+		a, err := c.ListOrders(ctx, req)
 		require.NoError(t, err)
-		require.Empty(t, p3.NextToken)
-		seen := append(orderIDs(p2.Orders), orderIDs(p3.Orders)...)
-		require.Equal(t, []string{"902-3159896-1390916", "028-1520435-1234567", "171-7038155-6977115"}, seen, "nothing skipped")
-
-		asked := f.requests()
-		require.Len(t, asked, 4)
-		tokens := make([]string, len(asked))
-		for i, q := range asked {
-			tokens[i] = q.Get("paginationToken")
-			require.Equal(t, "2026-03-01T10:00:00.000Z", q.Get("lastUpdatedAfter"), "request %d covers the whole window", i)
-		}
-		require.Equal(t, []string{"", amazon2026NextToken, "", amazon2026NextToken}, tokens)
+		b, err := c.ListOrders(ctx, req)
+		require.NoError(t, err)
+		require.NotEqual(t, a.NextToken, b.NextToken, "a repeated token would read as a paging cycle")
 	})
 	t.Run("a v0 NextToken (api_version changed mid-slice) starts the window over", func(t *testing.T) {
 		f, ts := newAmazon2026Fake(t)
@@ -271,25 +315,41 @@ func TestAmazon2026ExpiredTokenRestartsTheWindow(t *testing.T) {
 		require.Len(t, p.Orders, 2)
 		require.Empty(t, f.requests()[0].Get("paginationToken"))
 	})
-	t.Run("a token refused for another reason is a permanent error", func(t *testing.T) {
-		f, ts := newAmazon2026Fake(t)
-		f.respond = func(q url.Values) (int, []byte, bool) {
-			if q.Get("paginationToken") != "" {
-				return http.StatusBadRequest, fixture(t, "amazon/error_bad_token.json"), true
+	t.Run("a 400 about something else stays permanent", func(t *testing.T) {
+		for _, body := range []string{
+			`{"errors":[{"code":"InvalidInput","message":"lastUpdatedBefore must be at least 2 minutes before the time of the request.","details":""}]}`,
+			`{"errors":[{"code":"InvalidInput","message":"Invalid includedData value \"BUYERS\".","details":""}]}`,
+			`{"errors":[{"code":"InvalidInput","message":"marketplaceIds accepts at most 50 marketplaces.","details":""}]}`,
+			`not json at all`,
+		} {
+			f, ts := newAmazon2026Fake(t)
+			f.respond = func(q url.Values) (int, []byte, bool) {
+				if q.Get("paginationToken") != "" {
+					return http.StatusBadRequest, []byte(body), true
+				}
+				return 0, nil, false
 			}
-			return 0, nil, false
+			c := newAmazon2026Conn(t, ts, nil)
+			p1, err := c.ListOrders(ctx, amazonWindow)
+			require.NoError(t, err)
+			req := amazonWindow
+			req.Token, req.Page = p1.NextToken, 2
+			_, err = c.ListOrders(ctx, req)
+			var pe *connectors.PermanentError
+			require.ErrorAs(t, err, &pe, body)
+			require.Equal(t, http.StatusBadRequest, pe.Status)
+			require.Len(t, f.requests(), 2, "no restart")
 		}
-		c := newAmazon2026Conn(t, ts, nil)
-		p1, err := c.ListOrders(ctx, amazonWindow)
-		require.NoError(t, err)
-		req := amazonWindow
-		req.Token, req.Page = p1.NextToken, 2
-		_, err = c.ListOrders(ctx, req)
+	})
+	t.Run("a token-like 400 on a first page (no token sent) stays permanent", func(t *testing.T) {
+		f, ts := newAmazon2026Fake(t)
+		f.respond = func(url.Values) (int, []byte, bool) {
+			return http.StatusBadRequest, []byte(amazonTokenRefusals["input not valid"]), true
+		}
+		_, err := newAmazon2026Conn(t, ts, nil).ListOrders(ctx, amazonWindow)
 		var pe *connectors.PermanentError
 		require.ErrorAs(t, err, &pe)
-		require.Equal(t, http.StatusBadRequest, pe.Status)
-		require.Equal(t, "InvalidInput: Invalid paginationToken.", pe.Msg)
-		require.Len(t, f.requests(), 2, "no restart")
+		require.Len(t, f.requests(), 1)
 	})
 }
 

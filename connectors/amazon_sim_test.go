@@ -111,38 +111,59 @@ func TestAmazonAgainstTheSimulator(t *testing.T) {
 	})
 }
 
+// TestAmazonAgainstTheSimulatorTokenExpiry: a slice stalls past its page
+// token's lifetime, and the simulator refuses the token with each text
+// sellers report; meanwhile the access token lapses before its stated
+// expiry. The window restarts (one request per call: the refused token's
+// page is empty and hands back a restart token), the access token is
+// refreshed, and the window ends with every order.
 func TestAmazonAgainstTheSimulatorTokenExpiry(t *testing.T) {
-	clk := newFakeClock()
-	cfg := simConfig(12, clk)
-	cfg.AmazonTokenTTL = time.Minute
-	s, ts := settledAmazonSim(t, cfg, clk)
-	c := newAmazonSimConn(t, ts, "acme", nil)
-	from, to := clk.Now().Add(-25*time.Hour), clk.Now().Add(-3*time.Minute)
-	ctx := context.Background()
+	for _, text := range sim.AmazonTokenErrors {
+		t.Run(text, func(t *testing.T) {
+			clk := newFakeClock()
+			cfg := simConfig(12, clk)
+			cfg.AmazonTokenTTL, cfg.AmazonTokenError, cfg.AmazonAccessTTL = time.Minute, text, 90*time.Second
+			s, ts := settledAmazonSim(t, cfg, clk)
+			c := newAmazonSimConn(t, ts, "acme", nil)
+			from, to := clk.Now().Add(-25*time.Hour), clk.Now().Add(-3*time.Minute)
+			ctx := context.Background()
 
-	req := connectors.PageRequest{From: from, To: to, Page: 1}
-	first, err := c.ListOrders(ctx, req)
-	require.NoError(t, err)
-	require.NotEmpty(t, first.NextToken)
-	second, err := c.ListOrders(ctx, connectors.PageRequest{From: from, To: to, Token: first.NextToken, Page: 2})
-	require.NoError(t, err)
-	all := append(first.Orders, second.Orders...)
+			req := connectors.PageRequest{From: from, To: to, Page: 1}
+			first, err := c.ListOrders(ctx, req)
+			require.NoError(t, err)
+			require.NotEmpty(t, first.NextToken)
+			second, err := c.ListOrders(ctx, connectors.PageRequest{From: from, To: to, Token: first.NextToken, Page: 2})
+			require.NoError(t, err)
+			all := append(first.Orders, second.Orders...)
 
-	clk.AdvanceTo(clk.Now().Add(2 * time.Minute)) // the slice stalls past the token's lifetime
-	req = connectors.PageRequest{From: from, To: to, Token: second.NextToken, Page: 3}
-	restarted, err := c.ListOrders(ctx, req)
-	require.NoError(t, err, "the simulator's 400 (expired) is handled inside the connector")
-	require.Equal(t, orderIDs(first.Orders), orderIDs(restarted.Orders), "the window starts over")
-	all = append(all, restarted.Orders...)
-	for req.Token, req.Page = restarted.NextToken, 4; req.Token != ""; req.Page++ {
-		require.Less(t, req.Page, 1000)
-		p, err := c.ListOrders(ctx, req)
-		require.NoError(t, err)
-		all = append(all, p.Orders...)
-		req.Token = p.NextToken
+			clk.AdvanceTo(clk.Now().Add(2 * time.Minute)) // the slice stalls past both tokens' lifetimes
+			before := s.Stats().Shops["acme"].Requests
+			req = connectors.PageRequest{From: from, To: to, Token: second.NextToken, Page: 3}
+			restart, err := c.ListOrders(ctx, req)
+			require.NoError(t, err, "a refused token is no failure")
+			require.Empty(t, restart.Orders)
+			require.NotEmpty(t, restart.NextToken)
+			st := s.Stats().Shops["acme"]
+			require.EqualValues(t, 1, st.BadRequests)
+			require.EqualValues(t, 1, st.Unauthorized, "the lapsed access token was refused once, then refreshed")
+			require.EqualValues(t, before+2, st.Requests, "the 403 and the 400: no restart in the same call")
+
+			req.Token, req.Page = restart.NextToken, 4
+			restarted, err := c.ListOrders(ctx, req)
+			require.NoError(t, err)
+			require.Equal(t, orderIDs(first.Orders), orderIDs(restarted.Orders), "the window starts over")
+			all = append(all, restarted.Orders...)
+			for req.Token, req.Page = restarted.NextToken, 5; req.Token != ""; req.Page++ {
+				require.Less(t, req.Page, 1000)
+				p, err := c.ListOrders(ctx, req)
+				require.NoError(t, err)
+				all = append(all, p.Orders...)
+				req.Token = p.NextToken
+			}
+			requireTruth(t, s, all, from, to)
+			require.EqualValues(t, 1, s.Stats().Shops["acme"].BadRequests, "one refused token, no other refusal")
+		})
 	}
-	requireTruth(t, s, all, from, to)
-	require.EqualValues(t, 1, s.Stats().Shops["acme"].BadRequests, "one expired token, no other refusal")
 }
 
 func TestAmazonAgainstTheSimulatorRateLimit(t *testing.T) {

@@ -31,10 +31,11 @@ func (c *amazonV0) ListOrders(ctx context.Context, req PageRequest) (Page, error
 	if err := c.checkSettled(before, "getOrders", time.RFC3339); err != nil {
 		return Page{}, err
 	}
-	if strings.HasPrefix(req.Token, amazon2026TokenPrefix) {
+	if strings.HasPrefix(req.Token, amazon2026TokenPrefix) || strings.HasPrefix(req.Token, amazonRestartPrefix) {
 		// A slice that began on 2026-01-01 and continues on v0 (the
 		// platform moved back): its token means nothing to getOrders, so
-		// the window starts over; orders read twice are harmless.
+		// the window starts over; orders read twice are harmless. A
+		// restart token (amazonRestartToken) asks for the same.
 		req.Token = ""
 	}
 	q := map[string]string{"MarketplaceIds": c.marketplaces}
@@ -53,6 +54,11 @@ func (c *amazonV0) ListOrders(ctx context.Context, req PageRequest) (Page, error
 	resp, err := c.get(ctx, c.url, q)
 	if err != nil {
 		return Page{}, err
+	}
+	if req.Token != "" && amazonUnusableToken(resp.StatusCode(), resp.Body()) {
+		// A NextToken getOrders refuses restarts the window, as on
+		// 2026-01-01 (amazonRestartToken): after a slot of its own.
+		return Page{NextToken: amazonRestartToken(req.Token, c.now()), RateLimit: headerFloat(resp.Header(), amazonRateHeader)}, nil
 	}
 	if err := responseError(c.platform, c.cred, resp, amazonRateHeader); err != nil {
 		return Page{}, err

@@ -234,3 +234,27 @@ func TestAmazonV0StartsOverOnATokenOf2026(t *testing.T) {
 	require.Equal(t, amazonNextToken, p.NextToken)
 	require.Equal(t, 1, f.pages)
 }
+
+// TestAmazonV0RefusedNextTokenRestartsTheWindow: getOrders refusing a
+// NextToken ("We could not decode your NextToken.") restarts the window
+// after a request slot of its own, as on 2026-01-01, instead of failing
+// the slice (amazonUnusableToken is shared: TestAmazon2026Unusable... has
+// every text and the 400s that stay permanent).
+func TestAmazonV0RefusedNextTokenRestartsTheWindow(t *testing.T) {
+	ctx := context.Background()
+	f, ts := newAmazonFake(t)
+	c := newAmazonConn(t, ts)
+	req := amazonWindow
+	req.Token, req.Page = "a token Amazon no longer knows", 2
+	p, err := c.ListOrders(ctx, req)
+	require.NoError(t, err)
+	require.Empty(t, p.Orders)
+	require.NotEmpty(t, p.NextToken)
+	require.Equal(t, 1, f.pages, "no second request in the same call")
+	req.Token = p.NextToken
+	p, err = c.ListOrders(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, p.Orders, 2, "the window's first page")
+	require.Equal(t, amazonNextToken, p.NextToken)
+	require.Equal(t, 2, f.pages)
+}

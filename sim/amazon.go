@@ -23,8 +23,13 @@ import (
 // (orders_2026-01-01.json in amzn/selling-partner-api-models), with the
 // behaviours a connector must cope with: inclusive bounds, the 2-minute
 // rule, pagination tokens that repeat the search and expire
-// (Config.AmazonTokenTTL), the usage plan in x-amzn-RateLimit-Limit and 429
-// without Retry-After, errors as {"errors":[{"code","message","details"}]}.
+// (Config.AmazonTokenTTL) with any of the texts sellers report
+// (Config.AmazonTokenError), access tokens that lapse before their stated
+// expiry (Config.AmazonAccessTTL: 403, then the client must refresh), the
+// usage plan in x-amzn-RateLimit-Limit on every answer, 429s included, and
+// 429 without Retry-After (a seller whose real plan is below the
+// configured rate_limit: Config.RateLimit lower than the platform's),
+// errors as {"errors":[{"code","message","details"}]}.
 
 // amazonMinAge is how far before the request lastUpdatedBefore must lie.
 const amazonMinAge = 2 * time.Minute
@@ -214,11 +219,12 @@ func (s *Simulator) handleAmazonOrders(w http.ResponseWriter, r *http.Request) {
 	if qerr != nil {
 		sh.stats.BadRequests++
 		sh.mu.Unlock()
-		details := ""
 		if errors.Is(qerr, errAmazonTokenExpired) {
-			details = fmt.Sprintf("Pagination tokens expire %s after they are issued; repeat the search without paginationToken.", s.cfg.AmazonTokenTTL)
+			// Amazon's text for a lapsed token varies (Config.AmazonTokenError).
+			writeBody(w, http.StatusBadRequest, []byte(amazonTokenErrorBodies[s.cfg.AmazonTokenError]))
+			return
 		}
-		writeAmazonError(w, http.StatusBadRequest, "InvalidInput", qerr.Error(), details)
+		writeAmazonError(w, http.StatusBadRequest, "InvalidInput", qerr.Error(), "")
 		return
 	}
 	market := amazonMarketplaces[sh.currency]

@@ -288,7 +288,58 @@ func TestAmazonPaginationTokensExpire(t *testing.T) {
 	var e amazonError
 	require.NoError(t, json.Unmarshal(body, &e))
 	require.Equal(t, amazonErrorEntry{Code: "InvalidInput", Message: "The paginationToken has expired.",
-		Details: "Pagination tokens expire 1m0s after they are issued; repeat the search without paginationToken."}, e.Errors[0])
+		Details: "Repeat the search without paginationToken."}, e.Errors[0])
+}
+
+// TestAmazonTokenErrorTexts: the surface answers an expired token with the
+// text Config.AmazonTokenError selects, each a 400 InvalidInput.
+func TestAmazonTokenErrorTexts(t *testing.T) {
+	for _, name := range AmazonTokenErrors {
+		t.Run(name, func(t *testing.T) {
+			clk := newFakeClock()
+			cfg := testConfig(1, clk)
+			cfg.AmazonTokenTTL, cfg.AmazonTokenError = time.Minute, name
+			cfg.RateLimit = RateLimit{RPS: 10, Burst: 10}
+			_, ts := startTest(t, cfg)
+			access := amazonAccess(t, ts.URL, "acme", "acme-token")
+			now := clk.Now()
+			q := amazonWindow(now.Add(-30*time.Hour), now.Add(-3*time.Minute), "maxResultsPerPage", "2")
+			_, _, body := searchOrders(t, ts.URL, "acme", access, q)
+			var sb amazonSearchBody
+			require.NoError(t, json.Unmarshal(body, &sb))
+			q.Set("paginationToken", sb.Pagination.NextToken)
+			clk.Add(time.Minute)
+			access = amazonAccess(t, ts.URL, "acme", "acme-token")
+			code, hdr, body := searchOrders(t, ts.URL, "acme", access, q)
+			require.Equal(t, http.StatusBadRequest, code)
+			require.JSONEq(t, amazonTokenErrorBodies[name], string(body))
+			require.NotEmpty(t, hdr.Get("x-amzn-RateLimit-Limit"), "the usage plan on every answer")
+		})
+	}
+	_, err := New(Config{Shops: []ShopConfig{{Name: "a", Token: "t"}}, AmazonTokenError: "teapot"})
+	require.ErrorContains(t, err, `AmazonTokenError "teapot" is not one of`)
+}
+
+// TestAmazonAccessTokensLapseEarly: with Config.AmazonAccessTTL below the
+// stated hour, a token is refused (403) once it lapses, while the token
+// response still says expires_in 3600; a fresh token is accepted.
+func TestAmazonAccessTokensLapseEarly(t *testing.T) {
+	clk := newFakeClock()
+	cfg := testConfig(1, clk)
+	cfg.AmazonAccessTTL = 5 * time.Minute
+	s, ts := startTest(t, cfg)
+	access := amazonAccess(t, ts.URL, "acme", "acme-token") // checks expires_in 3600
+	now := clk.Now()
+	q := amazonWindow(now.Add(-time.Hour), now.Add(-3*time.Minute))
+	code, _, _ := searchOrders(t, ts.URL, "acme", access, q)
+	require.Equal(t, http.StatusOK, code)
+	clk.Add(5 * time.Minute)
+	code, _, body := searchOrders(t, ts.URL, "acme", access, q)
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, string(body), "The access token you provided is revoked, malformed or invalid.")
+	code, _, _ = searchOrders(t, ts.URL, "acme", amazonAccess(t, ts.URL, "acme", "acme-token"), q)
+	require.Equal(t, http.StatusOK, code)
+	require.EqualValues(t, 1, s.Stats().Shops["acme"].Unauthorized)
 }
 
 func TestAmazonRateLimit(t *testing.T) {

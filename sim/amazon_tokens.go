@@ -17,7 +17,9 @@ import (
 // searchOrders pagination tokens. Both are stateless, so a simulator that
 // restarts with the same seed still honours the tokens it issued.
 
-// amazonAccessTTL is how long an access token lives, as LWA's do ("expires_in": 3600).
+// amazonAccessTTL is how long an access token lives, as LWA's do
+// ("expires_in": 3600): what the token response states, and by default how
+// long the surface accepts it (Config.AmazonAccessTTL).
 const amazonAccessTTL = time.Hour
 
 // amazonAccessPrefix starts every access token, as LWA's "Atza|".
@@ -82,7 +84,7 @@ func (s *Simulator) handleAmazonToken(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, lwaError{"invalid_grant", "The request has an invalid grant parameter : refresh_token"})
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{
-			"access_token":  sh.accessToken(s.now() + amazonAccessTTL.Microseconds()),
+			"access_token":  sh.accessToken(s.now() + s.cfg.AmazonAccessTTL.Microseconds()),
 			"refresh_token": f.Get("refresh_token"),
 			"token_type":    "bearer",
 			"expires_in":    int64(amazonAccessTTL.Seconds()),
@@ -109,6 +111,28 @@ const amazonTokenLen = 1 + 8 + 8 + 8 + 8 + 4 + 8 + 4
 type amazonInvalid string
 
 func (e amazonInvalid) Error() string { return string(e) }
+
+// Config.AmazonTokenError values: the texts sellers and Amazon's models
+// report for a pagination token searchOrders (or getOrders) will not take.
+const (
+	AmazonTokenExpired       = "expired"         // "The paginationToken has expired."
+	AmazonTokenNotValid      = "token_not_valid" // "The paginationToken you have submitted is not valid…"
+	AmazonTokenInputNotValid = "input_not_valid" // "The input you have submitted is not valid…" (names no parameter)
+	AmazonTokenInvalidInput  = "invalid_input"   // the models' example: "Invalid Input", details "Invalid Input"
+	AmazonTokenNoMessage     = "no_message"      // {"code":"InvalidInput","message":null}, as getOrders answers
+)
+
+// AmazonTokenErrors lists the Config.AmazonTokenError values.
+var AmazonTokenErrors = []string{AmazonTokenExpired, AmazonTokenNotValid, AmazonTokenInputNotValid, AmazonTokenInvalidInput, AmazonTokenNoMessage}
+
+// amazonTokenErrorBodies are the 400 bodies of the AmazonTokenErrors.
+var amazonTokenErrorBodies = map[string]string{
+	AmazonTokenExpired:       `{"errors":[{"code":"InvalidInput","message":"The paginationToken has expired.","details":"Repeat the search without paginationToken."}]}`,
+	AmazonTokenNotValid:      `{"errors":[{"code":"InvalidInput","message":"The paginationToken you have submitted is not valid. Please submit a valid paginationToken.","details":""}]}`,
+	AmazonTokenInputNotValid: `{"errors":[{"code":"InvalidInput","message":"The input you have submitted is not valid. Please verify the input and try again.","details":""}]}`,
+	AmazonTokenInvalidInput:  `{"errors":[{"code":"InvalidInput","message":"Invalid Input","details":"Invalid Input"}]}`,
+	AmazonTokenNoMessage:     `{"errors":[{"message":null,"code":"InvalidInput"}]}`,
+}
 
 const (
 	errAmazonTokenGarbled amazonInvalid = "Invalid paginationToken."

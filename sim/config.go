@@ -58,6 +58,16 @@ type Config struct {
 	// AmazonTokenTTL is how long a pagination token of the Amazon surface
 	// lasts (default 24h, as Amazon's); tests make it short.
 	AmazonTokenTTL time.Duration
+	// AmazonTokenError is the 400 the Amazon surface answers an expired
+	// pagination token with, one of AmazonTokenErrors (default "expired":
+	// "The paginationToken has expired."). Sellers report several texts
+	// for the same refusal; tests play each.
+	AmazonTokenError string
+	// AmazonAccessTTL is how long the Amazon surface accepts an LWA access
+	// token (default 1h). The token response still says expires_in 3600,
+	// so a shorter value plays tokens that lapse mid-window: the client
+	// gets 403 Unauthorized and must refresh.
+	AmazonAccessTTL time.Duration
 	// Start, when set, is the instant the backlog ends and live creation
 	// begins; by default the first clock reading. Restarting a simulator
 	// with the same Seed and Start replays the same world, which is how
@@ -189,8 +199,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.UpdateSpread < 0 || c.Late < 0 {
 		bad("UpdateSpread and Late must not be negative, got %s and %s", c.UpdateSpread, c.Late)
 	}
-	if c.AmazonTokenTTL < 0 {
-		bad("AmazonTokenTTL must not be negative, got %s", c.AmazonTokenTTL)
+	if c.AmazonTokenTTL < 0 || c.AmazonAccessTTL < 0 {
+		bad("AmazonTokenTTL and AmazonAccessTTL must not be negative, got %s and %s", c.AmazonTokenTTL, c.AmazonAccessTTL)
+	}
+	if _, ok := amazonTokenErrorBodies[c.AmazonTokenError]; !ok && c.AmazonTokenError != "" {
+		bad("AmazonTokenError %q is not one of %v", c.AmazonTokenError, AmazonTokenErrors)
 	}
 	if c.MaxPageSize < 0 {
 		bad("MaxPageSize must not be negative, got %d", c.MaxPageSize)
@@ -221,6 +234,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AmazonTokenTTL == 0 {
 		c.AmazonTokenTTL = 24 * time.Hour
+	}
+	if c.AmazonTokenError == "" {
+		c.AmazonTokenError = AmazonTokenExpired
+	}
+	if c.AmazonAccessTTL == 0 {
+		c.AmazonAccessTTL = amazonAccessTTL
 	}
 	if c.ShopifyCost.MaxAvailable == 0 {
 		c.ShopifyCost.MaxAvailable = 20 * c.ShopifyCost.RestoreRate
@@ -292,6 +311,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.ShopifyBulk.DropRate, "shopify-bulk-drop", c.ShopifyBulk.DropRate, "Shopify GraphQL surface: rate of bulk result downloads cut off halfway")
 	fs.DurationVar(&c.ShopifyBulk.URLTTL, "shopify-bulk-url-ttl", c.ShopifyBulk.URLTTL, "Shopify GraphQL surface: lifetime of a signed bulk result URL (0: 1h)")
 	fs.DurationVar(&c.AmazonTokenTTL, "amazon-token-ttl", c.AmazonTokenTTL, "lifetime of the Amazon surface's pagination tokens (0: 24h)")
+	fs.StringVar(&c.AmazonTokenError, "amazon-token-error", c.AmazonTokenError, "the Amazon surface's 400 for an expired pagination token, one of "+strings.Join(AmazonTokenErrors, ", ")+" (empty: expired)")
+	fs.DurationVar(&c.AmazonAccessTTL, "amazon-access-ttl", c.AmazonAccessTTL, "how long the Amazon surface accepts an access token; expires_in still says 1h (0: 1h)")
 }
 
 func shopsString(shops []ShopConfig) string {

@@ -100,8 +100,11 @@
 //	    lastUpdatedBefore, if the first page had it) with paginationToken,
 //	    which expires Config.AmazonTokenTTL after it was issued.
 //	    400 {"errors":[{"code":"InvalidInput","message","details"}]} for a bad
-//	    request, a token of another search, or an expired token ("The
-//	    paginationToken has expired."); 403 Unauthorized; 429 QuotaExceeded
-//	    with x-amzn-RateLimit-Limit and no Retry-After; the same faults as
-//	    the list endpoint.
+//	    request, a token of another search, or an expired token (the text
+//	    Config.AmazonTokenError selects: "The paginationToken has
+//	    expired.", "…is not valid…", "Invalid Input", a null message);
+//	    403 Unauthorized, also for an access token older than
+//	    Config.AmazonAccessTTL although expires_in says an hour; 429
+//	    QuotaExceeded without Retry-After; x-amzn-RateLimit-Limit on every
+//	    answer; the same faults as the list endpoint.
 package sim

@@ -79,9 +79,9 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		var err error
 		attempts := 0
 		if s.in.LocalFirst {
-			r, attempts, err = fetchPageLocalFirst(ctx, p, in)
+			r, attempts, err = s.fetchPageLocalFirst(ctx, p, in)
 		} else {
-			r, attempts, err = fetchPageRegular(ctx, pageCtx, in, p.Retries+1)
+			r, attempts, err = s.fetchPageRegular(ctx, pageCtx, in, p.Retries+1, &pageWaits{})
 		}
 		if err != nil {
 			return s.fail(ctx, err, attempts)
@@ -153,12 +153,13 @@ func tokenDigest(token string) string {
 // Re-running a local attempt after a worker crash re-fetches and re-upserts
 // the page, which the store makes harmless. The int is the attempts made,
 // for the dead-letter entry of a page that failed.
-func fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.FetchPageInput) (activities.FetchPageResult, int, error) {
+func (s *sliceRun) fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.FetchPageInput) (activities.FetchPageResult, int, error) {
 	var r activities.FetchPageResult
 	err := workflow.ExecuteLocalActivity(localPageActivityContext(ctx, p), acts.FetchPage, in).Get(ctx, &r)
 	if err == nil {
 		return r, 1, nil
 	}
+	waits := &pageWaits{}
 	if d, ok := slotWait(err); ok {
 		// The request slots are booked out: the attempt did not run. Wait
 		// on a durable timer, not in the workflow task, then run the page
@@ -166,7 +167,16 @@ func fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.
 		if err := workflow.Sleep(ctx, d); err != nil {
 			return r, 0, err
 		}
-		return fetchPageRegular(ctx, pageActivityContext(ctx, p), in, p.Retries+1)
+		return s.fetchPageRegular(ctx, pageActivityContext(ctx, p), in, p.Retries+1, waits)
+	}
+	if d, _, ok := rateLimitWait(ctx, err); ok {
+		// The platform answered with its rate limit: no attempt used, the
+		// page runs as a regular activity with its whole retry policy once
+		// the platform's wait is over.
+		if err := waits.wait(ctx, s, in.Page, d, err); err != nil {
+			return r, 1, err
+		}
+		return s.fetchPageRegular(ctx, pageActivityContext(ctx, p), in, p.Retries+1, waits)
 	}
 	if p.Retries == 0 || !retryable(err) {
 		return r, 1, err
@@ -179,7 +189,7 @@ func fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.
 	if err := workflow.Sleep(ctx, wait); err != nil {
 		return r, 1, err
 	}
-	r, attempts, err := fetchPageRegular(ctx, pageRetryActivityContext(ctx, p), in, p.Retries)
+	r, attempts, err := s.fetchPageRegular(ctx, pageRetryActivityContext(ctx, p), in, p.Retries, waits)
 	return r, 1 + attempts, err
 }
 
@@ -189,25 +199,58 @@ func fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.
 const maxSlotWaits = 10000
 
 // fetchPageRegular runs a page as regular activities with the retry policy
-// of actx. A slot wait (ErrSlotWait: the platform's rate is booked out for
-// longer than an attempt may wait) is waiting, not failing: the workflow
-// sleeps on a durable timer and asks again, and it counts as no attempt.
-// The int is the attempts made, for the dead-letter entry of a failed page.
-func fetchPageRegular(ctx workflow.Context, actx workflow.Context, in activities.FetchPageInput, maxAttempts int) (activities.FetchPageResult, int, error) {
+// of actx, maxAttempts attempts in all. Waiting is not failing: a slot wait
+// (ErrSlotWait: the platform's rate is booked out for longer than an
+// attempt may wait) and a rate-limit answer (ErrRateLimited: the platform
+// said 429 or THROTTLED) make the workflow sleep on a durable timer and ask
+// again, and neither counts as an attempt. Attempts that failed for other
+// reasons before a rate-limit answer count: the page asks again with the
+// attempts left. The int is the attempts made, for the dead-letter entry of
+// a failed page.
+func (s *sliceRun) fetchPageRegular(ctx workflow.Context, actx workflow.Context, in activities.FetchPageInput, maxAttempts int, waits *pageWaits) (activities.FetchPageResult, int, error) {
 	var r activities.FetchPageResult
-	for waits := 0; ; waits++ {
-		err := workflow.ExecuteActivity(actx, acts.FetchPage, in).Get(ctx, &r)
+	used := 0 // attempts that failed and count
+	for slotWaits := 0; ; {
+		err := workflow.ExecuteActivity(withAttempts(actx, maxAttempts, used), acts.FetchPage, in).Get(ctx, &r)
 		if err == nil {
 			return r, 0, nil
 		}
-		d, ok := slotWait(err)
-		if !ok || waits >= maxSlotWaits {
-			return r, attemptsOf(err, maxAttempts), err
+		if d, ok := slotWait(err); ok {
+			if slotWaits >= maxSlotWaits {
+				return r, used + 1, err
+			}
+			slotWaits++
+			if err := workflow.Sleep(ctx, d); err != nil {
+				return r, 0, err
+			}
+			continue
 		}
-		if err := workflow.Sleep(ctx, d); err != nil {
-			return r, 0, err
+		if d, counted, ok := rateLimitWait(ctx, err); ok {
+			used = min(used+counted, maxAttempts-1)
+			if err := waits.wait(ctx, s, in.Page, d, err); err != nil {
+				return r, used + 1, err
+			}
+			continue
 		}
+		return r, used + attemptsOf(err, maxAttempts-used), err
 	}
+}
+
+// withAttempts is actx allowing the attempts of maxAttempts that used has
+// not spent; actx itself while none are spent, so a page that never met a
+// rate limit schedules exactly what it always did.
+func withAttempts(actx workflow.Context, maxAttempts, used int) workflow.Context {
+	if used == 0 {
+		return actx
+	}
+	opts := workflow.GetActivityOptions(actx)
+	if opts.RetryPolicy == nil {
+		return actx
+	}
+	rp := *opts.RetryPolicy
+	rp.MaximumAttempts = int32(max(1, maxAttempts-used))
+	opts.RetryPolicy = &rp
+	return workflow.WithActivityOptions(actx, opts)
 }
 
 // slotWait says whether a page attempt only found the platform's request
@@ -221,6 +264,73 @@ func slotWait(err error) (time.Duration, bool) {
 		return d, true
 	}
 	return time.Second, true
+}
+
+// rateLimitWait says whether a page attempt was the platform's rate-limit
+// answer (activities.ErrRateLimited) and the page waits it out: how long
+// (the platform's wait), and how many attempts of the activity failed for
+// other reasons before the refused one (they count). Runs recorded before
+// versionRateLimitWait, asked here and only here, failed the page instead.
+func rateLimitWait(ctx workflow.Context, err error) (time.Duration, int, bool) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != activities.ErrRateLimited {
+		return 0, 0, false
+	}
+	if workflow.GetVersion(ctx, versionRateLimitWait, workflow.DefaultVersion, 1) < 1 {
+		return 0, 0, false
+	}
+	answer := activities.RateLimitAnswer{Attempt: 1}
+	if app.HasDetails() {
+		_ = app.Details(&answer) // an answer without details counted no attempt before it
+	}
+	d := app.NextRetryDelay()
+	if d <= 0 {
+		d = time.Second
+	}
+	return d, max(answer.Attempt-1, 0), true
+}
+
+// rateLimitPatience is how many rate-limit answers in a row a page waits
+// exactly as the platform says; after them it waits at least
+// rate_limit_wait / maxRateLimitAnswers, so a platform that asks for a
+// second at a time cannot fill the slice's history with thousands of
+// timers and attempts (each is about five events) before the budget ends.
+const (
+	rateLimitPatience   = 50
+	maxRateLimitAnswers = 500
+)
+
+// pageWaits is one page's rate-limit answers: when the first came and how
+// many, against the platform's rate_limit_wait.
+type pageWaits struct {
+	since   time.Time
+	answers int
+}
+
+// wait sleeps d, the platform's wait after a rate-limit answer (cause),
+// showing it in the slice's current details, or fails the page as
+// rate-limited when the wait would end past rate_limit_wait after the
+// page's first such answer.
+func (w *pageWaits) wait(ctx workflow.Context, s *sliceRun, page int, d time.Duration, cause error) error {
+	now := workflow.Now(ctx)
+	if w.answers == 0 {
+		w.since = now
+	}
+	w.answers++
+	budget := s.in.Platform.RateLimitWaitOrDefault()
+	if w.answers > rateLimitPatience {
+		d = max(d, budget/maxRateLimitAnswers)
+	}
+	waited := now.Sub(w.since)
+	if waited+d > budget {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"page %d: rate limited %d time(s) over %s; waiting %s more would pass rate_limit_wait %s; last answer: %s",
+			page, w.answers, waited.Round(time.Second), d.Round(time.Second), budget, rootMessage(cause)), activities.ErrRateLimited, nil)
+	}
+	workflow.SetCurrentDetails(ctx, sliceDetails(searchattr.StateRunning, s.res)+fmt.Sprintf(
+		"\n\n**waiting** for the platform's rate limit on page %d: answer %d, asking again in %s (waited %s of rate_limit_wait %s)",
+		page, w.answers, d.Round(time.Second), waited.Round(time.Second), budget))
+	return workflow.Sleep(ctx, d)
 }
 
 // retryable says whether a failed attempt may be tried again: not when the

@@ -159,6 +159,23 @@ const (
 	// alone changes no command). Can go after release v0.7, once no run
 	// of before it can replay.
 	versionBoundedText = "bounded-untrusted-text"
+
+	// versionRateLimitWait guards FetchSlice's answer to a page the
+	// platform refused with its rate limit (activities.ErrRateLimited: 429,
+	// THROTTLED): from this version the slice sleeps the platform's wait on
+	// a durable timer and asks again without counting an attempt, within
+	// rate_limit_wait (config.DefaultRateLimitWait when unset; changing
+	// that default changes decisions too, so it needs a version of its
+	// own); before it, the error failed the page once the activity's
+	// retries, which it used up, ran out. Asked lazily, only when such an
+	// error reaches the workflow (rateLimitWait), so a history without the
+	// marker fails as it did. The activity marks the error
+	// non-retryable from the same release, so a workflow worker of the
+	// release before would fail such a page at once: worker versioning
+	// (README, Rolling upgrades) keeps old workflow code off new activity
+	// workers. Can go after release v0.7, when no run recorded before it
+	// can still be replayed.
+	versionRateLimitWait = "rate-limit-wait"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

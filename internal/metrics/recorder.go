@@ -48,6 +48,7 @@ type Recorder struct {
 	apiErrors       *prometheus.CounterVec
 	rateLimited     *prometheus.CounterVec
 	requests        *prometheus.CounterVec
+	learnedRate     *prometheus.GaugeVec
 	readiness       *Readiness
 }
 
@@ -80,9 +81,13 @@ func New() *Recorder {
 			Namespace: Namespace, Name: "requests_total",
 			Help: "Page requests FetchPage sent to the platform, each after taking a slot of its rate_limit (compare with ordersync_rate_limit_rps).",
 		}, []string{"platform"}),
+		learnedRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "platform_rate_limit_learned",
+			Help: "Requests/s the platform last stated in its answers (x-amzn-RateLimit-Limit, X-RateLimit-Limit), 429s included; requests are paced at the lower of this and rate_limit.rps (ordersync_rate_limit_rps).",
+		}, []string{"platform"}),
 		readiness: &Readiness{},
 	}
-	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited, r.requests,
+	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited, r.requests, r.learnedRate,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -126,6 +131,14 @@ func (r *Recorder) Request(platform string) {
 	}
 	r.requests.WithLabelValues(platform).Inc()
 	r.rateLimited.WithLabelValues(platform)
+}
+
+// LearnedRateLimit records the requests/s a platform stated in an answer.
+func (r *Recorder) LearnedRateLimit(platform string, rps float64) {
+	if r == nil {
+		return
+	}
+	r.learnedRate.WithLabelValues(platform).Set(rps)
 }
 
 // Readiness is what /readyz answers from (nil for a nil Recorder).
