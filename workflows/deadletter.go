@@ -131,7 +131,7 @@ func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover)
 			return err
 		}
 		if d.timerFired() {
-			d.timer.future = nil // retryDue starts what is due
+			d.timer.future, d.timer.cancel = nil, nil // retryDue starts what is due
 		}
 		d.settled = false
 		for _, ch := range channels {

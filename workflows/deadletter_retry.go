@@ -25,9 +25,11 @@ import (
 // removes the entry, a failure updates it (through the add signal) and
 // sets the next try. A cause outside the table waits for an operator.
 //
-// One timer, for the earliest due entry, however many entries wait; the
-// due times live in the entries (api.DeadLetterEntry.NextRetryAt), so
-// continue-as-new carries the schedule. An operator's reprocess or
+// One timer, for the earliest due entry, however many entries wait; tries
+// due within a minute of it start with it, at most the platform's
+// concurrency at once. The due times live in the entries
+// (api.DeadLetterEntry.NextRetryAt), so continue-as-new carries the
+// schedule. An operator's reprocess or
 // discard of an entry takes it off the schedule. The entry's first
 // failure alerts; a later failure alerts only when its cause no longer
 // retries on its own (someone must act now), not for every failed
@@ -141,9 +143,17 @@ func (d *deadLetter) nextRetry() int {
 	return next
 }
 
-// retryDue starts the automatic tries that are due. None starts once the
-// run should continue as new: the next run starts them at once, and this
-// one is not held by new slices.
+// retryBatch is how early a try may start: the slices of one outage fail
+// within seconds of each other, and one timer then wakes the workflow for
+// all of them instead of one timer each.
+const retryBatch = time.Minute
+
+// retryDue starts the automatic tries due within retryBatch, oldest window
+// first, while fewer than the platform's concurrency slices of this
+// workflow run: a long outage must not come back as hundreds of slices at
+// once. The rest stay due and start as running ones end. None starts once
+// the run should continue as new: the next run starts them at once, and
+// this one is not held by new slices.
 func (d *deadLetter) retryDue(ctx workflow.Context) {
 	if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 		return
@@ -151,7 +161,10 @@ func (d *deadLetter) retryDue(ctx workflow.Context) {
 	now := workflow.Now(ctx)
 	for i := range d.entries {
 		e := &d.entries[i]
-		if e.Reprocessing || e.NextRetryAt.IsZero() || e.NextRetryAt.After(now) {
+		if len(d.running) >= max(d.platform.Concurrency, 1) {
+			return
+		}
+		if e.Reprocessing || e.NextRetryAt.IsZero() || e.NextRetryAt.After(now.Add(retryBatch)) {
 			continue
 		}
 		e.Reprocessing, e.NextRetryAt = true, time.Time{}
@@ -162,10 +175,11 @@ func (d *deadLetter) retryDue(ctx workflow.Context) {
 
 // armTimer keeps the one timer on the earliest due entry: a new timer
 // only when that time changes, none when nothing is due (an operator
-// discarded or reprocessed the last scheduled entry).
+// discarded or reprocessed the last scheduled entry) or when it waits for
+// room (retryDue left it; a slice that ends wakes the workflow).
 func (d *deadLetter) armTimer(ctx workflow.Context) {
 	var at time.Time
-	if i := d.nextRetry(); i >= 0 && d.entries[i].NextRetryAt.After(workflow.Now(ctx)) {
+	if i := d.nextRetry(); i >= 0 && d.entries[i].NextRetryAt.After(workflow.Now(ctx).Add(retryBatch)) {
 		at = d.entries[i].NextRetryAt
 	}
 	if d.timer.future != nil && d.timer.at.Equal(at) {

@@ -190,7 +190,8 @@ func TestDeadLetterOperatorWinsOverSchedule(t *testing.T) {
 // TestDeadLetterScheduleSurvivesContinueAsNew: the due times travel in the
 // entries, and the next run keeps them: a scheduled entry runs when it
 // was due, one already due runs at once, and one carried by a run of
-// before the automatic retry (no due time) gets its first wait.
+// before the automatic retry (no due time) gets its first wait from the
+// run's start.
 func TestDeadLetterScheduleSurvivesContinueAsNew(t *testing.T) {
 	env := newEnv(t)
 	p := testPlatform(t)
@@ -209,7 +210,7 @@ func TestDeadLetterScheduleSurvivesContinueAsNew(t *testing.T) {
 	in.Entries = append([]api.DeadLetterEntry{overdue, old}, in.Entries...)
 
 	env = newEnv(t)
-	env.SetStartTime(at("2m"))
+	env.SetStartTime(at("4m"))
 	mockAlerts(env, 0)
 	pages := watchPages(env)
 	mockPages(env, pages, onePage, nil)
@@ -219,8 +220,8 @@ func TestDeadLetterScheduleSurvivesContinueAsNew(t *testing.T) {
 	requireStopped(t, env)
 
 	require.Equal(t, []time.Time{at("6m")}, firstAttempts(pages.all(), a.SliceID), "when it was due")
-	require.Equal(t, []time.Time{at("2m")}, firstAttempts(pages.all(), overdue.SliceID), "at once")
-	require.Equal(t, []time.Time{at("7m")}, firstAttempts(pages.all(), old.SliceID), "first wait from the run's start")
+	require.Equal(t, []time.Time{at("4m")}, firstAttempts(pages.all(), overdue.SliceID), "at once")
+	require.Equal(t, []time.Time{at("9m")}, firstAttempts(pages.all(), old.SliceID), "first wait from the run's start")
 	require.Empty(t, after)
 }
 
@@ -275,4 +276,76 @@ func TestDeadLetterBeforeAutoRetryKeepsOldRules(t *testing.T) {
 	require.Len(t, after, 1)
 	require.True(t, after[0].NextRetryAt.IsZero())
 	require.Len(t, al.all(), 2, "an alert per failure, as before")
+}
+
+// TestDeadLetterOneTimerForAnOutage: thirty slices dead-lettered a second
+// apart (an outage) cost the workflow one timer, not one each: the
+// timer is for the earliest due entry, a later entry does not move it,
+// and the tries due within a minute of it start with it.
+func TestDeadLetterOneTimerForAnOutage(t *testing.T) {
+	env := newEnv(t)
+	mockAlerts(env, 0)
+	pages := watchPages(env)
+	mockPages(env, pages, onePage, nil)
+	var timers []time.Duration
+	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+	cancelled := 0
+	env.SetOnTimerCanceledListener(func(string) { cancelled++ })
+	var entries []api.DeadLetterEntry
+	for i := range 30 {
+		e := failed(at("-10h").Add(time.Duration(i)*15*time.Minute), "HTTP 503")
+		entries = append(entries, e)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalDeadLetterAdd, e) }, time.Minute+time.Duration(i)*time.Second)
+	}
+	var after []api.DeadLetterEntry
+	stopAt(env, time.Hour, func() { after = list(t, env) })
+
+	env.ExecuteWorkflow(workflows.DeadLetter, api.DeadLetterInput{Platform: testPlatform(t)})
+	requireStopped(t, env)
+
+	require.Equal(t, []time.Duration{5 * time.Minute}, timers, "one timer, for the first entry's try")
+	require.Zero(t, cancelled)
+	for _, e := range entries {
+		require.Equal(t, []time.Time{at("6m")}, firstAttempts(pages.all(), e.SliceID), e.SliceID)
+	}
+	require.Empty(t, after)
+}
+
+// TestDeadLetterAutoRetriesKeepToConcurrency: due tries start oldest window
+// first, no more at once than the platform's concurrency; the others stay
+// due and start as running ones end.
+func TestDeadLetterAutoRetriesKeepToConcurrency(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Concurrency = 2
+	mockAlerts(env, 0)
+	pages := watchPages(env)
+	var entries []api.DeadLetterEntry
+	delays := map[string]time.Duration{}
+	for i := range 5 {
+		e := failed(at("-10h").Add(time.Duration(i)*15*time.Minute), "HTTP 503")
+		entries = append(entries, e)
+		delays[e.SliceID] = 10 * time.Minute
+	}
+	mockPages(env, pages, onePage, delays)
+	env.RegisterDelayedCallback(func() {
+		for _, e := range entries {
+			env.SignalWorkflow(api.SignalDeadLetterAdd, e)
+		}
+	}, time.Minute)
+	var mid api.DeadLetterStatus
+	env.RegisterDelayedCallback(func() { mid = dlStatus(t, env) }, 7*time.Minute)
+	var after []api.DeadLetterEntry
+	stopAt(env, time.Hour, func() { after = list(t, env) })
+
+	env.ExecuteWorkflow(workflows.DeadLetter, api.DeadLetterInput{Platform: p})
+	requireStopped(t, env)
+
+	require.Equal(t, 2, mid.Reprocessing)
+	require.Equal(t, 3, mid.Scheduled, "due, waiting for room")
+	want := []time.Time{at("6m"), at("6m"), at("16m"), at("16m"), at("26m")}
+	for i, e := range entries {
+		require.Equal(t, []time.Time{want[i]}, firstAttempts(pages.all(), e.SliceID), e.SliceID)
+	}
+	require.Empty(t, after)
 }
