@@ -29,11 +29,10 @@ import (
 // due within a minute of it start with it, at most the platform's
 // concurrency at once. The due times live in the entries
 // (api.DeadLetterEntry.NextRetryAt), so continue-as-new carries the
-// schedule. An operator's reprocess or
-// discard of an entry takes it off the schedule. The entry's first
-// failure alerts; a later failure alerts only when its cause no longer
-// retries on its own (someone must act now), not for every failed
-// automatic try.
+// schedule. An operator's reprocess or discard of an entry takes it off
+// the schedule. The entry's first failure alerts; a later failure alerts
+// only when its cause no longer retries on its own (someone must act
+// now), not for every failed automatic try.
 
 // autoRetryCauses are the error types (api.DeadLetterEntry.ErrorType)
 // whose dead letters retry on their own, with why. Every other type waits
