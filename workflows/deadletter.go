@@ -40,6 +40,10 @@ type deadLetter struct {
 	// settled is set when a slice run ended: the loop wakes to arm the
 	// timer for the entry's next try and to update the Web UI's details.
 	settled bool
+	// discarded holds running slices an operator discarded: the failure
+	// such a slice records on its way out is not an entry again
+	// (deadletter_retry.go, discardedWhileRunning).
+	discarded map[string]bool
 }
 
 func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover) error {
@@ -76,6 +80,9 @@ func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover)
 					d.refuse(ctx, "add signal", err)
 					return
 				}
+			}
+			if d.discardedWhileRunning(ctx, e) {
+				return
 			}
 			d.add(ctx, e)
 		case reprocess, discard:
@@ -341,6 +348,9 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 		res, err := sliceOutcome(ctx, f)
 		delete(d.running, id)
 		d.settled = true
+		if err != nil || res.Outcome != api.SliceFailed {
+			delete(d.discarded, id) // no failure of it is on its way
+		}
 		i := d.index(id)
 		if i < 0 {
 			return // discarded while it ran
@@ -374,6 +384,12 @@ func (d *deadLetter) discard(sel api.DeadLetterSelector) {
 	kept := d.entries[:0]
 	for _, e := range d.entries {
 		if sel.All || sel.SliceID == e.SliceID {
+			if _, running := d.running[e.SliceID]; running {
+				if d.discarded == nil {
+					d.discarded = map[string]bool{}
+				}
+				d.discarded[e.SliceID] = true
+			}
 			continue
 		}
 		kept = append(kept, e)

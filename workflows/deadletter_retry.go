@@ -127,6 +127,24 @@ func (d *deadLetter) alertsAgain(ctx workflow.Context, old, e api.DeadLetterEntr
 	return !(d.retries(old) && d.retries(e) && d.autoRetryOn(ctx))
 }
 
+// discardedWhileRunning says whether e is the failure of a slice an
+// operator discarded while it ran (an automatic try, or a reprocess): the
+// discard wins, and the failure is dropped instead of coming back as a new
+// entry with a new alert, as it did before versionDeadLetterAutoRetry. The
+// mark is used once: a later failure of the same window (a re-sweep) is
+// recorded as usual.
+func (d *deadLetter) discardedWhileRunning(ctx workflow.Context, e api.DeadLetterEntry) bool {
+	if !d.discarded[e.SliceID] {
+		return false
+	}
+	delete(d.discarded, e.SliceID)
+	if !d.autoRetryOn(ctx) {
+		return false
+	}
+	workflow.GetLogger(ctx).Info("dead-letter: dropped the failure of a slice discarded while it ran", "slice", e.SliceID)
+	return true
+}
+
 // nextRetry is the entry that is due first (-1: none) among those not
 // running.
 func (d *deadLetter) nextRetry() int {

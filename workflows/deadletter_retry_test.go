@@ -349,3 +349,32 @@ func TestDeadLetterAutoRetriesKeepToConcurrency(t *testing.T) {
 	}
 	require.Empty(t, after)
 }
+
+// TestDeadLetterDiscardWinsOverARunningTry: an operator discards an entry
+// while its automatic try runs; the try fails, and its failure does not
+// bring the entry back (no entry, no second alert, no later try).
+func TestDeadLetterDiscardWinsOverARunningTry(t *testing.T) {
+	env := newEnv(t)
+	al := mockAlerts(env, 0)
+	a := failed(at("-1h"), "HTTP 503")
+	pages := watchPages(env)
+	mockPages(env, pages, failsUntil(env, at("24h"), a.SliceID), map[string]time.Duration{a.SliceID: 2 * time.Minute})
+	dl := mockDeadLetters(env, 0, true)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalDeadLetterAdd, a) }, time.Minute)
+	var during api.DeadLetterStatus
+	env.RegisterDelayedCallback(func() {
+		during = dlStatus(t, env)
+		env.SignalWorkflow(api.SignalDeadLetterDiscard, api.DeadLetterSelector{SliceID: a.SliceID})
+	}, 7*time.Minute)
+	var after []api.DeadLetterEntry
+	stopAt(env, 5*time.Hour, func() { after = list(t, env) })
+
+	env.ExecuteWorkflow(workflows.DeadLetter, api.DeadLetterInput{Platform: testPlatform(t)})
+	requireStopped(t, env)
+
+	require.Equal(t, 1, during.Reprocessing, "the automatic try runs when the operator discards")
+	require.Len(t, dl.all(), 1, "the try failed and recorded its failure")
+	require.Empty(t, after, "the discard won")
+	require.Len(t, al.all(), 1)
+	require.Equal(t, []time.Time{at("6m")}, firstAttempts(pages.all(), a.SliceID), "no try after the discard")
+}

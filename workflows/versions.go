@@ -182,9 +182,11 @@ const (
 	// whose cause is transient gets a due time
 	// (api.DeadLetterEntry.NextRetryAt), one timer wakes the workflow for
 	// the earliest, and the slice runs again as on an operator's
-	// reprocess; another failure of such an entry raises no second alert.
-	// Asked lazily, the first time a run would schedule an entry or hold
-	// back an alert, so a history from before (no marker) schedules
+	// reprocess; another failure of such an entry raises no second alert;
+	// the failure of a slice an operator discarded while it ran is dropped
+	// (before, it came back as a new entry with an alert). Asked lazily,
+	// the first time a run would schedule an entry, hold back an alert or
+	// drop such a failure, so a history from before (no marker) schedules
 	// nothing and alerts on every failure, as it did, until it continues
 	// as new. The check can go once no dead-letter run begun before
 	// release v0.7 is open (every one has continued as new since).
