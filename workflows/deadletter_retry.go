@@ -26,7 +26,7 @@ import (
 // sets the next try. A cause outside the table waits for an operator.
 //
 // One timer, for the earliest due entry, however many entries wait; tries
-// due within a minute of it start with it, at most the platform's
+// due within 30 seconds of it start with it, at most the platform's
 // concurrency at once. The due times live in the entries
 // (api.DeadLetterEntry.NextRetryAt), so continue-as-new carries the
 // schedule. An operator's reprocess or discard of an entry takes it off
@@ -70,6 +70,9 @@ type retryTimer struct {
 	// version is this run's answer to versionDeadLetterAutoRetry: 0 not
 	// asked yet, 1 retry on the schedule, -1 not (a history from before).
 	version int8
+	// batchUntil is the end of the batch of tries that started with the
+	// last one due (retryBatch).
+	batchUntil time.Time
 }
 
 // retries says whether e retries on its own: the platform has the
@@ -160,28 +163,35 @@ func (d *deadLetter) nextRetry() int {
 	return next
 }
 
-// retryBatch is how early a try may start: the slices of one outage fail
-// within seconds of each other, and one timer then wakes the workflow for
-// all of them instead of one timer each.
-const retryBatch = time.Minute
+// retryBatch is how early a try may start with one that is due: the
+// slices of one outage fail within seconds of each other, and one timer
+// then wakes the workflow for all of them instead of one timer each. It
+// stays below config.MinDeadLetterRetryWait, so a try that failed is never
+// in the batch that started it: it waits at least the difference.
+const retryBatch = 30 * time.Second
 
-// retryDue starts the automatic tries due within retryBatch, oldest window
-// first, while fewer than the platform's concurrency slices of this
-// workflow run: a long outage must not come back as hundreds of slices at
-// once. The rest stay due and start as running ones end. None starts once
-// the run should continue as new: the next run starts them at once, and
-// this one is not held by new slices.
+// retryDue starts the automatic tries that are due, with those due within
+// retryBatch after one that is, oldest window first, while fewer than the
+// platform's concurrency slices of this workflow run: a long outage must
+// not come back as hundreds of slices at once. The rest stay due and
+// start as running ones end. None starts once the run should continue as
+// new: the next run starts them at once, and this one is not held by new
+// slices.
 func (d *deadLetter) retryDue(ctx workflow.Context) {
 	if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 		return
 	}
 	now := workflow.Now(ctx)
+	if i := d.nextRetry(); i >= 0 && !d.entries[i].NextRetryAt.After(now) {
+		d.timer.batchUntil = now.Add(retryBatch)
+	}
+	horizon := later(now, d.timer.batchUntil)
 	for i := range d.entries {
 		e := &d.entries[i]
 		if len(d.running) >= max(d.platform.Concurrency, 1) {
 			return
 		}
-		if e.Reprocessing || e.NextRetryAt.IsZero() || e.NextRetryAt.After(now.Add(retryBatch)) {
+		if e.Reprocessing || e.NextRetryAt.IsZero() || e.NextRetryAt.After(horizon) {
 			continue
 		}
 		e.Reprocessing, e.NextRetryAt = true, time.Time{}
@@ -196,7 +206,7 @@ func (d *deadLetter) retryDue(ctx workflow.Context) {
 // room (retryDue left it; a slice that ends wakes the workflow).
 func (d *deadLetter) armTimer(ctx workflow.Context) {
 	var at time.Time
-	if i := d.nextRetry(); i >= 0 && d.entries[i].NextRetryAt.After(workflow.Now(ctx).Add(retryBatch)) {
+	if i := d.nextRetry(); i >= 0 && d.entries[i].NextRetryAt.After(later(workflow.Now(ctx), d.timer.batchUntil)) {
 		at = d.entries[i].NextRetryAt
 	}
 	if d.timer.future != nil && d.timer.at.Equal(at) {
@@ -213,6 +223,14 @@ func (d *deadLetter) armTimer(ctx workflow.Context) {
 	d.timer.future = workflow.NewTimerWithOptions(timerCtx, at.Sub(workflow.Now(ctx)),
 		workflow.TimerOptions{Summary: "next automatic dead-letter retry"})
 	d.timer.at, d.timer.cancel = at, cancel
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // timerFired says whether the retry timer has fired; a wait condition.

@@ -278,10 +278,10 @@ func TestDeadLetterBeforeAutoRetryKeepsOldRules(t *testing.T) {
 	require.Len(t, al.all(), 2, "an alert per failure, as before")
 }
 
-// TestDeadLetterOneTimerForAnOutage: thirty slices dead-lettered a second
+// TestDeadLetterOneTimerForAnOutage: twenty slices dead-lettered a second
 // apart (an outage) cost the workflow one timer, not one each: the
 // timer is for the earliest due entry, a later entry does not move it,
-// and the tries due within a minute of it start with it.
+// and the tries due within 30 seconds of it start with it.
 func TestDeadLetterOneTimerForAnOutage(t *testing.T) {
 	env := newEnv(t)
 	mockAlerts(env, 0)
@@ -292,7 +292,7 @@ func TestDeadLetterOneTimerForAnOutage(t *testing.T) {
 	cancelled := 0
 	env.SetOnTimerCanceledListener(func(string) { cancelled++ })
 	var entries []api.DeadLetterEntry
-	for i := range 30 {
+	for i := range 20 {
 		e := failed(at("-10h").Add(time.Duration(i)*15*time.Minute), "HTTP 503")
 		entries = append(entries, e)
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalDeadLetterAdd, e) }, time.Minute+time.Duration(i)*time.Second)
@@ -377,4 +377,36 @@ func TestDeadLetterDiscardWinsOverARunningTry(t *testing.T) {
 	require.Empty(t, after, "the discard won")
 	require.Len(t, al.all(), 1)
 	require.Equal(t, []time.Time{at("6m")}, firstAttempts(pages.all(), a.SliceID), "no try after the discard")
+}
+
+// TestDeadLetterShortWaitIsNotAStorm: with the shortest schedule (1m), a
+// try that fails waits its minute (at most retryBatch less when batched
+// with another due try), never restarts at once; and tries due more than
+// retryBatch apart get their own wake-up.
+func TestDeadLetterShortWaitIsNotAStorm(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.DeadLetterRetry.Schedule = []config.Duration{config.Duration(time.Minute)}
+	mockAlerts(env, 0)
+	a, b := failed(at("-2h"), "A"), failed(at("-1h"), "B")
+	pages := watchPages(env)
+	mockPages(env, pages, failsUntil(env, at("10m"), a.SliceID, b.SliceID), nil)
+	mockDeadLetters(env, 0, true)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalDeadLetterAdd, a) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalDeadLetterAdd, b) }, 2*time.Minute)
+	stopAt(env, 20*time.Minute, nil)
+
+	env.ExecuteWorkflow(workflows.DeadLetter, api.DeadLetterInput{Platform: p})
+	requireStopped(t, env)
+
+	for _, id := range []string{a.SliceID, b.SliceID} {
+		tries := firstAttempts(pages.all(), id)
+		require.Less(t, len(tries), 12, "%s: a try a minute or so at most, got %v", id, tries)
+		for i := 1; i < len(tries); i++ {
+			require.GreaterOrEqual(t, tries[i].Sub(tries[i-1]), time.Minute, "%s: tries %v", id, tries)
+		}
+		require.True(t, tries[len(tries)-1].After(at("10m")), "%s: completed once the platform was back", id)
+	}
+	require.Equal(t, at("2m"), firstAttempts(pages.all(), a.SliceID)[0], "a's first try")
+	require.Equal(t, at("3m"), firstAttempts(pages.all(), b.SliceID)[0], "b's first try, a minute after a's: not batched")
 }
