@@ -218,15 +218,16 @@ func (d *deadLetter) status() (api.DeadLetterStatus, error) {
 // is clipped to textclip.MessageMax; past deadLetterBudget the errors are
 // shortened to shortEntryError, oldest slices first; a new slice past
 // maxDeadLetterEntries is refused (counted, alerted) rather than kept, so
-// 1,000 entries of at most ~0.9 KB each stay under 1 MiB.
+// 1,000 entries of at most ~1 KB each stay under 1 MiB.
 const (
 	maxDeadLetterEntries = 1000
 	deadLetterBudget     = 1 << 20
 	shortEntryError      = 256
 	shortEntryErrorType  = 64
 	// entryOverhead bounds an entry's JSON besides its strings: keys,
-	// five timestamps, counts (deadletter_bounds_internal_test.go checks it).
-	entryOverhead = 400
+	// five timestamps, counts (deadletter_bounds_internal_test.go checks
+	// it; next_retry_at and auto_retries took it from 400).
+	entryOverhead = 480
 )
 
 // entrySize bounds an entry's JSON-encoded size.
