@@ -10,7 +10,9 @@ import (
 const (
 	// SignalDeadLetterAdd records a failed slice. Payload: DeadLetterEntry.
 	SignalDeadLetterAdd = "add"
-	// SignalDeadLetterReprocess runs one slice again, or all. Payload: DeadLetterSelector.
+	// SignalDeadLetterReprocess runs one slice again, or all. Payload:
+	// DeadLetterSelector. Automatic retries (DeadLetterEntry.NextRetryAt)
+	// take the same path.
 	SignalDeadLetterReprocess = "reprocess"
 	// SignalDeadLetterDiscard drops one slice, or all, without running it. Payload: DeadLetterSelector.
 	SignalDeadLetterDiscard = "discard"
@@ -36,6 +38,13 @@ type DeadLetterStatus struct {
 	// dropped at continue-as-new because too many waited.
 	AlertsPending int   `json:"alerts_pending,omitempty"`
 	AlertsDropped int64 `json:"alerts_dropped,omitempty"`
+	// AutoRetry is "on" or "off" (the platform's dead_letter_retry);
+	// Scheduled counts the entries with an automatic retry due, the
+	// earliest at NextRetryAt; Waiting those that wait for an operator.
+	AutoRetry   string    `json:"auto_retry,omitempty"`
+	Scheduled   int       `json:"scheduled,omitempty"`
+	NextRetryAt time.Time `json:"next_retry_at,omitzero"`
+	Waiting     int       `json:"waiting_for_operator,omitempty"`
 }
 
 // DeadLetterInput starts or continues a dead-letter workflow.
@@ -63,6 +72,14 @@ type DeadLetterEntry struct {
 	FirstFailedAt time.Time `json:"first_failed_at"`
 	LastFailedAt  time.Time `json:"last_failed_at"`
 	Reprocessing  bool      `json:"reprocessing,omitempty"`
+	// NextRetryAt is when the dead-letter workflow runs the slice again on
+	// its own (the platform's dead_letter_retry schedule); zero while it
+	// runs, and for a cause that waits for an operator. AutoRetries counts
+	// the automatic tries started so far. Both are the workflow's own: an
+	// add signal's values are ignored. Zero values are left out, so an
+	// entry of before them is carried over continue-as-new as it was.
+	NextRetryAt time.Time `json:"next_retry_at,omitzero"`
+	AutoRetries int       `json:"auto_retries,omitempty"`
 }
 
 // DeadLetterSelector picks one slice by ID, or all of them.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -50,12 +51,7 @@ dead-letter workflow running on the server.`,
 				}
 				return writeJSON(app, entries)
 			}
-			tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SLICE\tFAILURES\tATTEMPTS\tLAST FAILED\tREPROCESSING\tERROR")
-			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%v\t%s\n", term(e.SliceID), e.Failures, e.Attempts, fmtTime(e.LastFailedAt), e.Reprocessing, clipText(causeFirst(e.Error, e.Platform), 100))
-			}
-			if err := tw.Flush(); err != nil {
+			if err := writeDeadLetterTable(app.Out, entries); err != nil {
 				return err
 			}
 			for _, n := range names {
@@ -136,4 +132,26 @@ func (a *App) requirePlatform(name string) error {
 	}
 	_, err = SelectPlatforms(f, []string{name})
 	return err
+}
+
+// writeDeadLetterTable is `dlq list`'s table. NEXT RETRY is when the
+// dead-letter workflow runs the slice again on its own, "running" while a
+// try runs, or "operator" when its cause (or the platform's
+// dead_letter_retry: off) leaves it to an operator; AUTO counts the
+// automatic tries made.
+func writeDeadLetterTable(w io.Writer, entries []api.DeadLetterEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLICE\tFAILURES\tATTEMPTS\tLAST FAILED\tNEXT RETRY\tAUTO\tREPROCESSING\tERROR")
+	for _, e := range entries {
+		next := fmtTime(e.NextRetryAt)
+		switch {
+		case e.Reprocessing:
+			next = "running"
+		case e.NextRetryAt.IsZero():
+			next = "operator"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%v\t%s\n", term(e.SliceID), e.Failures, e.Attempts, fmtTime(e.LastFailedAt),
+			next, e.AutoRetries, e.Reprocessing, clipText(causeFirst(e.Error, e.Platform), 100))
+	}
+	return tw.Flush()
 }

@@ -19,10 +19,10 @@ import (
 // edit the platforms file every worker reads; workers re-read it.
 //
 // Every other field is tuning (interval, overlap, settle, timeout, retries
-// and their intervals, concurrency, rate_limit, rate_limit_wait, page_size, max_pages,
-// backfill_max_span, resweep_delay, breaker_failures, lag_alert, windows,
-// start, task_queue): `config` changes it for a running cursor at once,
-// within the ranges Validate enforces.
+// and their intervals, concurrency, rate_limit, rate_limit_wait, page_size,
+// max_pages, backfill_max_span, resweep_delay, breaker_failures, lag_alert,
+// dead_letter_retry, windows, start, task_queue): `config` changes it for a
+// running cursor at once, within the ranges Validate enforces.
 
 // IdentityDiff names the first identity field in which got differs from
 // declared ("kind", "endpoint", "credentials" or "options.<key>"), or ""

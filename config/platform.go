@@ -59,6 +59,10 @@ type Platform struct {
 	// LagAlert raises an alert when the watermark falls further behind now
 	// than this; 0 disables it.
 	LagAlert Duration `json:"lag_alert,omitempty" yaml:"lag_alert"`
+	// DeadLetterRetry retries dead-lettered slices whose cause is transient
+	// on a backoff schedule (deadletter_retry.go); the zero value is on,
+	// with the default schedule.
+	DeadLetterRetry DeadLetterRetry `json:"dead_letter_retry,omitzero" yaml:"dead_letter_retry"`
 	// Windows restrict when the platform may be pulled, e.g. "MON-FRI 00:00-06:00 Europe/Berlin".
 	Windows   []string `json:"windows,omitempty" yaml:"windows"`
 	TaskQueue string   `json:"task_queue" yaml:"task_queue"`

@@ -84,6 +84,7 @@ func (p Platform) Validate() *ValidationError {
 	p.checkLengths(ve)
 	p.checkStructure(ve, ve.fields())
 	p.checkRanges(ve, ve.fields())
+	p.checkDeadLetterRetry(ve, ve.fields())
 	if len(ve.Problems) == 0 {
 		// Kind checks (kinds.go) build on valid generic settings; run after
 		// them so one mistake does not pile up follow-on problems.

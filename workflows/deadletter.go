@@ -34,6 +34,16 @@ type deadLetter struct {
 	// rejected counts refused signals; lastError says why the last one was.
 	rejected  int
 	lastError string
+	// timer wakes the workflow for the earliest automatic retry
+	// (deadletter_retry.go).
+	timer retryTimer
+	// settled is set when a slice run ended: the loop wakes to arm the
+	// timer for the entry's next try and to update the Web UI's details.
+	settled bool
+	// discarded holds running slices an operator discarded: the failure
+	// such a slice records on its way out is not an entry again
+	// (deadletter_retry.go, discardedWhileRunning).
+	discarded map[string]bool
 }
 
 func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover) error {
@@ -56,6 +66,7 @@ func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover)
 	cfg := workflow.GetSignalChannel(ctx, api.SignalDeadLetterConfig)
 	channels := []workflow.ReceiveChannel{add, reprocess, discard, cfg}
 	d.alerts.resume(ctx, bookkeepingActivityContext(ctx, d.platform), carriedAlerts, nil)
+	d.scheduleAll(ctx)
 	handle := func(ch workflow.ReceiveChannel, raw json.RawMessage) {
 		switch ch {
 		case add:
@@ -69,6 +80,9 @@ func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover)
 					d.refuse(ctx, "add signal", err)
 					return
 				}
+			}
+			if d.discardedWhileRunning(ctx, e) {
+				return
 			}
 			d.add(ctx, e)
 		case reprocess, discard:
@@ -97,10 +111,19 @@ func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover)
 				return
 			}
 			d.platform = p
+			d.scheduleAll(ctx)
 		}
 	}
 	for {
+		d.retryDue(ctx)
+		d.armTimer(ctx)
+		if st, err := d.status(); err == nil {
+			workflow.SetCurrentDetails(ctx, d.details(st))
+		}
 		err := workflow.Await(ctx, func() bool {
+			if d.timerFired() || d.settled {
+				return true
+			}
 			for _, ch := range channels {
 				if ch.Len() > 0 {
 					return true
@@ -114,6 +137,10 @@ func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover)
 		if err != nil {
 			return err
 		}
+		if d.timerFired() {
+			d.timer.future, d.timer.cancel = nil, nil // retryDue starts what is due
+		}
+		d.settled = false
 		for _, ch := range channels {
 			var raw json.RawMessage
 			for ch.ReceiveAsync(&raw) {
@@ -165,9 +192,21 @@ func (d *deadLetter) refuse(ctx workflow.Context, what string, err error) {
 func (d *deadLetter) status() (api.DeadLetterStatus, error) {
 	s := api.DeadLetterStatus{Platform: d.platform.Name, Entries: len(d.entries), Rejected: d.rejected, LastError: d.lastError,
 		AlertsPending: d.alerts.pending(), AlertsDropped: d.alerts.dropped}
+	s.AutoRetry = "off"
+	if d.platform.DeadLetterRetry.On() {
+		s.AutoRetry = "on"
+	}
 	for _, e := range d.entries {
-		if e.Reprocessing {
+		switch {
+		case e.Reprocessing:
 			s.Reprocessing++
+		case !e.NextRetryAt.IsZero():
+			s.Scheduled++
+			if s.NextRetryAt.IsZero() || e.NextRetryAt.Before(s.NextRetryAt) {
+				s.NextRetryAt = e.NextRetryAt
+			}
+		default:
+			s.Waiting++
 		}
 	}
 	return s, nil
@@ -179,15 +218,16 @@ func (d *deadLetter) status() (api.DeadLetterStatus, error) {
 // is clipped to textclip.MessageMax; past deadLetterBudget the errors are
 // shortened to shortEntryError, oldest slices first; a new slice past
 // maxDeadLetterEntries is refused (counted, alerted) rather than kept, so
-// 1,000 entries of at most ~0.9 KB each stay under 1 MiB.
+// 1,000 entries of at most ~1 KB each stay under 1 MiB.
 const (
 	maxDeadLetterEntries = 1000
 	deadLetterBudget     = 1 << 20
 	shortEntryError      = 256
 	shortEntryErrorType  = 64
 	// entryOverhead bounds an entry's JSON besides its strings: keys,
-	// four timestamps, counts (deadletter_bounds_internal_test.go checks it).
-	entryOverhead = 400
+	// five timestamps, counts (deadletter_bounds_internal_test.go checks
+	// it; next_retry_at and auto_retries took it from 400).
+	entryOverhead = 480
 )
 
 // entrySize bounds an entry's JSON-encoded size.
@@ -233,18 +273,28 @@ func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
 		}, nil)
 		return
 	}
+	// The schedule is the workflow's own, whatever the signal says.
+	e.NextRetryAt, e.AutoRetries = time.Time{}, 0
+	alert := true
 	if i >= 0 {
 		old := d.entries[i]
 		e.FirstFailedAt = old.FirstFailedAt
 		e.Failures = old.Failures + 1
 		e.Reprocessing = old.Reprocessing
+		e.AutoRetries = old.AutoRetries
+		alert = d.alertsAgain(ctx, old, e)
+		d.schedule(ctx, &e)
 		d.entries[i] = e
 	} else {
 		e.Failures = 1
+		d.schedule(ctx, &e)
 		d.entries = append(d.entries, e)
 		sort.SliceStable(d.entries, func(a, b int) bool { return d.entries[a].Start.Before(d.entries[b].Start) })
 	}
-	alert := api.Alert{
+	if !alert {
+		return
+	}
+	a := api.Alert{
 		Kind:     api.AlertDeadLetter,
 		Platform: e.Platform,
 		SliceID:  e.SliceID,
@@ -252,7 +302,7 @@ func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
 		At:       e.LastFailedAt,
 		Key:      fmt.Sprintf("%s/%s/%d", api.AlertDeadLetter, e.SliceID, e.Failures),
 	}
-	d.alerts.send(ctx, bookkeepingActivityContext(ctx, d.platform), alert, nil)
+	d.alerts.send(ctx, bookkeepingActivityContext(ctx, d.platform), a, nil)
 }
 
 func (d *deadLetter) reprocess(ctx workflow.Context, sel api.DeadLetterSelector) {
@@ -261,14 +311,17 @@ func (d *deadLetter) reprocess(ctx workflow.Context, sel api.DeadLetterSelector)
 		if e.Reprocessing || !(sel.All || sel.SliceID == e.SliceID) {
 			continue
 		}
-		e.Reprocessing = true
-		d.startSlice(ctx, e.SliceID, e.Start, e.End)
+		// An operator's request takes the entry off the automatic schedule;
+		// a new failure puts it back on.
+		e.Reprocessing, e.NextRetryAt = true, time.Time{}
+		d.startSlice(ctx, e.SliceID, e.Start, e.End, false)
 	}
 }
 
-// startSlice runs the slice again under its own deterministic ID; success
-// removes the entry, a new failure updates it through the add signal.
-func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time.Time) {
+// startSlice runs the slice again under its own deterministic ID, on an
+// operator's request or as an automatic retry (auto); success removes the
+// entry, a new failure updates it through the add signal.
+func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time.Time, auto bool) {
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
 		TaskQueue:             d.platform.TaskQueue,
@@ -280,9 +333,13 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 			searchattr.SliceState.ValueSet(searchattr.StateRunning),
 		),
 	}
-	opts.StaticSummary = sliceSummary("dead-letter reprocess", start, end)
-	opts.StaticDetails = sliceStaticDetails("dead-letter reprocess", d.platform.Name, start, end, d.platform.Overlap.D(),
-		"A dead-lettered slice run again on request: success removes it from the dead-letter workflow, a new failure updates its entry.")
+	// User metadata is not compared on replay (versions.go, "Not versioned").
+	kind, why := "dead-letter reprocess", "A dead-lettered slice run again on request: success removes it from the dead-letter workflow, a new failure updates its entry."
+	if auto {
+		kind, why = "dead-letter automatic retry", "A dead-lettered slice with a transient cause run again on the platform's dead_letter_retry schedule: success removes it from the dead-letter workflow, a new failure updates its entry and sets its next try."
+	}
+	opts.StaticSummary = sliceSummary(kind, start, end)
+	opts.StaticDetails = sliceStaticDetails(kind, d.platform.Name, start, end, d.platform.Overlap.D(), why)
 	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), api.SliceWorkflowType,
 		api.SliceInput{Platform: d.platform, Start: start, End: end, LocalFirst: true, FailedAsError: true})
 	d.running[id] = f
@@ -291,6 +348,10 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 		// result: the same outcome as a "failed" result, not "could not run".
 		res, err := sliceOutcome(ctx, f)
 		delete(d.running, id)
+		d.settled = true
+		if err != nil || res.Outcome != api.SliceFailed {
+			delete(d.discarded, id) // no failure of it is on its way
+		}
 		i := d.index(id)
 		if i < 0 {
 			return // discarded while it ran
@@ -300,6 +361,7 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 		case err != nil:
 			e.Reprocessing = false
 			e.Error = "reprocess could not run: " + err.Error()
+			d.schedule(ctx, e)
 		case res.Outcome == api.SliceCompleted:
 			d.entries = append(d.entries[:i], d.entries[i+1:]...)
 		case res.Outcome == api.SliceSplit:
@@ -308,10 +370,13 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 			first.SliceID, first.End = d.sliceID(ctx, e.Start, mid), mid
 			second.SliceID, second.Start = d.sliceID(ctx, mid, e.End), mid
 			d.entries = append(d.entries[:i], append([]api.DeadLetterEntry{first, second}, d.entries[i+1:]...)...)
-			d.startSlice(ctx, first.SliceID, first.Start, first.End)
-			d.startSlice(ctx, second.SliceID, second.Start, second.End)
+			d.startSlice(ctx, first.SliceID, first.Start, first.End, auto)
+			d.startSlice(ctx, second.SliceID, second.Start, second.End, auto)
 		default: // failed again: the add signal has updated the entry
 			e.Reprocessing = false
+			if e.NextRetryAt.IsZero() {
+				d.schedule(ctx, e) // in case the add signal never came
+			}
 		}
 	})
 }
@@ -320,6 +385,12 @@ func (d *deadLetter) discard(sel api.DeadLetterSelector) {
 	kept := d.entries[:0]
 	for _, e := range d.entries {
 		if sel.All || sel.SliceID == e.SliceID {
+			if _, running := d.running[e.SliceID]; running {
+				if d.discarded == nil {
+					d.discarded = map[string]bool{}
+				}
+				d.discarded[e.SliceID] = true
+			}
 			continue
 		}
 		kept = append(kept, e)

@@ -14,14 +14,14 @@ import (
 
 // entryOverhead must bound what an entry's JSON holds besides its strings,
 // or the dead-letter budget would not hold: the widest timestamps and
-// counts, reprocessing set.
+// counts, reprocessing set, an automatic retry scheduled.
 func TestEntrySizeBoundsTheEntrysJSON(t *testing.T) {
 	ts := time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(12*3600+59*60)))
 	platform := strings.Repeat("p", 63)
 	e := api.DeadLetterEntry{
 		SliceID: api.SliceWorkflowID(platform, ts, ts.Add(time.Hour)), Platform: platform, Start: ts, End: ts,
 		Error: "e\u0001<", ErrorType: "Transient", Attempts: math.MaxInt, Failures: math.MaxInt,
-		FirstFailedAt: ts, LastFailedAt: ts, Reprocessing: true,
+		FirstFailedAt: ts, LastFailedAt: ts, Reprocessing: true, NextRetryAt: ts, AutoRetries: math.MaxInt,
 	}
 	b, err := json.Marshal(e)
 	require.NoError(t, err)

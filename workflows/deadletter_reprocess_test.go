@@ -14,7 +14,8 @@ import (
 
 // TestDeadLetterReprocess runs one entry (by slice ID) or all of them
 // again. Each runs as FetchSlice over its window under its own ID; a
-// success removes the entry, the others stay.
+// success removes the entry, the others stay. (The platform's automatic
+// retry is off, so only the operator's requests run anything.)
 func TestDeadLetterReprocess(t *testing.T) {
 	a, b := failed(at("-2h"), "HTTP 500"), failed(at("-1h"), "HTTP 503")
 	cases := []struct {
@@ -30,7 +31,7 @@ func TestDeadLetterReprocess(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t)
-			p := testPlatform(t)
+			p := autoRetryOff(testPlatform(t))
 			mockAlerts(env, 0)
 			pages := watchPages(env)
 			mockPages(env, pages, onePage, map[string]time.Duration{a.SliceID: 5 * time.Minute, b.SliceID: 5 * time.Minute})

@@ -72,13 +72,16 @@ func ids(entries []api.DeadLetterEntry) []string {
 
 // TestDeadLetterAddListsAndAlerts: each add shows in the list, oldest slice
 // first; a second failure of the same slice updates its entry and counts
-// it; every failure raises one alert whose key names slice and failure, so
-// a receiver can drop a retried POST. An add without a slice ID is ignored.
+// it; every failure of a slice that waits for an operator raises one alert
+// whose key names slice and failure, so a receiver can drop a retried
+// POST (a slice that retries on its own alerts once:
+// deadletter_retry_test.go). An add without a slice ID is ignored.
 func TestDeadLetterAddListsAndAlerts(t *testing.T) {
 	env := newEnv(t)
 	p := testPlatform(t)
 	al := mockAlerts(env, 0)
 	a, b := failed(at("-1h"), "HTTP 503"), failed(at("-2h"), "HTTP 500")
+	a.ErrorType, b.ErrorType = activities.ErrPermanent, activities.ErrPermanent
 	aAgain := a
 	aAgain.Error, aAgain.LastFailedAt, aAgain.FirstFailedAt = "HTTP 502", at("2m"), at("2m")
 
@@ -130,7 +133,8 @@ func TestDeadLetterDiscard(t *testing.T) {
 			mockPages(env, pages, onePage, nil)
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalDeadLetterDiscard, tc.sel) }, time.Minute)
 			var after []api.DeadLetterEntry
-			stopAt(env, 5*time.Minute, func() { after = list(t, env) })
+			// Before the entries' first automatic try, due at 5m.
+			stopAt(env, 4*time.Minute, func() { after = list(t, env) })
 
 			env.ExecuteWorkflow(workflows.DeadLetter, api.DeadLetterInput{Platform: testPlatform(t), Entries: []api.DeadLetterEntry{a, b}})
 			requireStopped(t, env)

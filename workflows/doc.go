@@ -23,7 +23,9 @@
 // reports "split" and its parent runs the two halves instead.
 //
 // DeadLetter (deadletter/<platform>) holds slices that exhausted their
-// retries, raises an alert for each, and runs them again on request.
+// retries, raises an alert for each, and runs them again on request, or on
+// its own on the platform's backoff schedule when the cause is transient
+// (deadletter_retry.go).
 //
 // Delivery (delivery/<destination>) moves one destination along the
 // store's change feed. Its state is a sequence number, Acked: every change

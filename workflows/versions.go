@@ -176,6 +176,21 @@ const (
 	// workers. Can go after release v0.7, when no run recorded before it
 	// can still be replayed.
 	versionRateLimitWait = "rate-limit-wait"
+
+	// versionDeadLetterAutoRetry guards the dead-letter workflow's
+	// automatic retry (deadletter_retry.go): from this version an entry
+	// whose cause is transient gets a due time
+	// (api.DeadLetterEntry.NextRetryAt), one timer wakes the workflow for
+	// the earliest, and the slice runs again as on an operator's
+	// reprocess; another failure of such an entry raises no second alert;
+	// the failure of a slice an operator discarded while it ran is dropped
+	// (before, it came back as a new entry with an alert). Asked lazily,
+	// the first time a run would schedule an entry, hold back an alert or
+	// drop such a failure, so a history from before (no marker) schedules
+	// nothing and alerts on every failure, as it did, until it continues
+	// as new. The check can go once no dead-letter run begun before
+	// release v0.7 is open (every one has continued as new since).
+	versionDeadLetterAutoRetry = "dead-letter-auto-retry"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
