@@ -58,8 +58,9 @@ func TestSliceDeadLettersAHugeControlCharacterError(t *testing.T) {
 // TestDeadLetterBoundsItsEntries: entries whose errors are ~934 KB each
 // made every continue-as-new fail (TMPRL1103) and with it every query. Each
 // entry's error is now clipped, the entries fit a budget, and past
-// maxDeadLetterEntries a new slice is refused and alerted, so continue-as-new
-// carries at most about 1 MB.
+// maxDeadLetterEntries a new slice is kept by merging the two closest
+// neighbouring entries, so continue-as-new carries at most about 1 MB and
+// every failed instant stays covered by an entry.
 func TestDeadLetterBoundsItsEntries(t *testing.T) {
 	huge := strings.Repeat("\u0001", 934<<10/6) // ~934 KB in history, as in the probe
 	t.Run("three huge entries", func(t *testing.T) {
@@ -103,18 +104,25 @@ func TestDeadLetterBoundsItsEntries(t *testing.T) {
 
 		var next api.DeadLetterInput
 		continuedAs(t, env, api.DeadLetterWorkflowType, &next)
-		require.Len(t, next.Entries, 1000, "the 1001st is not kept")
-		require.NotContains(t, ids(next.Entries), extra.SliceID)
-		require.Equal(t, 1, st.Rejected)
-		require.Contains(t, st.LastError, "not kept: this dead-letter workflow holds 1000 entries")
+		require.Len(t, next.Entries, 1000, "two neighbours merged to keep the 1001st")
+		require.Contains(t, ids(next.Entries), extra.SliceID)
+		require.Equal(t, 0, st.Rejected)
+		// Every failed window is still covered: the merged entry spans both.
+		for _, c := range append(carried, extra) {
+			covered := false
+			for _, e := range next.Entries {
+				covered = covered || (!e.Start.After(c.Start) && !e.End.Before(c.End))
+			}
+			require.True(t, covered, "window %s-%s covered", c.Start, c.End)
+		}
 		t.Logf("continue-as-new input with 1,000 entries: %d bytes", jsonSize(t, next))
 		require.LessOrEqual(t, jsonSize(t, next), 1<<20, "within the budget")
 		var alerted bool
 		for _, a := range al.all() {
-			alerted = alerted || (a.SliceID == extra.SliceID && strings.Contains(a.Message, "NOT kept"))
+			alerted = alerted || (a.SliceID == extra.SliceID && strings.Contains(a.Message, "merged into one window"))
 			require.LessOrEqual(t, jsonSize(t, a.Message), 4*textclip.MessageMax)
 		}
-		require.True(t, alerted, "the slice that was not kept is alerted")
+		require.True(t, alerted, "the merge is alerted")
 	})
 }
 

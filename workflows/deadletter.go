@@ -217,8 +217,9 @@ func (d *deadLetter) status() (api.DeadLetterStatus, error) {
 // every continue-as-new fail, and with it every query): an entry's error
 // is clipped to textclip.MessageMax; past deadLetterBudget the errors are
 // shortened to shortEntryError, oldest slices first; a new slice past
-// maxDeadLetterEntries is refused (counted, alerted) rather than kept, so
-// 1,000 entries of at most ~1 KB each stay under 1 MiB.
+// maxDeadLetterEntries is kept by merging two neighbouring entries into one
+// window (coalesce), so 1,000 entries of at most ~1 KB each stay under
+// 1 MiB and no failed window is dropped.
 const (
 	maxDeadLetterEntries = 1000
 	deadLetterBudget     = 1 << 20
@@ -255,23 +256,18 @@ func (d *deadLetter) bound() {
 }
 
 // add records a failure, or another failure of a known slice, and alerts.
-// Its text is clipped; a new slice is refused once the workflow holds
-// maxDeadLetterEntries (versionBoundedText).
+// Its text is clipped; once the workflow holds maxDeadLetterEntries, a new
+// slice is kept by merging the two closest neighbouring entries into one
+// window (coalesce, versionBoundedText), so no failed window ever leaves
+// the dead-letter workflow unrecorded.
 func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
 	defer d.bound() // entries carried from a run of before are bounded too
 	e.Error, e.ErrorType = textclip.Message(e.Error), textclip.Value(e.ErrorType)
 	i := d.index(e.SliceID)
+	merged := false
 	if i < 0 && len(d.entries) >= maxDeadLetterEntries &&
 		workflow.GetVersion(ctx, versionBoundedText, workflow.DefaultVersion, 1) >= 1 {
-		d.refuse(ctx, "add signal", fmt.Errorf("slice %s not kept: this dead-letter workflow holds %d entries, its limit; reprocess or discard some, then reprocess the window from the cursor",
-			e.SliceID, len(d.entries)))
-		d.alerts.send(ctx, bookkeepingActivityContext(ctx, d.platform), api.Alert{
-			Kind: api.AlertDeadLetter, Platform: e.Platform, SliceID: e.SliceID, At: e.LastFailedAt,
-			Message: fmt.Sprintf("slice %s of %s failed after %d attempt(s) and was NOT kept: the dead-letter workflow is full (%d entries): %s",
-				e.SliceID, e.Platform, e.Attempts, len(d.entries), e.Error),
-			Key: fmt.Sprintf("%s/%s/full", api.AlertDeadLetter, e.SliceID),
-		}, nil)
-		return
+		merged = d.coalesce(ctx)
 	}
 	// The schedule is the workflow's own, whatever the signal says.
 	e.NextRetryAt, e.AutoRetries = time.Time{}, 0
@@ -302,7 +298,78 @@ func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
 		At:       e.LastFailedAt,
 		Key:      fmt.Sprintf("%s/%s/%d", api.AlertDeadLetter, e.SliceID, e.Failures),
 	}
+	if merged {
+		a.Message += fmt.Sprintf(" (the dead-letter workflow holds %d entries, its limit: two neighbouring entries were merged into one window)", maxDeadLetterEntries)
+	}
 	d.alerts.send(ctx, bookkeepingActivityContext(ctx, d.platform), a, nil)
+}
+
+// coalesce makes room for one more entry by merging the two neighbouring
+// entries (by start) with the smallest gap between them, neither of them
+// running, into one entry for the window that covers both. Fetching the gap
+// again is harmless (the store keeps the newest version), losing a window
+// is not. It says whether it merged; with every pair running it does not,
+// and the workflow holds one entry more than its limit for a while.
+func (d *deadLetter) coalesce(ctx workflow.Context) bool {
+	best := -1
+	var bestGap time.Duration
+	for j := 0; j+1 < len(d.entries); j++ {
+		a, b := d.entries[j], d.entries[j+1]
+		if a.Reprocessing || b.Reprocessing {
+			continue
+		}
+		if gap := b.Start.Sub(a.End); best < 0 || gap < bestGap {
+			best, bestGap = j, gap
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	a, b := d.entries[best], d.entries[best+1]
+	m := a
+	if b.End.After(m.End) {
+		m.End = b.End
+	}
+	m.SliceID = d.sliceID(ctx, m.Start, m.End)
+	m.Platform = d.platform.Name
+	m.Error = textclip.Message(fmt.Sprintf("merged %s and %s: %s", a.SliceID, b.SliceID, b.Error))
+	m.ErrorType = mergedErrorType(a.ErrorType, b.ErrorType)
+	m.Attempts = max(a.Attempts, b.Attempts)
+	m.Failures = a.Failures + b.Failures
+	if b.FirstFailedAt.Before(m.FirstFailedAt) {
+		m.FirstFailedAt = b.FirstFailedAt
+	}
+	if b.LastFailedAt.After(m.LastFailedAt) {
+		m.LastFailedAt = b.LastFailedAt
+	}
+	m.AutoRetries = min(a.AutoRetries, b.AutoRetries)
+	m.NextRetryAt = time.Time{}
+	if autoRetryable(m.ErrorType) {
+		m.NextRetryAt = earliest(a.NextRetryAt, b.NextRetryAt)
+	}
+	d.entries = append(d.entries[:best], append([]api.DeadLetterEntry{m}, d.entries[best+2:]...)...)
+	return true
+}
+
+// mergedErrorType is the cause a merged entry is judged by: one that waits
+// for an operator wins, so merging never turns a permanent failure into an
+// automatic retry.
+func mergedErrorType(a, b string) string {
+	if !autoRetryable(a) {
+		return a
+	}
+	return b
+}
+
+// earliest is the earlier of two due times, ignoring zero ones.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
 }
 
 func (d *deadLetter) reprocess(ctx workflow.Context, sel api.DeadLetterSelector) {

@@ -152,8 +152,8 @@ const (
 	// versionBoundedText guards the bounds on untrusted text kept in
 	// workflow state (messages.go, "Bounded text"): a signal whose payload
 	// or kept text field (a pause reason) is over its limit is refused
-	// instead of applied; a dead-letter workflow refuses a new entry once it
-	// holds maxDeadLetterEntries; a failing slice clips its error before it
+	// instead of applied; a dead-letter workflow that holds
+	// maxDeadLetterEntries merges its two closest entries to keep a new one; a failing slice clips its error before it
 	// records it. Asked lazily, only when such a payload or text arrives (a
 	// history without the marker applies it, clipped, as before; clipping
 	// alone changes no command). Can go after release v0.7, once no run
