@@ -148,6 +148,14 @@ const (
 	// when a run would continue as new but for alerts in flight, so a
 	// history without the marker waits as it did.
 	versionAlertHandover = "alert-handover"
+
+	// versionUndeclaredRetried guards what a slice does with a page whose
+	// attempts all ended on workers whose platforms file lacks the platform
+	// (activities.ErrNotDeclared; before it such an attempt was a
+	// permanent error): the page is run again, after a wait, up to
+	// maxUndeclaredRounds times, instead of the slice being dead-lettered.
+	// Asked lazily, only when a page failed so. Can go after release v0.7.
+	versionUndeclaredRetried = "undeclared-platform-retried"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
