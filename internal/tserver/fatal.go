@@ -88,12 +88,15 @@ type fatalLogger struct {
 }
 
 // Fatal, before the server runs, records the cause, logs it as an error
-// and ends the calling goroutine (runtime.Goexit), so the start-up code
-// after it does not run on a nil listener; the start-up code that called
-// it sees its goroutine end (guarded, or fx's start hooks, which report
-// such a hook as failed). Once the server runs, a fatal ends the process as
-// the server means it to, after saying why on stderr: its log may be a
-// file nobody watches.
+// and abandons the start-up code that called it, so that code does not go
+// on with a nil listener: in a goroutine guarded started (NewServer builds
+// every listener there) it panics with fatalPanic, which guarded recovers
+// (a panic passes through the sync.OnceValue the gRPC listener is built
+// in; runtime.Goexit would not); in any other goroutine (fx's start hooks,
+// which report a hook whose goroutine ended as failed) it ends the
+// goroutine. Once the server runs, a fatal ends the process as the server
+// means it to, after saying why on stderr: its log may be a file nobody
+// watches.
 func (l *fatalLogger) Fatal(msg string, tags ...tag.Tag) {
 	if l.st.isRunning() {
 		fmt.Fprintf(os.Stderr, "Temporal server: %s\n", describe(msg, tags))
@@ -102,7 +105,28 @@ func (l *fatalLogger) Fatal(msg string, tags ...tag.Tag) {
 	}
 	l.st.record(msg, tags)
 	l.Logger.Error(msg, tags...)
+	if inGuarded() {
+		panic(fatalPanic{})
+	}
 	runtime.Goexit()
+}
+
+// fatalPanic is how Fatal leaves start-up code guarded runs.
+type fatalPanic struct{}
+
+// inGuarded says whether the calling goroutine is one guarded started.
+func inGuarded() bool {
+	pcs := make([]uintptr, 4096)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "internal/tserver.guarded.func1") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 func describe(msg string, tags []tag.Tag) string {
@@ -124,15 +148,20 @@ func (l *fatalLogger) With(tags ...tag.Tag) log.Logger {
 // recorded fatal (not expected: only Fatal does so).
 var errGoexit = errors.New("the Temporal server's start-up ended its goroutine")
 
-// guarded runs f in a goroutine of its own, so a Fatal that ends the
-// goroutine ends f, not the caller; it returns f's error, or the fatal
-// that ended it.
+// guarded runs f in a goroutine of its own, so a Fatal that abandons f
+// (fatalPanic, or the goroutine's end) does not abandon the caller; it
+// returns f's error, or the fatal that ended f.
 func guarded(st *fatalState, f func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		returned := false
 		defer func() {
 			if !returned {
+				if p := recover(); p != nil {
+					if _, ok := p.(fatalPanic); !ok {
+						panic(p)
+					}
+				}
 				if r := st.first(); r != nil {
 					done <- r
 				} else {

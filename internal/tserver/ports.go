@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,10 +123,11 @@ func inUse(o Options, picked map[string]bool, addr, errText string) *PortInUseEr
 
 // checkChosen makes sure the ports the caller chose are free before the
 // server binds them, so a taken one is reported as such, before anything
-// starts. wait > 0 gives a port held by this process's own earlier attempt
-// that long to be released: the Temporal server has no way to close what
-// an attempt that failed half-way bound, and its listeners are closed
-// only when the garbage collector finds them.
+// starts. wait > 0 gives a port an earlier attempt of this Start bound
+// that long to be released (a stopped server closes its listeners as it
+// stops). An attempt abandoned inside the server's construction cannot be
+// stopped (the server hands out nothing before NewServer returns) and may
+// keep a chosen port for good: the error then says so.
 func checkChosen(o Options, picked map[string]bool, wait time.Duration) error {
 	for _, np := range o.ports() {
 		if *np.p <= 0 || picked[np.what] {
@@ -142,9 +142,12 @@ func checkChosen(o Options, picked map[string]bool, wait time.Duration) error {
 				break
 			}
 			if !errors.Is(err, syscall.EADDRINUSE) || !time.Now().Before(deadline) {
-				return &PortInUseError{What: np.what, IP: o.IP, Port: *np.p, Err: err.Error()}
+				e := &PortInUseError{What: np.what, IP: o.IP, Port: *np.p, Err: err.Error()}
+				if wait > 0 {
+					e.Err += " (it was free when this start began: an earlier start-up attempt that had to be abandoned may hold it; start again)"
+				}
+				return e
 			}
-			runtime.GC() // finalizers close the listeners nothing refers to any more
 			time.Sleep(100 * time.Millisecond)
 		}
 	}

@@ -23,9 +23,9 @@ import (
 const startAttempts = 5
 
 // releaseWait is how long a later attempt waits for a port the caller
-// chose to be released by an earlier attempt of this process (see
+// chose to be released by the earlier attempt it stopped (see
 // checkChosen).
-const releaseWait = 15 * time.Second
+const releaseWait = 5 * time.Second
 
 // Start starts the server, then its Web UI; it returns once the frontend
 // accepts connections. Ports set to Pick are picked free; when another

@@ -89,8 +89,9 @@ func requireServes(t *testing.T, s *Server) {
 // the server picked before the server binds it (the n-th pick of the
 // first start-up: a service's gRPC port, a membership port, the metrics
 // port). The server does not end the process: it starts again on fresh
-// ports, and serves. With the frontend port chosen by the caller, the
-// second start-up also gets that port back from the first one.
+// ports, and serves. A metrics port taken is found once the server runs:
+// it is stopped, and the frontend port the caller chose is free again for
+// the next start-up.
 func TestStartPicksAgainWhenAPickedPortIsTaken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Temporal servers")
@@ -102,7 +103,7 @@ func TestStartPicksAgainWhenAPickedPortIsTaken(t *testing.T) {
 		wantWhat string
 	}{
 		{"history gRPC", false, 3, "history gRPC"},
-		{"worker membership, frontend port chosen", true, 7, "worker membership"},
+		{"worker membership", false, 8, "worker membership"},
 		{"metrics, frontend port chosen", true, 8, "metrics"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
