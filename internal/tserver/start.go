@@ -78,6 +78,9 @@ func startOnce(o Options, picked map[string]bool) (*Server, error) {
 			if e := inUse(o, picked, r.address, r.err); e != nil && strings.Contains(r.msg, "listener") {
 				return e
 			}
+			if err == error(r) {
+				return fmt.Errorf("the Temporal server gave up starting: %w", r)
+			}
 			return fmt.Errorf("%w (the server said: %s)", err, r)
 		}
 		return err
