@@ -3,6 +3,7 @@ package activities
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/ordersync/ordersync/config"
@@ -31,9 +32,10 @@ type refresher interface{ Refresh() }
 // cache builds a connector (and so resolves a credential) only for a
 // platform its DeclaredPlatforms declares, with the identity fields
 // (config.IdentityDiff: kind, endpoint, credentials, options) the
-// declaration has; tuning fields may differ. Anything else is a permanent
-// error naming the platform and the field, never the secret, and nothing is
-// sent.
+// declaration has; tuning fields may differ. A platform it does not
+// declare is retried (NotDeclaredError: another worker may); settings that
+// differ are a permanent error naming the platform and the field, never the
+// secret. Either way nothing is sent.
 type ConnectorCache struct {
 	declared DeclaredPlatforms
 
@@ -81,7 +83,7 @@ func (c *ConnectorCache) Connector(p config.Platform) (connectors.Connector, err
 // declare for the platform.
 func (c *ConnectorCache) checkDeclared(p config.Platform) error {
 	if c.declared == nil {
-		return &connectors.PermanentError{Platform: p.Name, Msg: "this worker declares no platforms, so it sends no credentials"}
+		return &NotDeclaredError{Platform: p.Name, NoFile: true}
 	}
 	lookup := func() (bool, string) {
 		d, ok := c.declared.Get(p.Name)
@@ -97,12 +99,72 @@ func (c *ConnectorCache) checkDeclared(p config.Platform) error {
 	}
 	switch {
 	case !found:
-		return &connectors.PermanentError{Platform: p.Name, Msg: "not declared in this worker's platforms file; " +
-			"a worker fetches only for the platforms its own file declares"}
+		return &NotDeclaredError{Platform: p.Name, File: declaredPath(c.declared)}
 	case field != "":
 		return &connectors.PermanentError{Platform: p.Name, Msg: fmt.Sprintf("field %q of the settings differs from this worker's platforms file; "+
 			"a worker sends credentials only with the kind, endpoint, credentials and options its own file declares "+
 			"(to change them, edit the platforms file every worker reads, then run ordersync platform apply)", field)}
 	}
 	return nil
+}
+
+// NotDeclaredError is a page or bulk activity for a platform this worker's
+// platforms file does not declare. It is retried, never permanent: workers
+// sharing a task queue may read different files (a rollout of a new file,
+// or files split by team), so another worker that declares the platform, or
+// this one once it re-reads its file, takes the next attempt. Nothing was
+// sent. classify maps it to ErrNotDeclared.
+type NotDeclaredError struct {
+	Platform string
+	// File is the worker's platforms file ("" when it does not say).
+	File string
+	// NoFile: the worker has no platforms file at all.
+	NoFile bool
+}
+
+func (e *NotDeclaredError) Error() string {
+	name := printableName(e.Platform)
+	if e.NoFile {
+		return fmt.Sprintf("%s: this worker has no platforms file, so it fetches for no platform; "+
+			"retried until a worker whose platforms file declares %s takes the task", name, name)
+	}
+	file := "this worker's platforms file"
+	if e.File != "" {
+		file += " " + e.File
+	}
+	return fmt.Sprintf("%s: not declared in %s; retried until a worker whose file declares it takes the task "+
+		"(add it to %s, or run the platform on a task queue only such workers poll)", name, file, file)
+}
+
+// printableName is a platform name from workflow input, which anyone who
+// can reach the frontend writes: as it is when it could be a declared name,
+// else quoted in ASCII and clipped.
+func printableName(name string) string {
+	plain := len(name) > 0 && len(name) <= 63
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return name
+	}
+	if len(name) > 63 {
+		name = name[:63] + "..."
+	}
+	return strconv.QuoteToASCII(name)
+}
+
+// declaredPath is the file d was read from, when it says.
+func declaredPath(d DeclaredPlatforms) string {
+	switch f := d.(type) {
+	case *config.File:
+		if f != nil {
+			return f.Path
+		}
+	case interface{ Current() *config.File }:
+		return f.Current().Path
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,13 +127,74 @@ func TestConnectorCacheSendsSecretsOnlyWhereTheFileSays(t *testing.T) {
 	t.Run("a platform the file does not declare", func(t *testing.T) {
 		p := declared
 		p.Name = "other"
-		err := fetchOnce(t, file, p)
-		require.ErrorContains(t, err, "other: not declared in this worker's platforms file")
+		p.Endpoint = evil.srv.URL + "/shops/x"
+		requireNotDeclared(t, fetchOnce(t, file, p), "other: not declared in this worker's platforms file")
 		require.Empty(t, evil.requests())
 	})
 	t.Run("a cache that declares nothing trusts nothing", func(t *testing.T) {
-		require.ErrorContains(t, fetchOnce(t, nil, declared), "this worker declares no platforms")
+		requireNotDeclared(t, fetchOnce(t, nil, declared), "shop: this worker has no platforms file")
+		require.Empty(t, evil.requests())
 	})
+}
+
+// requireNotDeclared: a platform the worker's file lacks is retried
+// (workers on one task queue may read different files), never permanent,
+// and the error says so.
+func requireNotDeclared(t *testing.T, err error, text string) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.Equal(t, ErrNotDeclared, appErr.Type())
+	require.False(t, appErr.NonRetryable(), "a platform another worker may declare must be retried")
+	require.ErrorContains(t, err, text)
+	require.ErrorContains(t, err, "retried until a worker")
+}
+
+// TestUndeclaredPlatformIsRetriedUntilAWorkerDeclaresIt: two workers share
+// a task queue, one of them without sim-b in its file. Its attempt is a
+// retryable error naming its file and the platform, with nothing sent; the
+// next attempt, once the file declares sim-b (another worker's, or this
+// one's after an edit), fetches with the file's credential.
+func TestUndeclaredPlatformIsRetriedUntilAWorkerDeclaresIt(t *testing.T) {
+	t.Setenv("ORDERSYNC_TEST_SIM_A_TOKEN", "token-a")
+	t.Setenv("ORDERSYNC_TEST_SIM_B_TOKEN", "token-b")
+	a, b := newRecordingPlatform(t), newRecordingPlatform(t)
+	path := filepath.Join(t.TempDir(), "platforms.yaml")
+	entry := func(name string, r *recordingPlatform, env string) string {
+		return "  " + name + ":\n    kind: sim\n    endpoint: " + r.srv.URL + "/shops/" + name + "\n    credentials: {env: " + env + "}\n"
+	}
+	withoutB := "platforms:\n" + entry("sim-a", a, "ORDERSYNC_TEST_SIM_A_TOKEN")
+	withB := withoutB + entry("sim-b", b, "ORDERSYNC_TEST_SIM_B_TOKEN")
+	require.NoError(t, os.WriteFile(path, []byte(withoutB), 0o600))
+	watched, err := config.WatchFile(path, time.Hour, nil)
+	require.NoError(t, err)
+
+	other := filepath.Join(t.TempDir(), "other.yaml")
+	require.NoError(t, os.WriteFile(other, []byte(withB), 0o600))
+	full, err := config.LoadFile(other)
+	require.NoError(t, err)
+	simB, ok := full.Get("sim-b")
+	require.True(t, ok)
+
+	err = fetchOnce(t, watched, simB)
+	requireNotDeclared(t, err, "sim-b: not declared in this worker's platforms file "+path)
+	require.Empty(t, b.requests(), "nothing sent")
+
+	require.NoError(t, fetchOnce(t, full, simB), "a worker whose file declares sim-b takes the retry")
+	require.NoError(t, os.WriteFile(path, []byte(withB), 0o600))
+	require.NoError(t, fetchOnce(t, watched, simB), "this worker, once its file declares sim-b")
+	require.Equal(t, []string{"Bearer token-b", "Bearer token-b"}, b.requests())
+}
+
+// TestNotDeclaredQuotesAHostileName: a platform name from workflow input
+// that no file could declare reaches the error quoted and clipped.
+func TestNotDeclaredQuotesAHostileName(t *testing.T) {
+	name := "\x1b]0;owned\x07" + strings.Repeat("x", 5000)
+	msg := (&NotDeclaredError{Platform: name, File: "/etc/ordersync/platforms.yaml"}).Error()
+	require.NotContains(t, msg, "\x1b")
+	require.NotContains(t, msg, "\x07")
+	require.Less(t, len(msg), 600)
+	require.Contains(t, msg, "/etc/ordersync/platforms.yaml")
 }
 
 // TestConnectorCacheFollowsTheWatchedFile: an operator who changes the

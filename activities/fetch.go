@@ -23,6 +23,10 @@ const (
 	ErrPermanent   = "PermanentError"
 	ErrRateLimited = "RateLimited"
 	ErrTransient   = "TransientError"
+	// ErrNotDeclared: this worker's platforms file lacks the platform
+	// (NotDeclaredError). Retried, so a worker that declares it takes the
+	// page; never a reason to dead-letter a page on its own.
+	ErrNotDeclared = "PlatformNotDeclared"
 	ErrMalformed   = "MalformedResponse"
 	ErrStore       = "StoreError"
 	// ErrSlotWait is no error: the platform's request rate is booked out
@@ -286,6 +290,8 @@ func classify(err error) error {
 			temporal.ApplicationErrorOptions{NextRetryDelay: rl.RetryAfter})
 	case errors.As(err, &perm):
 		return temporal.NewNonRetryableApplicationError(msg, ErrPermanent, nil)
+	case errors.As(err, new(*NotDeclaredError)):
+		return temporal.NewApplicationError(msg, ErrNotDeclared) // retried with the platform's back-off
 	case errors.As(err, &mal):
 		return temporal.NewApplicationError(msg, ErrMalformed)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

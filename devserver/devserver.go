@@ -69,17 +69,8 @@ func (o *Options) applyDefaults() error {
 	o.Namespace = cmp.Or(o.Namespace, tserver.DefaultNamespace)
 	o.Retention = cmp.Or(o.Retention, DefaultRetention)
 	o.LogLevel = cmp.Or(o.LogLevel, tserver.DefaultLogLevel)
-	var err error
-	if o.FrontendPort < 0 {
-		if o.FrontendPort, err = tserver.FreePort(o.IP); err != nil {
-			return err
-		}
-	}
-	if o.UIPort < 0 {
-		if o.UIPort, err = tserver.FreePort(o.IP); err != nil {
-			return err
-		}
-	}
+	// -1 is tserver.Pick: the server picks the port when it starts, and
+	// picks again if another process takes it first.
 	return nil
 }
 
@@ -111,13 +102,11 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 
-	srv, err := tserver.New(serverOpts)
+	srv, err := tserver.Start(serverOpts)
 	if err != nil {
-		return nil, err
-	}
-	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start Temporal server: %w", err)
 	}
+	opts.FrontendPort, opts.UIPort = srv.Options().FrontendPort, srv.Options().UIPort
 	return &Server{Server: srv, opts: opts}, nil
 }
 
@@ -125,7 +114,7 @@ func Start(opts Options) (*Server, error) {
 func (s *Server) Namespace() string { return s.opts.Namespace }
 
 // buildConfig is the server's configuration: SQLite in opts.DatabasePath
-// (or in memory), free ports for the services behind the frontend, and the
+// (or in memory), ports picked at start for the services behind the frontend, and the
 // single-node dynamic config.
 func buildConfig(opts *Options) (tserver.Options, error) {
 	sqlCfg := &config.SQL{
@@ -145,20 +134,12 @@ func buildConfig(opts *Options) (tserver.Options, error) {
 	} else {
 		sqlCfg.ConnectAttributes["mode"] = "rwc"
 	}
-	var ports tserver.ServicePorts
-	for _, port := range []*int{&ports.FrontendMembership, &ports.History, &ports.HistoryMembership,
-		&ports.Matching, &ports.MatchingMembership, &ports.Worker, &ports.WorkerMembership, &ports.Metrics} {
-		p, err := tserver.FreePort(opts.IP)
-		if err != nil {
-			return tserver.Options{}, err
-		}
-		*port = p
-	}
 	return tserver.Options{
 		IP:           opts.IP,
 		FrontendPort: opts.FrontendPort,
 		UIPort:       opts.UIPort,
-		Ports:        ports,
+		// Zero: tserver.Start picks every service port, again if taken.
+		Ports: tserver.ServicePorts{},
 		Persistence: config.Persistence{
 			DefaultStore:     sqliteplugin.PluginName,
 			VisibilityStore:  sqliteplugin.PluginName,

@@ -287,14 +287,23 @@ func (rs *restartableServer) FrontendAddress() string { return rs.address() }
 func startEmbedded(t *testing.T) *restartableServer {
 	t.Helper()
 	dir := t.TempDir()
-	port := freeTCPPort(t)
-	return newRestartable(t, func() (stoppableServer, error) {
-		return devserver.Start(devserver.Options{
+	// The first start picks the port (and picks again if another process
+	// takes it first); restarts keep it, so clients reconnect by themselves.
+	port := -1
+	rs := newRestartable(t, func() (stoppableServer, error) {
+		srv, err := devserver.Start(devserver.Options{
 			DatabasePath: filepath.Join(dir, "temporal.db"),
 			FrontendPort: port,
 			LogFile:      filepath.Join(dir, "temporal.log"),
 		})
+		if err == nil && port < 0 {
+			_, p, _ := net.SplitHostPort(srv.FrontendAddress())
+			port, _ = strconv.Atoi(p)
+		}
+		return srv, err
 	}, port)
+	rs.port = port
+	return rs
 }
 
 // startPostgresCluster sets up fresh Temporal databases with the schema
@@ -316,7 +325,7 @@ func startPostgresCluster(t *testing.T) *restartableServer {
 	t.Logf("postgres stack: Temporal schema set up in %s (databases %s, %s)", time.Since(began).Round(time.Millisecond), pg.Database, pg.VisibilityDatabase)
 
 	dir := t.TempDir()
-	opts := cluster.Options{Postgres: pg, FrontendPort: freeTCPPort(t), LogFile: filepath.Join(dir, "temporal.log")}
+	opts := cluster.Options{Postgres: pg, FrontendPort: -1, LogFile: filepath.Join(dir, "temporal.log")} // picked at the first start
 	var resolved *cluster.Options
 	rs := newRestartable(t, func() (stoppableServer, error) {
 		o := opts
@@ -330,6 +339,7 @@ func startPostgresCluster(t *testing.T) *restartableServer {
 		}
 		return srv, err
 	}, opts.FrontendPort)
+	rs.port = resolved.FrontendPort
 	t.Logf("postgres stack: Temporal server up %s after the schema; log %s", time.Since(began).Round(time.Millisecond), opts.LogFile)
 
 	c, err := client.Dial(client.Options{HostPort: rs.address(), Namespace: postgresNamespace, Logger: quietLogger{}})

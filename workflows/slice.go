@@ -83,6 +83,9 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		} else {
 			r, attempts, err = s.fetchPageRegular(ctx, pageCtx, in, p.Retries+1, &pageWaits{})
 		}
+		if undeclared(err) {
+			r, attempts, err = s.fetchUndeclaredAgain(ctx, pageCtx, p, in, attempts, err)
+		}
 		if err != nil {
 			return s.fail(ctx, err, attempts)
 		}
@@ -251,6 +254,44 @@ func withAttempts(actx workflow.Context, maxAttempts, used int) workflow.Context
 	rp.MaximumAttempts = int32(max(1, maxAttempts-used))
 	opts.RetryPolicy = &rp
 	return workflow.WithActivityOptions(actx, opts)
+}
+
+// maxUndeclaredRounds bounds how often a page whose attempts all landed
+// on workers that do not declare its platform is run again: a platform no
+// worker declares ends in the dead-letter workflow, visible, after about
+// that many rounds of the platform's retries.
+const maxUndeclaredRounds = 10
+
+// undeclared says whether a page attempt ran on a worker whose platforms
+// file lacks the platform (workers sharing a task queue may read different
+// files): no request was sent, and another worker may take the next one.
+func undeclared(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == activities.ErrNotDeclared
+}
+
+// fetchUndeclaredAgain runs a page whose last attempt found no declaration
+// again, with the platform's whole retry policy, after waiting the
+// longest retry interval, until a worker that declares the platform takes
+// it or maxUndeclaredRounds rounds have failed so. With retries 0 the one
+// attempt on the wrong worker would otherwise have dead-lettered the slice.
+func (s *sliceRun) fetchUndeclaredAgain(ctx, pageCtx workflow.Context, p config.Platform, in activities.FetchPageInput, attempts int, err error) (activities.FetchPageResult, int, error) {
+	var r activities.FetchPageResult
+	if workflow.GetVersion(ctx, versionUndeclaredRetried, workflow.DefaultVersion, 1) < 1 {
+		return r, attempts, err
+	}
+	wait := max(p.MaxRetryInterval.D(), p.RetryInterval.D(), time.Second)
+	for round := 0; round < maxUndeclaredRounds && undeclared(err); round++ {
+		workflow.GetLogger(ctx).Warn("page ran only on workers that do not declare the platform; running it again",
+			"platform", p.Name, "page", in.Page, "wait", wait)
+		if serr := workflow.Sleep(ctx, wait); serr != nil {
+			return r, attempts, serr
+		}
+		var more int
+		r, more, err = s.fetchPageRegular(ctx, pageCtx, in, p.Retries+1, &pageWaits{})
+		attempts += more
+	}
+	return r, attempts, err
 }
 
 // slotWait says whether a page attempt only found the platform's request

@@ -191,6 +191,14 @@ const (
 	// as new. The check can go once no dead-letter run begun before
 	// release v0.7 is open (every one has continued as new since).
 	versionDeadLetterAutoRetry = "dead-letter-auto-retry"
+
+	// versionUndeclaredRetried guards what a slice does with a page whose
+	// attempts all ended on workers whose platforms file lacks the platform
+	// (activities.ErrNotDeclared; before it such an attempt was a
+	// permanent error): the page is run again, after a wait, up to
+	// maxUndeclaredRounds times, instead of the slice being dead-lettered.
+	// Asked lazily, only when a page failed so. Can go after release v0.7.
+	versionUndeclaredRetried = "undeclared-platform-retried"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

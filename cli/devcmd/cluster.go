@@ -87,6 +87,10 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 
+	ports := listenPorts(app, o.stackFlags, o.serverOnly, false)
+	if err := checkPorts(ports); err != nil {
+		return err
+	}
 	began := time.Now()
 	if err := cluster.SetupSchema(pg, nil); err != nil {
 		return err
@@ -96,7 +100,7 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 		Ports:            cluster.StandardPorts(o.frontendPort), // a restart finds its own membership entries
 		DefaultNamespace: app.Process.TemporalNamespace, LogFile: filepath.Join(dir, "temporal.log")})
 	if err != nil {
-		return err
+		return serverPortError(err, ports, "--port (the services' ports follow it: history --port+1, matching +2, worker +6, membership --port-300 to -294, metrics +767)")
 	}
 	defer stopServer(app, srv, "Temporal server")
 	useServer(app, srv, fmt.Sprintf("4 partitions per task queue, %d history shards", cluster.DefaultHistoryShards))

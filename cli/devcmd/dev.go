@@ -72,6 +72,10 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 		o.dbPath = filepath.Join(app.Process.DataDir, "temporal.db")
 	}
 	logPath := filepath.Join(app.Process.DataDir, "temporal.log")
+	ports := listenPorts(app, o.stackFlags, o.serverOnly, true)
+	if err := checkPorts(ports); err != nil {
+		return err
+	}
 	srv, err := devserver.Start(devserver.Options{
 		DatabasePath: o.dbPath,
 		FrontendPort: o.frontendPort,
@@ -80,7 +84,10 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 		LogFile:      logPath,
 	})
 	if err != nil {
-		return fmt.Errorf("dev server: %w", err)
+		// The services behind the frontend are on ports picked free (and
+		// picked again when taken): only the frontend's and the UI's are
+		// the user's to move.
+		return fmt.Errorf("dev server: %w", serverPortError(err, ports, "--port (the server picks its internal ports itself; try again)"))
 	}
 	defer stopServer(app, srv, "dev server")
 	useServer(app, srv, "namespace "+srv.Namespace())

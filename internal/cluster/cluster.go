@@ -87,13 +87,12 @@ func Start(opts Options) (*Server, error) {
 	if err := opts.applyDefaults(); err != nil {
 		return nil, err
 	}
-	srv, err := tserver.New(buildConfig(&opts))
+	srv, err := tserver.Start(buildConfig(&opts))
 	if err != nil {
-		return nil, err
-	}
-	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start Temporal server on PostgreSQL %s/%s: %w", opts.Postgres.Addr, opts.Postgres.Database, err)
 	}
+	resolved := srv.Options()
+	opts.FrontendPort, opts.UIPort, opts.Ports = resolved.FrontendPort, resolved.UIPort, resolved.Ports
 	return &Server{Server: srv, opts: opts}, nil
 }
 
@@ -115,17 +114,9 @@ func (o *Options) applyDefaults() error {
 	o.DefaultNamespace = cmp.Or(o.DefaultNamespace, tserver.DefaultNamespace)
 	o.HistoryShards = cmp.Or(o.HistoryShards, DefaultHistoryShards)
 	o.LogLevel = cmp.Or(o.LogLevel, tserver.DefaultLogLevel)
-	p := &o.Ports
-	for _, port := range []*int{&o.FrontendPort, &o.UIPort, &p.FrontendMembership, &p.History, &p.HistoryMembership,
-		&p.Matching, &p.MatchingMembership, &p.Worker, &p.WorkerMembership, &p.Metrics} {
-		if *port < 0 || (*port == 0 && port != &o.UIPort) {
-			free, err := tserver.FreePort(o.IP)
-			if err != nil {
-				return err
-			}
-			*port = free
-		}
-	}
+	// -1 (and 0, but for the UI) is tserver.Pick: the server picks the
+	// port when it starts, again if another process takes it first;
+	// Server.Options has the ports it took.
 	return nil
 }
 

@@ -4,8 +4,8 @@
 package natstest
 
 import (
+	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,13 +44,15 @@ func Run(dir string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("nats-server not installed (apt-get install nats-server): %w", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	// nats-server picks its own port (-p -1) and says which in a ports
+	// file: a port picked here and handed over could be taken by another
+	// process before nats-server binds it, and the readiness check would
+	// then find that process listening.
+	portsDir := filepath.Join(dir, "ports")
+	if err := os.MkdirAll(portsDir, 0o755); err != nil {
 		return "", nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", filepath.Join(dir, "js"))
+	cmd := exec.Command(bin, "-js", "-a", "127.0.0.1", "-p", "-1", "-sd", filepath.Join(dir, "js"), "--ports_file_dir", portsDir)
 	logf, err := os.Create(filepath.Join(dir, "nats.log"))
 	if err != nil {
 		return "", nil, err
@@ -60,23 +62,44 @@ func Run(dir string) (string, func(), error) {
 		logf.Close()
 		return "", nil, fmt.Errorf("start nats-server: %w", err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	stop := func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		logf.Close()
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	portsFile := filepath.Join(portsDir, fmt.Sprintf("%s_%d.ports", filepath.Base(bin), cmd.Process.Pid))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return "nats://" + addr, stop, nil
+		if url, ok := clientURL(portsFile); ok {
+			return url, stop, nil
+		}
+		select {
+		case <-exited:
+			logf.Close()
+			return "", nil, fmt.Errorf("nats-server exited before it listened (log: %s)", filepath.Join(dir, "nats.log"))
+		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return "", nil, fmt.Errorf("nats-server did not listen on %s: %w", addr, err)
+			return "", nil, fmt.Errorf("nats-server wrote no ports file %s within 10s", portsFile)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// clientURL reads the client URL from nats-server's ports file, once
+// the server has written it.
+func clientURL(path string) (string, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	var ports struct {
+		Nats []string `json:"nats"`
+	}
+	if json.Unmarshal(b, &ports) != nil || len(ports.Nats) == 0 {
+		return "", false // written but not complete yet
+	}
+	return ports.Nats[0], true
 }

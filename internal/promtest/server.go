@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -34,8 +35,26 @@ func Start(t *testing.T, binary, config string) *Server {
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		t.Fatalf("write prometheus config: %v", err)
 	}
+	// Prometheus binds the port it is given; another process may take it
+	// between the pick and the bind, so a start that says so is made
+	// again on a fresh port.
+	for attempt := 1; ; attempt++ {
+		s, inUse := start(t, binary, cfgPath, dir, attempt)
+		if !inUse {
+			return s
+		}
+		if attempt == 5 {
+			t.Fatalf("prometheus found its port taken %d times in a row", attempt)
+		}
+	}
+}
+
+// start makes one start of prometheus on a freshly picked port; inUse
+// says it exited because the port was taken.
+func start(t *testing.T, binary, cfgPath, dir string, attempt int) (*Server, bool) {
+	t.Helper()
 	port := freePort(t)
-	logPath := filepath.Join(dir, "prometheus.log")
+	logPath := filepath.Join(dir, fmt.Sprintf("prometheus-%d.log", attempt))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatalf("create prometheus log: %v", err)
@@ -50,34 +69,48 @@ func Start(t *testing.T, binary, config string) *Server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", binary, err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	s := &Server{URL: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd}
-	t.Cleanup(func() {
+	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 		logFile.Close()
-		if t.Failed() {
-			if b, err := os.ReadFile(logPath); err == nil {
-				t.Logf("prometheus log:\n%s", b)
-			}
-		}
-	})
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		select {
+		case <-exited:
+			logFile.Close()
+			b, _ := os.ReadFile(logPath)
+			if strings.Contains(string(b), "address already in use") {
+				return nil, true
+			}
+			t.Fatalf("prometheus exited before it was ready:\n%s", b)
+		default:
+		}
 		resp, err := http.Get(s.URL + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				t.Cleanup(func() {
+					stop()
+					if t.Failed() {
+						if b, err := os.ReadFile(logPath); err == nil {
+							t.Logf("prometheus log:\n%s", b)
+						}
+					}
+				})
+				return s, false
 			}
 		}
 		if time.Now().After(deadline) {
+			stop()
 			t.Fatalf("prometheus not ready at %s within 30s (log: %s)", s.URL, logPath)
 		}
 		time.Sleep(100 * time.Millisecond)

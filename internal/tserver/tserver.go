@@ -13,7 +13,6 @@ package tserver
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,8 +20,6 @@ import (
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
-	uiconfig "github.com/temporalio/ui-server/v2/server/config"
-	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -56,7 +53,8 @@ type ServicePorts struct {
 	Metrics int
 }
 
-// Options say how to start the server; every port is resolved already.
+// Options say how to start the server. A port may be Pick (0 too, for
+// every port but the UI's): Start picks a free one.
 type Options struct {
 	// IP is what every listener binds to.
 	IP string
@@ -75,24 +73,46 @@ type Options struct {
 	// of stderr.
 	LogLevel string
 	LogFile  string
+	// PickPort picks the ports set to Pick (default FreePort); tests
+	// inject one to take a port between the pick and the bind.
+	PickPort PortPicker
 }
 
 // Server is a running server and its Web UI.
 type Server struct {
-	ip                   string
-	frontendPort, uiPort int
-	uiNamespace          string
-	temporal             temporal.Server
-	ui                   *uiserver.Server
+	opts     Options // every port resolved
+	temporal startStopper
+	ui       *uiserver.Server
 }
 
-// New creates the server; Start starts it.
-func New(o Options) (*Server, error) {
-	cfg := buildConfig(o)
-	logger, err := buildLogger(o.LogLevel, o.LogFile)
-	if err != nil {
-		return nil, err
+// Options are the options the server runs with, every port resolved.
+func (s *Server) Options() Options { return s.opts }
+
+// FrontendAddress is the host:port SDK clients and the Temporal CLI dial.
+func (s *Server) FrontendAddress() string {
+	return net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.FrontendPort))
+}
+
+// UIAddress is the Web UI's URL, or "" without a UI.
+func (s *Server) UIAddress() string {
+	if s.opts.UIPort <= 0 {
+		return ""
 	}
+	return "http://" + net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.UIPort))
+}
+
+// Stop shuts the UI and the server down; the databases stay.
+func (s *Server) Stop() error {
+	if s.ui != nil {
+		s.ui.Stop()
+	}
+	return s.temporal.Stop()
+}
+
+// newTemporal creates the Temporal server of o (every port resolved),
+// logging through logger.
+func newTemporal(o Options, logger log.Logger) (temporal.Server, error) {
+	cfg := buildConfig(o)
 	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("authorizer: %w", err)
@@ -115,57 +135,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create Temporal server: %w", err)
 	}
-	return &Server{ip: o.IP, frontendPort: o.FrontendPort, uiPort: o.UIPort, uiNamespace: o.UINamespace, temporal: srv}, nil
-}
-
-// Start starts the server, then its UI; it returns once the frontend
-// accepts connections. The error is the server's own, for the caller to
-// say which server it was.
-func (s *Server) Start() error {
-	if err := s.temporal.Start(); err != nil {
-		return err
-	}
-	if s.uiPort > 0 {
-		s.startUI()
-	}
-	return nil
-}
-
-// FrontendAddress is the host:port SDK clients and the Temporal CLI dial.
-func (s *Server) FrontendAddress() string {
-	return net.JoinHostPort(s.ip, strconv.Itoa(s.frontendPort))
-}
-
-// UIAddress is the Web UI's URL, or "" without a UI.
-func (s *Server) UIAddress() string {
-	if s.uiPort <= 0 {
-		return ""
-	}
-	return "http://" + net.JoinHostPort(s.ip, strconv.Itoa(s.uiPort))
-}
-
-// Stop shuts the UI and the server down; the databases stay.
-func (s *Server) Stop() error {
-	if s.ui != nil {
-		s.ui.Stop()
-	}
-	return s.temporal.Stop()
-}
-
-func (s *Server) startUI() {
-	s.ui = uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
-		TemporalGRPCAddress: s.FrontendAddress(),
-		Host:                s.ip,
-		Port:                s.uiPort,
-		EnableUI:            true,
-		DefaultNamespace:    s.uiNamespace,
-		DisableNewsFetch:    true, // the machine may have no internet; the UI must not wait on it
-		CORS:                uiconfig.CORS{CookieInsecure: true},
-		// No banner and no access-log line per request on our stdout: they
-		// drowned the worker's log under `ordersync dev`.
-		HideLogs: true,
-	}))
-	go func() { _ = s.ui.Start() }()
+	return srv, nil
 }
 
 // buildConfig is the server configuration of o: one cluster, four
@@ -219,25 +189,4 @@ func buildLogger(level, file string) (log.Logger, error) {
 		lc.OutputFile = file
 	}
 	return log.NewZapLogger(log.BuildZapLogger(lc)), nil
-}
-
-// FreePort picks a free port below 32768, outside the kernel's ephemeral
-// range (32768 and up on Linux): the SQL membership table stores a
-// service's port as a SMALLINT (a higher one makes the server die at start
-// with "unable to initialize membership heartbeats"), and a port the
-// kernel handed out as free can be taken by an outgoing connection's local
-// port before the server binds it (a benchmark with thousands of
-// connections saw ringpop die with "bind: address already in use").
-func FreePort(ip string) (int, error) {
-	const lo, hi = 20000, 32767
-	start := lo + rand.IntN(hi-lo)
-	for i := range hi - lo {
-		port := lo + (start-lo+i)%(hi-lo)
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-		if err == nil {
-			l.Close()
-			return port, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port in %d-%d on %s", lo, hi, ip)
 }
