@@ -119,3 +119,21 @@ func tryDeadLetters(c client.Client, platform string) ([]api.DeadLetterEntry, er
 	err = v.Get(&entries)
 	return entries, err
 }
+
+// tryDeadLetterStatus queries a platform's dead-letter workflow for its
+// status; a platform with no dead-letter workflow has none to report.
+func tryDeadLetterStatus(c client.Client, platform string) (api.DeadLetterStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st api.DeadLetterStatus
+	v, err := c.QueryWorkflow(ctx, api.DeadLetterWorkflowID(platform), "", api.QueryDeadLetterStatus)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	err = v.Get(&st)
+	return st, err
+}
