@@ -135,6 +135,10 @@ func classifyWebhookStatus(id string, resp *http.Response) error {
 				temporal.ApplicationErrorOptions{NextRetryDelay: min(time.Duration(secs)*time.Second, 10*time.Minute)})
 		}
 		return temporal.NewApplicationError(msg, ErrTransient)
+	case code == http.StatusRequestEntityTooLarge:
+		// Too large for the receiver: the workflow delivers the batch's
+		// changes one by one and sets aside only a change too large alone.
+		return temporal.NewNonRetryableApplicationError("HTTP 413: the receiver takes no body this large", ErrDeliveryRefused, nil)
 	default:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("HTTP %d", code), ErrDeliveryRefused, nil)
 	}
