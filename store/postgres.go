@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,24 +104,120 @@ func (s *postgresStore) UpsertOrders(ctx context.Context, orders []connectors.Or
 	if err := validate(orders); err != nil {
 		return UpsertResult{}, fmt.Errorf("upsert %d orders: %w", len(orders), err)
 	}
+	return s.upsert(ctx, orders)
+}
+
+// upsert writes a validated batch in one transaction. When PostgreSQL
+// refuses a row's data (rowRefused: something CheckOrder did not foresee),
+// the batch is written again row by row, each row under a savepoint, so
+// only the refused rows are left out (UpsertResult.Rejected) and their
+// neighbours are stored, as SQLite stores them.
+func (s *postgresStore) upsert(ctx context.Context, orders []connectors.Order) (UpsertResult, error) {
 	if len(orders) == 0 {
 		return UpsertResult{}, nil
 	}
+	byRow := false
 	for attempt := 1; ; attempt++ {
 		var res UpsertResult
+		var err error
 		now := toMicros(s.now())
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			res, err = applyBatch(ctx, pgOps{tx}, orders, now, now.Add(s.futureSkew))
-			return err
-		})
+		if byRow {
+			res, err = s.upsertByRow(ctx, orders, now)
+		} else {
+			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+				var err error
+				res, err = applyBatch(ctx, pgOps{tx}, orders, now, now.Add(s.futureSkew))
+				return err
+			})
+		}
 		if err == nil {
 			return res, nil
+		}
+		if !byRow && rowRefused(err) && ctx.Err() == nil {
+			byRow = true
+			continue
 		}
 		if attempt >= pgMaxAttempts || !retryable(err) || ctx.Err() != nil {
 			return UpsertResult{}, fmt.Errorf("upsert %d orders (attempt %d): %w", len(orders), attempt, err)
 		}
 	}
+}
+
+// upsertByRow writes the batch in one transaction, one row per savepoint,
+// in the order applyBatch takes them (rounds of distinct keys, sorted by
+// key: the same lock order as every other transaction, and the same
+// counts). A row PostgreSQL refuses is rolled back to its savepoint and
+// counted in Rejected.
+func (s *postgresStore) upsertByRow(ctx context.Context, orders []connectors.Order, now time.Time) (UpsertResult, error) {
+	var res UpsertResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = UpsertResult{}
+		for n, round := range splitRounds(orders) {
+			for _, r := range round {
+				sp, err := tx.Begin(ctx) // a savepoint
+				if err != nil {
+					return err
+				}
+				var ops batchOps = pgOps{sp}
+				if n > 0 {
+					ops = laterRound{ops}
+				}
+				one, err := applyBatch(ctx, ops, []connectors.Order{r.Order}, now, now.Add(s.futureSkew))
+				if err == nil {
+					err = sp.Commit(ctx)
+				}
+				switch {
+				case err == nil:
+					res.Inserted, res.Updated, res.Unchanged = res.Inserted+one.Inserted, res.Updated+one.Updated, res.Unchanged+one.Unchanged
+				case rowRefused(err):
+					if rbErr := sp.Rollback(ctx); rbErr != nil {
+						return rbErr
+					}
+					res.Rejected = append(res.Rejected, RejectedOrder{Platform: r.Platform, ID: r.ID, Reason: refusal(err)})
+				default:
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// laterRound claims a key this transaction already wrote: as applyBatch
+// does for rounds after the first, the row claim reports as inserted (it
+// was, earlier in this transaction) is compared as a stored version.
+type laterRound struct{ batchOps }
+
+func (l laterRound) claim(ctx context.Context, orders []row, now time.Time) ([]claimResult, error) {
+	cs, err := l.batchOps.claim(ctx, orders, now)
+	for i := range cs {
+		cs[i].inserted = false
+	}
+	return cs, err
+}
+
+// rowRefused reports an error about one row's data, which writing the
+// row again cannot fix: data exceptions (class 22, e.g. 22021 "invalid
+// byte sequence for encoding UTF8: 0x00") and program limits (class 54,
+// e.g. "index row size exceeds btree maximum").
+func rowRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54"))
+}
+
+// refusal is PostgreSQL's reason for refusing a row: its code and
+// message, never its detail (which may quote the row's values), clipped.
+func refusal(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return "refused"
+	}
+	msg := pgErr.Message
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return fmt.Sprintf("PostgreSQL %s: %s", pgErr.Code, strings.ToValidUTF8(msg, "?"))
 }
 
 // retryable reports deadlock_detected and serialization_failure, after
