@@ -58,13 +58,74 @@ func openPostgres(ctx context.Context, dsn string, o options) (Store, error) {
 	return s, nil
 }
 
-// migrate applies pending migrations in one transaction holding an advisory
-// lock, so concurrent openers run them once and the others find them done.
+// migrate brings the schema up to date. It first reads schema_migrations
+// without any DDL, so a role limited to reading and writing the tables
+// (SELECT, INSERT, UPDATE, DELETE) opens a store that is already migrated;
+// only a missing or older schema needs CREATE on the schema, and then the
+// error says what to do (StoreRoleHelp).
 func (s *postgresStore) migrate(ctx context.Context) error {
 	migs, err := loadMigrations("postgres")
 	if err != nil {
 		return err
 	}
+	applied, readErr := s.appliedVersions(ctx)
+	if readErr == nil && len(pendingMigrations(migs, applied)) == 0 {
+		return nil
+	}
+	err = s.applyMigrations(ctx, migs)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+		pending := pendingMigrations(migs, applied)
+		return fmt.Errorf("%w; the schema needs %d migration(s) (%s) and this role may not run them: %s",
+			err, len(pending), migrationNames(pending), StoreRoleHelp)
+	}
+	return err
+}
+
+// StoreRoleHelp says which rights a PostgreSQL store's role needs and how
+// to migrate with a privileged one.
+const StoreRoleHelp = "run `ordersync migrate` once with ORDERSYNC_STORE_DSN naming a role that has CREATE on the schema " +
+	"(its owner), then grant the workers' role SELECT, INSERT, UPDATE, DELETE on all tables in the schema " +
+	"(see deploy/README.md, \"PostgreSQL store roles\")"
+
+func migrationNames(migs []migration) string {
+	names := make([]string, len(migs))
+	for i, m := range migs {
+		names[i] = m.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// appliedVersions reads the versions recorded in schema_migrations; none
+// when the table does not exist yet.
+func (s *postgresStore) appliedVersions(ctx context.Context) (map[int]bool, error) {
+	var exists bool
+	// to_regclass resolves the name through search_path as DDL would.
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return nil, err
+	}
+	applied := map[int]bool{}
+	if !exists {
+		return applied, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range versions {
+		applied[int(v)] = true
+	}
+	return applied, nil
+}
+
+// applyMigrations applies pending migrations in one transaction holding an
+// advisory lock, so concurrent openers run them once and the others find
+// them done.
+func (s *postgresStore) applyMigrations(ctx context.Context, migs []migration) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
 			return fmt.Errorf("migrate: lock: %w", err)
