@@ -16,7 +16,9 @@ func TestOnePlainTextRule(t *testing.T) {
 	platform := func(endpoint, extra string) string {
 		return "platforms:\n  shop:\n    kind: sim\n    endpoint: " + endpoint + "\n    credentials: {env: T}\n" + extra
 	}
-	dest := func(yaml string) string { return platform("http://127.0.0.1:8780/shops/a", "") + "destinations:\n  d: " + yaml + "\n" }
+	dest := func(yaml string) string {
+		return platform("http://127.0.0.1:8780/shops/a", "") + "destinations:\n  d: " + yaml + "\n"
+	}
 	const plain = "sends credentials and orders unencrypted; use %s://, or set allow_plaintext: true for a private network"
 	tests := []struct {
 		name, yaml string
