@@ -21,6 +21,29 @@ import (
 // well inside.
 const MaxBody = 32 << 20
 
+// MaxUploads bounds the bodies read at once, so memory stays within
+// MaxUploads × MaxBody however many clients upload (30 unsigned 32 MB
+// uploads at once took the receiver to 2.1 GB). A POST beyond it is
+// answered 503 with Retry-After, which a sender retries.
+const MaxUploads = 4
+
+// Timeouts of the receiver's http.Server (NewServer): a client that sends
+// its headers or body slowly holds a connection (and an upload slot) for
+// at most this long.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 60 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 2 * time.Minute
+)
+
+// NewServer is the http.Server to serve a Receiver with: reading headers
+// and the whole request are bounded in time, and headers in size.
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout,
+		WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: 64 << 10}
+}
+
 // Receiver is an http.Handler for a webhook destination's POSTs, and GET
 // /stats answers its Stats as JSON. It remembers every change it counted
 // (one map entry each), so it suits a demo or a test, not years of
@@ -28,6 +51,8 @@ const MaxBody = 32 << 20
 type Receiver struct {
 	name     string
 	verifier *Verifier
+
+	uploads chan struct{} // one token per body being read (MaxUploads)
 
 	mu       sync.Mutex
 	batches  map[string]bool           // webhook-ids processed
@@ -67,7 +92,8 @@ func New(name, secret string) (*Receiver, error) {
 }
 
 func newCounter(name string) *Receiver {
-	return &Receiver{name: name, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{}}
+	return &Receiver{name: name, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{},
+		uploads: make(chan struct{}, MaxUploads)}
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -79,6 +105,30 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost || r.verifier == nil {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "POST a batch of changes (or GET /stats)", http.StatusMethodNotAllowed)
+		return
+	}
+	// Everything that can be judged without the body is judged first, so
+	// an unsigned, stale or oversized upload is refused before a byte of
+	// its body is read.
+	if err := r.verifier.CheckHeaders(req.Header); err != nil {
+		r.reject()
+		w.Header().Set("Connection", "close") // do not read the body to reuse the connection
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	if req.ContentLength > MaxBody {
+		r.reject()
+		w.Header().Set("Connection", "close")
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	select {
+	case r.uploads <- struct{}{}:
+		defer func() { <-r.uploads }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close")
+		http.Error(w, "too many uploads at once; retry", http.StatusServiceUnavailable)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
