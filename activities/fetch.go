@@ -57,7 +57,8 @@ type FetchPageResult struct {
 	// platform.
 	OutsideRange int `json:"outside_range"`
 	// Rejected counts orders that cannot be stored (no id, zero
-	// updated_at, lines the store refuses: see store.CheckLines). They are
+	// updated_at, an id or text or lines the store refuses: see
+	// store.CheckOrder, and store.UpsertResult.Rejected). They are
 	// the platform's bad data, set aside alone so the rest of the page is
 	// stored.
 	Rejected int `json:"rejected"`
