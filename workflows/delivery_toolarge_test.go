@@ -52,8 +52,8 @@ func TestDeliverySetsAsideAChangeTooLargeForNATS(t *testing.T) {
 
 	d := testDestination()
 	d.Kind, d.URL, d.Subject, d.Secret = "nats", url, "orders", config.CredentialRef{}
-	real := &activities.Activities{Feed: st, Deliveries: &activities.Deliveries{Destinations: map[string]config.Destination{d.Name: d}}}
-	defer real.Deliveries.Close()
+	live := &activities.Activities{Feed: st, Deliveries: &activities.Deliveries{Destinations: map[string]config.Destination{d.Name: d}}}
+	defer live.Deliveries.Close()
 
 	env := newEnv(t)
 	env.SetTestTimeout(time.Minute)
@@ -61,11 +61,11 @@ func TestDeliverySetsAsideAChangeTooLargeForNATS(t *testing.T) {
 	env.OnActivity(acts.NextBatch, mock.Anything, mock.Anything).After(time.Second).Return(
 		func(ctx context.Context, req api.NextBatchRequest) (api.NextBatchResult, error) {
 			req.Wait = 0
-			return real.NextBatch(ctx, req)
+			return live.NextBatch(ctx, req)
 		}).Maybe()
 	env.OnActivity(acts.DeliverChanges, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, req api.DeliverRequest) (api.DeliverResult, error) {
-			return real.DeliverChanges(ctx, req)
+			return live.DeliverChanges(ctx, req)
 		}).Maybe()
 	mockAlerts(env, 0)
 	var setAside, skipped api.DeliveryStatus
