@@ -64,14 +64,23 @@ func checkPlaintext(raw, secure, plain string, allow bool) string {
 	return ""
 }
 
-// checkPlaintext applies the rule to the platform's endpoint.
+// checkPlaintext applies the rule to the platform's endpoint and to an
+// OAuth token_url (amazon, ebay), which receives the client secret and
+// the refresh token.
 func (p Platform) checkPlaintext() *ValidationError {
+	ve := &ValidationError{}
 	if why := checkPlaintext(p.Endpoint, "https", "http", p.AllowPlaintext); why != "" {
-		ve := &ValidationError{}
 		ve.add(p.Name, "endpoint", "%s", why)
-		return ve
 	}
-	return nil
+	if u, ok := p.Options["token_url"].(string); ok && u != "" {
+		if why := checkPlaintext(u, "https", "http", p.AllowPlaintext); why != "" {
+			ve.add(p.Name, "options.token_url", "%s", why)
+		}
+	}
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
 }
 
 // checkPlaintext applies the rule to the destination's URL or brokers.

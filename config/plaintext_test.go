@@ -36,6 +36,8 @@ func TestOnePlainTextRule(t *testing.T) {
 			`platform "shop": field "endpoint": "http://[fd00:ec2::254]/": host is the EC2 metadata service`},
 		{"platform at GCE's metadata name", platform("https://metadata.google.internal/", ""),
 			`host is a cloud metadata service`},
+		{"an OAuth token_url over http to another host", "platforms:\n  shop:\n    kind: ebay\n    endpoint: https://api.ebay.com\n    credentials: {env: T}\n    options: {token_url: \"http://auth.internal/token\"}\n",
+			`platform "shop": field "options.token_url": "http://auth.internal/token": plain http`},
 		{"webhook to the metadata address", dest(`{kind: webhook, url: "https://169.254.169.254/hook", secret: {env: S}}`),
 			`destination "d": field "url": "https://169.254.169.254/hook": host is a link-local address`},
 		{"webhook to a private network over https", dest(`{kind: webhook, url: "https://10.1.2.3/hook", secret: {env: S}}`), ""},
