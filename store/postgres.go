@@ -259,12 +259,23 @@ func (l laterRound) claim(ctx context.Context, orders []row, now time.Time) ([]c
 }
 
 // rowRefused reports an error about one row's data, which writing the
-// row again cannot fix: data exceptions (class 22, e.g. 22021 "invalid
-// byte sequence for encoding UTF8: 0x00") and program limits (class 54,
-// e.g. "index row size exceeds btree maximum").
+// row again cannot fix. Only codes a row's values cause are listed, so a
+// fault of the statement or the server (which every row would meet) still
+// fails the batch rather than leaving every row out: 22021 "invalid byte
+// sequence for encoding UTF8: 0x00", 22P05 untranslatable character,
+// 22001 string too long, 22003 numeric out of range, 22007/22008 a
+// date-time PostgreSQL cannot hold, 54000 "index row size exceeds btree
+// maximum".
 func rowRefused(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54"))
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "22021", "22P05", "22001", "22003", "22007", "22008", "54000":
+		return true
+	}
+	return false
 }
 
 // refusal is PostgreSQL's reason for refusing a row: its code and
