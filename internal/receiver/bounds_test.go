@@ -67,11 +67,13 @@ func TestReceiverRefusesBeforeReadingTheBody(t *testing.T) {
 	require.LessOrEqual(t, body.read, int64(MaxBody)+64<<10)
 }
 
-// At most MaxUploads bodies are read at once; one more is told to retry
-// (503 and Retry-After, which the webhook sender retries) without reading.
+// At most MaxUploads bodies are read at once; one more that finds no slot
+// within the wait is told to retry (503 and Retry-After, which the webhook
+// sender retries) without reading.
 func TestReceiverBoundsConcurrentUploads(t *testing.T) {
 	r, err := New("demo-receiver", specSecret)
 	require.NoError(t, err)
+	r.uploadWait = 0
 	for range MaxUploads { // MaxUploads uploads in progress
 		r.uploads <- struct{}{}
 	}

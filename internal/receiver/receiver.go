@@ -23,9 +23,15 @@ const MaxBody = 32 << 20
 
 // MaxUploads bounds the bodies read at once, so memory stays within
 // MaxUploads × MaxBody however many clients upload (30 unsigned 32 MB
-// uploads at once took the receiver to 2.1 GB). A POST beyond it is
-// answered 503 with Retry-After, which a sender retries.
-const MaxUploads = 4
+// uploads at once took the receiver to 2.1 GB; unsigned ones are now
+// refused before their body is read). It matches the most batches one
+// destination sends at once (config.MaxInFlightLimit). A POST that finds
+// no slot within UploadWait is answered 503 with Retry-After, which a
+// sender retries.
+const MaxUploads = 16
+
+// UploadWait is how long a signed POST waits for an upload slot.
+const UploadWait = 5 * time.Second
 
 // Timeouts of the receiver's http.Server (NewServer): a client that sends
 // its headers or body slowly holds a connection (and an upload slot) for
@@ -52,7 +58,8 @@ type Receiver struct {
 	name     string
 	verifier *Verifier
 
-	uploads chan struct{} // one token per body being read (MaxUploads)
+	uploads    chan struct{} // one token per body being read (MaxUploads)
+	uploadWait time.Duration // UploadWait; tests shorten it
 
 	mu       sync.Mutex
 	batches  map[string]bool           // webhook-ids processed
@@ -93,7 +100,7 @@ func New(name, secret string) (*Receiver, error) {
 
 func newCounter(name string) *Receiver {
 	return &Receiver{name: name, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{},
-		uploads: make(chan struct{}, MaxUploads)}
+		uploads: make(chan struct{}, MaxUploads), uploadWait: UploadWait}
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -122,15 +129,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	select {
-	case r.uploads <- struct{}{}:
-		defer func() { <-r.uploads }()
-	default:
+	if !r.acquireUpload(req) {
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Connection", "close")
 		http.Error(w, "too many uploads at once; retry", http.StatusServiceUnavailable)
 		return
 	}
+	defer func() { <-r.uploads }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
 	if err != nil {
 		r.reject()
@@ -155,6 +160,26 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.record(b)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// acquireUpload takes an upload slot, waiting up to uploadWait for one;
+// false when none came free (or the client went away).
+func (r *Receiver) acquireUpload(req *http.Request) bool {
+	select {
+	case r.uploads <- struct{}{}:
+		return true
+	default:
+	}
+	wait := time.NewTimer(r.uploadWait)
+	defer wait.Stop()
+	select {
+	case r.uploads <- struct{}{}:
+		return true
+	case <-req.Context().Done():
+		return false
+	case <-wait.C:
+		return false
+	}
 }
 
 func (r *Receiver) reject() {
