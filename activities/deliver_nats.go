@@ -42,7 +42,11 @@ func (n *natsSender) connect() (*nats.Conn, jetstream.JetStream, error) {
 	if n.nc != nil && !n.nc.IsClosed() {
 		return n.nc, n.js, nil
 	}
-	opts := []nats.Option{nats.Name("ordersync delivery " + n.d.Name), nats.Timeout(n.d.Timeout.D()), nats.MaxReconnects(-1)}
+	// IgnoreDiscoveredServers: a server's INFO may advertise other
+	// addresses (connect_urls); the token and the orders go only to the
+	// URL the destination names, which config validated.
+	opts := []nats.Option{nats.Name("ordersync delivery " + n.d.Name), nats.Timeout(n.d.Timeout.D()), nats.MaxReconnects(-1),
+		nats.IgnoreDiscoveredServers()}
 	if n.d.Secret.Env != "" || n.d.Secret.File != "" {
 		token, err := n.d.Secret.Resolve()
 		if err != nil {
