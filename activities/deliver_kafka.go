@@ -30,7 +30,7 @@ type kafkaSender struct {
 
 func newKafkaSender(d config.Destination) (sender, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(d.Brokers...), kgo.DefaultProduceTopic(d.Topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.Dialer(deliveryDialer(d.Timeout.D()).DialContext))
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}

@@ -46,7 +46,7 @@ func (n *natsSender) connect() (*nats.Conn, jetstream.JetStream, error) {
 	// addresses (connect_urls); the token and the orders go only to the
 	// URL the destination names, which config validated.
 	opts := []nats.Option{nats.Name("ordersync delivery " + n.d.Name), nats.Timeout(n.d.Timeout.D()), nats.MaxReconnects(-1),
-		nats.IgnoreDiscoveredServers()}
+		nats.IgnoreDiscoveredServers(), nats.SetCustomDialer(deliveryDialer(n.d.Timeout.D()))}
 	if n.d.Secret.Env != "" || n.d.Secret.File != "" {
 		token, err := n.d.Secret.Resolve()
 		if err != nil {

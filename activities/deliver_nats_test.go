@@ -163,3 +163,18 @@ func TestNATSDeliveryRefusesAChangeLargerThanTheStreamAllows(t *testing.T) {
 	require.Equal(t, ErrDeliveryRefused, appErr.Type(), "%v", err)
 	require.Contains(t, appErr.Message(), "max_msg_size")
 }
+
+// A destination whose name resolves to a link-local (cloud metadata)
+// address is refused at connect time, before anything is sent; config
+// refuses such addresses only where they are written as addresses.
+func TestDeliveryDialerRefusesLinkLocal(t *testing.T) {
+	d := deliveryDialer(time.Second)
+	for _, addr := range []string{"169.254.169.254:80", "[fd00:ec2::254]:80", "[fe80::1]:4222"} {
+		_, err := d.Dial("tcp", addr)
+		require.ErrorContains(t, err, "link-local address", addr)
+	}
+	url := natstest.Start(t)
+	c, err := d.Dial("tcp", strings.TrimPrefix(url, "nats://"))
+	require.NoError(t, err, "loopback is fine")
+	c.Close()
+}
