@@ -67,16 +67,15 @@ func TestReceiverRefusesBeforeReadingTheBody(t *testing.T) {
 	require.LessOrEqual(t, body.read, int64(MaxBody)+64<<10)
 }
 
-// At most MaxUploads bodies are read at once; one more that finds no slot
-// within the wait is told to retry (503 and Retry-After, which the webhook
-// sender retries) without reading.
+// The bodies read at once book at most UploadBudget bytes; an upload that
+// finds no room within the wait is told to retry (503 and Retry-After,
+// which the webhook sender retries) without reading, and room comes back
+// when an upload ends.
 func TestReceiverBoundsConcurrentUploads(t *testing.T) {
 	r, err := New("demo-receiver", specSecret)
 	require.NoError(t, err)
 	r.uploadWait = 0
-	for range MaxUploads { // MaxUploads uploads in progress
-		r.uploads <- struct{}{}
-	}
+	r.uploading = UploadBudget - 999 // uploads in progress
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	body := &countingBody{}
 	req := httptest.NewRequest(http.MethodPost, "/", nil)
@@ -87,13 +86,13 @@ func TestReceiverBoundsConcurrentUploads(t *testing.T) {
 	require.Equal(t, "1", w.Header().Get("Retry-After"))
 	require.Zero(t, body.read)
 
-	<-r.uploads // one finishes: the next upload is read (and judged by its signature)
-	req = httptest.NewRequest(http.MethodPost, "/", io.LimitReader(&countingBody{}, 100))
-	req.Header = specHeader("msg_1", now, specSig)
+	r.releaseUpload(1) // room for 1000 bytes: the upload is read (and judged by its signature)
+	req = httptest.NewRequest(http.MethodPost, "/", io.LimitReader(&countingBody{}, 1000))
+	req.ContentLength, req.Header = 1000, specHeader("msg_1", now, specSig)
 	w = httptest.NewRecorder()
 	r.ServeHTTP(w, req)
 	require.Equal(t, http.StatusUnauthorized, w.Code, "read, and its signature does not match")
-	require.Len(t, r.uploads, MaxUploads-1, "its slot is given back")
+	require.Equal(t, int64(UploadBudget-1000), r.uploading, "its booking is given back")
 }
 
 // The server NewServer builds bounds reading headers, the whole request

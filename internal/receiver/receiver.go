@@ -21,16 +21,17 @@ import (
 // well inside.
 const MaxBody = 32 << 20
 
-// MaxUploads bounds the bodies read at once, so memory stays within
-// MaxUploads × MaxBody however many clients upload (30 unsigned 32 MB
-// uploads at once took the receiver to 2.1 GB; unsigned ones are now
-// refused before their body is read). It matches the most batches one
-// destination sends at once (config.MaxInFlightLimit). A POST that finds
-// no slot within UploadWait is answered 503 with Retry-After, which a
-// sender retries.
-const MaxUploads = 16
+// UploadBudget bounds the bytes of the bodies read at once, so memory
+// stays bounded however many clients upload (30 uploads of 32 MB at once
+// took the receiver to 2.1 GB; unsigned ones are now refused before their
+// body is read, and signed-looking ones share this budget). An upload
+// books its Content-Length (MaxBody when it has none); one that finds no
+// room within UploadWait is answered 503 with Retry-After, which a sender
+// retries. Real batches are far smaller (100 changes: about 100 KB), so
+// many are read at once.
+const UploadBudget = 2 * MaxBody
 
-// UploadWait is how long a signed POST waits for an upload slot.
+// UploadWait is how long a signed POST waits for room in UploadBudget.
 const UploadWait = 5 * time.Second
 
 // Timeouts of the receiver's http.Server (NewServer): a client that sends
@@ -58,7 +59,8 @@ type Receiver struct {
 	name     string
 	verifier *Verifier
 
-	uploads    chan struct{} // one token per body being read (MaxUploads)
+	uploadMu   sync.Mutex
+	uploading  int64         // bytes booked by bodies being read (UploadBudget)
 	uploadWait time.Duration // UploadWait; tests shorten it
 
 	mu       sync.Mutex
@@ -100,7 +102,7 @@ func New(name, secret string) (*Receiver, error) {
 
 func newCounter(name string) *Receiver {
 	return &Receiver{name: name, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{},
-		uploads: make(chan struct{}, MaxUploads), uploadWait: UploadWait}
+		uploadWait: UploadWait}
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -129,14 +131,28 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if !r.acquireUpload(req) {
+	size := int64(MaxBody)
+	if req.ContentLength >= 0 {
+		size = req.ContentLength
+	}
+	if !r.bookUpload(req, size) {
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Connection", "close")
 		http.Error(w, "too many uploads at once; retry", http.StatusServiceUnavailable)
 		return
 	}
-	defer func() { <-r.uploads }()
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
+	defer r.releaseUpload(size)
+	var body []byte
+	var err error
+	if req.ContentLength >= 0 {
+		// Exactly the announced size (at most MaxBody, checked above; the
+		// server reads no further than Content-Length): one allocation,
+		// no doubling while growing.
+		body = make([]byte, req.ContentLength)
+		_, err = io.ReadFull(req.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
+	}
 	if err != nil {
 		r.reject()
 		var tooBig *http.MaxBytesError
@@ -162,24 +178,34 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// acquireUpload takes an upload slot, waiting up to uploadWait for one;
-// false when none came free (or the client went away).
-func (r *Receiver) acquireUpload(req *http.Request) bool {
-	select {
-	case r.uploads <- struct{}{}:
-		return true
-	default:
+// bookUpload books size bytes of UploadBudget, waiting up to uploadWait
+// for room; false when none came free (or the client went away). A body
+// of at most MaxBody always fits an empty budget.
+func (r *Receiver) bookUpload(req *http.Request, size int64) bool {
+	deadline := time.Now().Add(r.uploadWait)
+	for {
+		r.uploadMu.Lock()
+		if r.uploading+size <= UploadBudget {
+			r.uploading += size
+			r.uploadMu.Unlock()
+			return true
+		}
+		r.uploadMu.Unlock()
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-req.Context().Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	wait := time.NewTimer(r.uploadWait)
-	defer wait.Stop()
-	select {
-	case r.uploads <- struct{}{}:
-		return true
-	case <-req.Context().Done():
-		return false
-	case <-wait.C:
-		return false
-	}
+}
+
+func (r *Receiver) releaseUpload(size int64) {
+	r.uploadMu.Lock()
+	r.uploading -= size
+	r.uploadMu.Unlock()
 }
 
 func (r *Receiver) reject() {
