@@ -30,7 +30,7 @@ type kafkaSender struct {
 
 func newKafkaSender(d config.Destination) (sender, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(d.Brokers...), kgo.DefaultProduceTopic(d.Topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.Dialer(deliveryDialer(d.Timeout.D()).DialContext))
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
@@ -50,7 +50,23 @@ func (k *kafkaSender) send(ctx context.Context, b batch) error {
 		records = append(records, &kgo.Record{Key: []byte(KafkaKey(c.Platform, c.OrderID)), Value: value,
 			Headers: []kgo.RecordHeader{{Key: KafkaIDHeader, Value: []byte(ChangeID(b.Destination, c.Seq))}}})
 	}
-	if err := k.client.ProduceSync(ctx, records...).FirstErr(); err != nil {
+	results := k.client.ProduceSync(ctx, records...)
+	seqOf := make(map[*kgo.Record]int64, len(records))
+	for i, r := range records {
+		seqOf[r] = b.Changes[i].Seq
+	}
+	for _, r := range results { // in the order they completed
+		// A record larger than the producer's batch limit or the topic's
+		// max.message.bytes (MESSAGE_TOO_LARGE, from the client or the
+		// broker) can never be stored: a refusal, so the workflow delivers
+		// the batch's changes one by one and sets this one aside.
+		if errors.Is(r.Err, kerr.MessageTooLarge) {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"change %d is %d bytes, more than Kafka accepts for topic %s (MESSAGE_TOO_LARGE: the producer's or the topic's max.message.bytes); it can never be delivered",
+				seqOf[r.Record], len(r.Record.Value), k.d.Topic), ErrDeliveryRefused, nil)
+		}
+	}
+	if err := results.FirstErr(); err != nil {
 		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.InvalidTopicException) {
 			return temporal.NewNonRetryableApplicationError("kafka refused topic "+k.d.Topic+": "+err.Error(), ErrDeliveryRefused, nil)
 		}

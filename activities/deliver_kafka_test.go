@@ -3,12 +3,15 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
@@ -70,4 +73,38 @@ func TestKafkaDelivery(t *testing.T) {
 	for key, seqs := range perKey {
 		require.IsIncreasing(t, seqs, "%s: in order within its partition", key)
 	}
+}
+
+// A change larger than Kafka takes (MESSAGE_TOO_LARGE: here the producer's
+// 1 MB batch limit, which mirrors the broker default max.message.bytes) is
+// a refusal the workflow sets aside, not a transient failure; its
+// neighbours go through.
+func TestKafkaDeliveryRefusesAChangeTooLarge(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	require.NoError(t, err)
+	defer cluster.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	st := feedStore(t, 1)                 // seqs 1, 2
+	big := bigOrder(t, st, "big", 2<<20)  // seq 3
+	small := bigOrder(t, st, "small", 64) // seq 4
+	d := config.DestinationDefaults()
+	d.Name, d.Kind, d.Brokers, d.Topic = "stream", "kafka", cluster.ListenAddrs(), "orders"
+	a := &Activities{Feed: st, Deliveries: &Deliveries{Destinations: map[string]config.Destination{"stream": d}}}
+	defer a.Deliveries.Close()
+	deliver := func(after, to int64) error {
+		_, err := a.DeliverChanges(ctx, api.DeliverRequest{Destination: "stream", SeqRange: api.SeqRange{After: after, To: to}, Expect: int(to - after)})
+		return err
+	}
+	for _, r := range []api.SeqRange{{After: 0, To: small}, {After: big - 1, To: big}} {
+		err := deliver(r.After, r.To)
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(err, &appErr), "%v", err)
+		require.Equal(t, ErrDeliveryRefused, appErr.Type(), "%v", err)
+		require.Contains(t, appErr.Message(), fmt.Sprintf("change %d is", big))
+		require.Contains(t, appErr.Message(), "MESSAGE_TOO_LARGE")
+	}
+	require.NoError(t, deliver(0, big-1))
+	require.NoError(t, deliver(big, small))
 }

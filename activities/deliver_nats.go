@@ -36,31 +36,35 @@ func newNATSSender(d config.Destination) (sender, error) {
 // connect opens the connection on first use (and after it was closed), so
 // a NATS server that is down fails a delivery, which is retried, rather
 // than the worker.
-func (n *natsSender) connect() (jetstream.JetStream, error) {
+func (n *natsSender) connect() (*nats.Conn, jetstream.JetStream, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.nc != nil && !n.nc.IsClosed() {
-		return n.js, nil
+		return n.nc, n.js, nil
 	}
-	opts := []nats.Option{nats.Name("ordersync delivery " + n.d.Name), nats.Timeout(n.d.Timeout.D()), nats.MaxReconnects(-1)}
+	// IgnoreDiscoveredServers: a server's INFO may advertise other
+	// addresses (connect_urls); the token and the orders go only to the
+	// URL the destination names, which config validated.
+	opts := []nats.Option{nats.Name("ordersync delivery " + n.d.Name), nats.Timeout(n.d.Timeout.D()), nats.MaxReconnects(-1),
+		nats.IgnoreDiscoveredServers(), nats.SetCustomDialer(deliveryDialer(n.d.Timeout.D()))}
 	if n.d.Secret.Env != "" || n.d.Secret.File != "" {
 		token, err := n.d.Secret.Resolve()
 		if err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
+			return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
 		}
 		opts = append(opts, nats.Token(token))
 	}
 	nc, err := nats.Connect(n.d.URL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS for %s: %w", n.d.Name, err)
+		return nil, nil, fmt.Errorf("connect to NATS for %s: %w", n.d.Name, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("JetStream for %s: %w", n.d.Name, err)
+		return nil, nil, fmt.Errorf("JetStream for %s: %w", n.d.Name, err)
 	}
 	n.nc, n.js = nc, js
-	return js, nil
+	return nc, js, nil
 }
 
 // NATSSubject is the subject a destination publishes a platform's changes to.
@@ -75,32 +79,45 @@ func NATSSubject(prefix, platform string) string {
 func ChangeID(destination string, seq int64) string { return fmt.Sprintf("%s-%d", destination, seq) }
 
 func (n *natsSender) send(ctx context.Context, b batch) error {
-	js, err := n.connect()
+	nc, js, err := n.connect()
 	if err != nil {
 		return err
 	}
-	// Publish all, then wait for all acks: one round trip per batch, not
-	// per change. The stream stores them in publish order.
-	futures := make([]jetstream.PubAckFuture, 0, len(b.Changes))
+	// Encode all and check each against the server's max_payload (from
+	// its INFO) before publishing any: a change larger than that can never
+	// be delivered, so it is a refusal (the workflow delivers the batch's
+	// changes one by one and sets this one aside), not a failure retried
+	// until the breaker opens.
+	msgs := make([]*nats.Msg, 0, len(b.Changes))
 	for _, c := range b.Changes {
 		data, err := json.Marshal(c)
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
 		}
+		m := &nats.Msg{Subject: NATSSubject(n.d.Subject, c.Platform), Data: data,
+			Header: nats.Header{jetstream.MsgIDHeader: []string{ChangeID(b.Destination, c.Seq)}}}
+		if size, limit := natsMsgSize(m), nc.MaxPayload(); limit > 0 && size > limit {
+			return tooLarge(c.Seq, size, limit, "the NATS server's max_payload")
+		}
+		msgs = append(msgs, m)
+	}
+	// Publish all, then wait for all acks: one round trip per batch, not
+	// per change. The stream stores them in publish order.
+	futures := make([]jetstream.PubAckFuture, 0, len(b.Changes))
+	var first error
+	for i, m := range msgs {
 		// No client-side retries: a retried publish lands after the
 		// publishes that followed it, out of order, possibly after this
 		// call returned; the activity's own retry sends the batch again.
-		f, err := js.PublishMsgAsync(&nats.Msg{Subject: NATSSubject(n.d.Subject, c.Platform), Data: data,
-			Header: nats.Header{jetstream.MsgIDHeader: []string{ChangeID(b.Destination, c.Seq)}}},
-			jetstream.WithRetryAttempts(0))
+		f, err := js.PublishMsgAsync(m, jetstream.WithRetryAttempts(0))
 		if err != nil {
-			return fmt.Errorf("publish change %d of batch %s: %w", c.Seq, b.ID, err)
+			first = natsError(b.Changes[i], fmt.Errorf("publish change %d of batch %s: %w", b.Changes[i].Seq, b.ID, err))
+			break
 		}
 		futures = append(futures, f)
 	}
 	// Wait for every ack, even after a failure, so no publish of this
 	// batch is still in flight when the next attempt starts.
-	var first error
 	for i, f := range futures {
 		select {
 		case <-f.Ok():
@@ -116,12 +133,46 @@ func (n *natsSender) send(ctx context.Context, b batch) error {
 }
 
 // natsError: no stream captures the subject is a refusal only an operator
-// can fix, like a webhook's 404, so it is one; other errors are retried.
+// can fix, like a webhook's 404, so it is one; a message larger than the
+// server's max_payload or the stream's max_msg_size can never be stored,
+// so it is one too; other errors are retried.
 func natsError(c store.Change, err error) error {
-	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+	switch {
+	case errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders):
 		return temporal.NewNonRetryableApplicationError("no JetStream stream captures "+c.Platform+"'s subject", ErrDeliveryRefused, nil)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("change %d is larger than the NATS server's max_payload; it can never be delivered", c.Seq), ErrDeliveryRefused, nil)
+	case errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum):
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("change %d is larger than the JetStream stream's max_msg_size; it can never be delivered", c.Seq), ErrDeliveryRefused, nil)
 	}
 	return fmt.Errorf("change %d: %w", c.Seq, err)
+}
+
+// natsMsgSize is what the server counts against max_payload: the payload
+// plus the encoded headers ("NATS/1.0\r\n", "Key: value\r\n" each, and a
+// blank line).
+func natsMsgSize(m *nats.Msg) int64 {
+	n := len(m.Data)
+	if len(m.Header) > 0 {
+		n += len("NATS/1.0\r\n") + len("\r\n")
+		for k, vs := range m.Header {
+			for _, v := range vs {
+				n += len(k) + len(": ") + len(v) + len("\r\n")
+			}
+		}
+	}
+	return int64(n)
+}
+
+// tooLarge is the refusal of a change a destination can never accept
+// because of its size: a poison, set aside on its own (the workflow
+// splits a batch first, so a batch only too large as a whole is
+// delivered in smaller parts).
+func tooLarge(seq, size, limit int64, what string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("change %d is %d bytes, more than %s (%d bytes); it can never be delivered", seq, size, what, limit), ErrDeliveryRefused, nil)
 }
 
 func (n *natsSender) close() {

@@ -57,11 +57,20 @@ func newWebhookSender(d config.Destination) (sender, error) {
 		secret: d.Secret,
 		now:    time.Now,
 		client: &http.Client{
+			Transport: webhookTransport(d),
 			// A redirect would send order data to another address; the
 			// configured URL is the only place it goes.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}, nil
+}
+
+// webhookTransport is http.DefaultTransport's settings with the delivery
+// dialer (no link-local addresses).
+func webhookTransport(d config.Destination) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = deliveryDialer(d.Timeout.D()).DialContext
+	return t
 }
 
 // webhookKey reads the signing key behind the reference: "whsec_" (which
@@ -135,6 +144,10 @@ func classifyWebhookStatus(id string, resp *http.Response) error {
 				temporal.ApplicationErrorOptions{NextRetryDelay: min(time.Duration(secs)*time.Second, 10*time.Minute)})
 		}
 		return temporal.NewApplicationError(msg, ErrTransient)
+	case code == http.StatusRequestEntityTooLarge:
+		// Too large for the receiver: the workflow delivers the batch's
+		// changes one by one and sets aside only a change too large alone.
+		return temporal.NewNonRetryableApplicationError("HTTP 413: the receiver takes no body this large", ErrDeliveryRefused, nil)
 	default:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("HTTP %d", code), ErrDeliveryRefused, nil)
 	}

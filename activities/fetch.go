@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -79,7 +81,8 @@ type FetchPageResult struct {
 	// platform.
 	OutsideRange int `json:"outside_range"`
 	// Rejected counts orders that cannot be stored (no id, zero
-	// updated_at, lines the store refuses: see store.CheckLines). They are
+	// updated_at, an id or text or lines the store refuses: see
+	// store.CheckOrder, and store.UpsertResult.Rejected). They are
 	// the platform's bad data, set aside alone so the rest of the page is
 	// stored.
 	Rejected int `json:"rejected"`
@@ -166,6 +169,15 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 				textclip.Message(fmt.Sprintf("store page %d of %s: %v", in.Page, in.SliceID, err)), ErrStore, boundedCause(err))
 		}
 		res.Inserted, res.Updated, res.Unchanged = up.Inserted, up.Updated, up.Unchanged
+		if len(up.Rejected) > 0 { // refused by the database alone (store.UpsertResult.Rejected)
+			res.Rejected += len(up.Rejected)
+			ids := make([]string, 0, len(up.Rejected))
+			for _, r := range up.Rejected {
+				ids = append(ids, r.ID+" ("+r.Reason+")")
+			}
+			a.logger().Warn("the store refused orders; rejected them, stored the rest of the page",
+				"platform", in.Platform.Name, "slice", in.SliceID, "page", in.Page, "count", len(up.Rejected), "orders", firstIDs(ids))
+		}
 	}
 	res.NextToken = page.NextToken
 	if res.OutsideRange > 0 {
@@ -217,14 +229,19 @@ func (a *Activities) screen(in FetchPageInput, orders []connectors.Order, res *F
 		o.Platform = in.Platform.Name
 		o.UpdatedAt = o.UpdatedAt.UTC()
 		o.CreatedAt = o.CreatedAt.UTC()
-		linesErr := store.CheckLines(o) // names lines by position, never their content
+		// CheckOrder: what either store cannot keep (an id too long, NUL
+		// bytes, lines); it names fields, never their content.
+		checkErr := store.CheckOrder(o)
 		switch {
 		case o.ID == "":
 			rejected = append(rejected, fmt.Sprintf("(order %d on the page: no id)", i))
 		case o.UpdatedAt.IsZero():
 			rejected = append(rejected, textclip.Value(o.ID)+" (no updated_at)")
-		case linesErr != nil:
-			rejected = append(rejected, fmt.Sprintf("%s (%v)", textclip.Value(o.ID), linesErr))
+		case checkErr != nil && (len(o.ID) > store.MaxOrderIDBytes || !utf8.ValidString(o.ID) || strings.IndexByte(o.ID, 0) >= 0):
+			// The id itself is the problem: name the order by position.
+			rejected = append(rejected, fmt.Sprintf("(order %d on the page: %s)", i, textclip.Value(checkErr.Error())))
+		case checkErr != nil:
+			rejected = append(rejected, fmt.Sprintf("%s (%s)", textclip.Value(o.ID), textclip.Value(checkErr.Error())))
 		case o.UpdatedAt.After(horizon):
 			future = append(future, textclip.Value(o.ID))
 		default:

@@ -196,3 +196,19 @@ func metricValue(t *testing.T, rec *metrics.Recorder, name, class string) float6
 	t.Fatalf("no %s{platform=shop}", name)
 	return 0
 }
+
+// Orders the database refused alone (store.UpsertResult.Rejected, the
+// PostgreSQL backstop) count as rejected, like the orders screen refuses;
+// the page succeeds.
+func TestFetchPageCountsOrdersTheStoreRefusedAlone(t *testing.T) {
+	f := newFixture(t)
+	f.conn.EXPECT().ListOrders(gomock.Any(), gomock.Any()).Return(connectors.Page{Orders: []connectors.Order{
+		{ID: "1", UpdatedAt: t0.Add(time.Minute)}, {ID: "2", UpdatedAt: t0.Add(time.Minute)}}}, nil)
+	f.store.EXPECT().UpsertOrders(gomock.Any(), gomock.Any()).Return(store.UpsertResult{Inserted: 1,
+		Rejected: []store.RejectedOrder{{Platform: "shop", ID: "2", Reason: "PostgreSQL 22021: invalid byte sequence"}}}, nil)
+	val, err := f.env.ExecuteActivity(f.acts.FetchPage, input())
+	require.NoError(t, err)
+	var res FetchPageResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, FetchPageResult{Fetched: 2, Inserted: 1, Rejected: 1}, res)
+}

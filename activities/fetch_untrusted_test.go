@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,6 +97,21 @@ func TestFetchPageSetsAsideUntrustedOrders(t *testing.T) {
 			logs:   []string{"cannot be stored", "too-many (10001 lines, at most 10000)", "bad-price (line 2: unit price is not a plain decimal)"},
 		},
 		{
+			// PostgreSQL refuses these (NUL in text, an id past its index's
+			// limit) and failed the whole page; both stores now refuse them
+			// alone, before the write (issue 24, item 6).
+			name: "an order with a NUL byte or an id too long is rejected alone",
+			page: []connectors.Order{
+				order("good", t0.Add(time.Minute)),
+				func() connectors.Order { o := order("nul", t0.Add(time.Minute)); o.Status = "paid\x00"; return o }(),
+				order(strings.Repeat("7", 3000), t0.Add(time.Minute)),
+				order("also-good", t0.Add(2*time.Minute)),
+			},
+			want:   FetchPageResult{Fetched: 4, Inserted: 2, Rejected: 2},
+			stored: map[string]time.Time{"good": t0.Add(time.Minute), "also-good": t0.Add(2 * time.Minute)},
+			logs:   []string{"cannot be stored", "nul (status holds a NUL byte)", "order 2 on the page: id is 3000 bytes, at most 1024"},
+		},
+		{
 			name:   "a page of nothing storable",
 			page:   []connectors.Order{order("no-time", time.Time{}), order("pinned", year2999)},
 			want:   FetchPageResult{Fetched: 2, Rejected: 1, FutureStamped: 1},
@@ -154,7 +170,7 @@ func TestFetchPageSetsAsideUntrustedOrders(t *testing.T) {
 					require.Contains(t, logs.String(), s)
 				}
 			}
-			for _, private := range []string{"123.45", "buyer@example.com", "2999", "Espresso"} {
+			for _, private := range []string{"123.45", "buyer@example.com", "2999", "Espresso", strings.Repeat("7", 100)} {
 				require.NotContains(t, logs.String(), private, "logs carry order ids, never order data")
 			}
 

@@ -112,7 +112,7 @@ func ServeReceiver(ctx context.Context, app *App, listen, name, secret string, e
 		return "", nil, fmt.Errorf("receiver %s: listen on %s: %w", name, listen, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	srv := &http.Server{Handler: rcv, ReadHeaderTimeout: 10 * time.Second}
+	srv := receiver.NewServer(rcv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	go rcv.Report(ctx, app.Out, every)

@@ -89,11 +89,11 @@ platforms:
 		{name: "unknown top-level key", yaml: "platfroms: {}\n", want: []string{`field "platfroms": unknown top-level key`, `no platforms configured`}},
 		{name: "empty file", yaml: "# nothing yet\n", want: []string{"the file is empty; it needs a platforms mapping"}},
 		{name: "not yaml", yaml: "platforms: [\n", want: []string{"not valid YAML"}},
-		{name: "bad duration", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: http://h\n    credentials: {env: T}\n    settle: soon\n", want: []string{`platform "x": field "settle": "soon" is not a duration`}},
-		{name: "bad start", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: http://h\n    credentials: {env: T}\n    start: yesterday\n", want: []string{`platform "x": field "start": "yesterday" is neither RFC3339`}},
-		{name: "secret instead of env name", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: http://h\n    credentials: {env: 'shpat_abc-123'}\n", want: []string{`field "credentials.env": "shpat_abc-123" is not an environment variable name`}},
-		{name: "backfill span under interval", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: http://h\n    credentials: {env: T}\n    interval: 1h\n    backfill_max_span: 30m\n", want: []string{`platform "x": field "backfill_max_span": must be 0 (off) or at least interval (1h0m0s), got 30m0s`}},
-		{name: "bad window", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: http://h\n    credentials: {env: T}\n    windows: ['MON 25:00-06:00', 'TUE 01:00-02:00 Mars/Base']\n", want: []string{`time "25:00"`, `unknown time zone "Mars/Base"`}},
+		{name: "bad duration", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: https://h\n    credentials: {env: T}\n    settle: soon\n", want: []string{`platform "x": field "settle": "soon" is not a duration`}},
+		{name: "bad start", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: https://h\n    credentials: {env: T}\n    start: yesterday\n", want: []string{`platform "x": field "start": "yesterday" is neither RFC3339`}},
+		{name: "secret instead of env name", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: https://h\n    credentials: {env: 'shpat_abc-123'}\n", want: []string{`field "credentials.env": "shpat_abc-123" is not an environment variable name`}},
+		{name: "backfill span under interval", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: https://h\n    credentials: {env: T}\n    interval: 1h\n    backfill_max_span: 30m\n", want: []string{`platform "x": field "backfill_max_span": must be 0 (off) or at least interval (1h0m0s), got 30m0s`}},
+		{name: "bad window", yaml: "platforms:\n  x:\n    kind: sim\n    endpoint: https://h\n    credentials: {env: T}\n    windows: ['MON 25:00-06:00', 'TUE 01:00-02:00 Mars/Base']\n", want: []string{`time "25:00"`, `unknown time zone "Mars/Base"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,6 +28,9 @@ type Destination struct {
 	// URL is where batches go: the webhook's https URL (http only for
 	// loopback), or the NATS server (nats:// or tls://).
 	URL string `json:"url" yaml:"url"`
+	// AllowPlaintext permits http:// (webhook) or nats:// to a host that is
+	// not loopback (a private network); see config/plaintext.go.
+	AllowPlaintext bool `json:"allow_plaintext,omitempty" yaml:"allow_plaintext"`
 	// Secret is the webhook signing secret (Standard Webhooks, "whsec_"
 	// and base64), or the NATS token; required for webhooks.
 	Secret CredentialRef `json:"secret,omitzero" yaml:"secret"`
@@ -116,6 +119,9 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 			bad("platforms", "%q is not a platform of this file", p)
 		}
 	}
+	if d.Kind == "nats" {
+		d.checkSubjectCollisions(platforms, bad)
+	}
 	if d.BatchSize < 1 || d.BatchSize > 1000 {
 		bad("batch_size", "must be 1 to 1000, got %d", d.BatchSize)
 	}
@@ -164,10 +170,10 @@ func (d Destination) checkKind(bad func(field, format string, args ...any)) {
 			bad("url", "is required")
 		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
 			bad("url", "%q is not an https URL", d.URL)
-		case u.Scheme == "http" && !loopbackHost(u.Hostname()):
-			bad("url", "%q: plain http only to loopback (127.0.0.1, ::1, localhost); use https", d.URL)
 		case u.User != nil:
 			bad("url", "must not carry credentials; use secret")
+		default:
+			d.checkPlaintext(bad)
 		}
 		if d.Secret.Env == "" && d.Secret.File == "" {
 			bad("secret", "is required: {env: VAR_NAME} or {file: /path} holding the whsec_ signing secret; secrets never go in this file")
@@ -184,6 +190,7 @@ func (d Destination) checkKind(bad func(field, format string, args ...any)) {
 				bad("brokers", "%q is not host:port", b)
 			}
 		}
+		d.checkPlaintext(bad)
 		if !kafkaTopic.MatchString(d.Topic) {
 			bad("topic", "%q is not a Kafka topic name (1-249 of letters, digits, '.', '_' and '-')", d.Topic)
 		}
@@ -202,12 +209,34 @@ func (d Destination) checkKind(bad func(field, format string, args ...any)) {
 			bad("url", "%q is not a nats:// or tls:// URL", d.URL)
 		case u.User != nil:
 			bad("url", "must not carry credentials; use secret")
+		default:
+			d.checkPlaintext(bad)
 		}
 		if d.Subject == "" {
 			bad("subject", "is required: changes of platform P go to <subject>.<P>")
 		} else if !natsSubjectToken.MatchString(d.Subject) {
 			bad("subject", "%q is not a NATS subject of plain tokens (letters, digits, _ and -, separated by dots)", d.Subject)
 		}
+	}
+}
+
+// checkSubjectCollisions refuses two platforms whose changes would share a
+// NATS subject: a platform's subject token is its name with '.' (a NATS
+// token separator) as '_' (activities.NATSSubject), so "a.b" and "a_b"
+// would be one subject and a consumer could not tell them apart.
+func (d Destination) checkSubjectCollisions(platforms []string, bad func(field, format string, args ...any)) {
+	names := d.Platforms
+	if len(names) == 0 {
+		names = platforms
+	}
+	byToken := map[string]string{}
+	for _, p := range names {
+		token := strings.ReplaceAll(p, ".", "_")
+		if other, ok := byToken[token]; ok && other != p {
+			bad("subject", "platforms %q and %q would share the subject %s.%s ('.' becomes '_'); rename one, or send them to separate destinations", other, p, d.Subject, token)
+			continue
+		}
+		byToken[token] = p
 	}
 }
 

@@ -51,7 +51,7 @@ func TestDestinationsValidate(t *testing.T) {
 	}{
 		{"webhook without secret, plain http elsewhere", `
   oms: {kind: webhook, url: "http://oms.example.com/hook"}`, []string{
-			`destination "oms": field "url": "http://oms.example.com/hook": plain http only to loopback (127.0.0.1, ::1, localhost); use https`,
+			`destination "oms": field "url": "http://oms.example.com/hook": plain http sends credentials and orders unencrypted; use https://, or set allow_plaintext: true for a private network`,
 			`destination "oms": field "secret": is required: {env: VAR_NAME} or {file: /path} holding the whsec_ signing secret; secrets never go in this file`,
 		}},
 		{"http to loopback is fine", `

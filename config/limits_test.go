@@ -12,7 +12,7 @@ import (
 
 // onePlatform is a valid file with one platform, x, and room for one more
 // line of settings.
-const onePlatform = "platforms:\n  x:\n    kind: sim\n    endpoint: http://h/shops/x\n    credentials: {env: T}\n"
+const onePlatform = "platforms:\n  x:\n    kind: sim\n    endpoint: https://h/shops/x\n    credentials: {env: T}\n"
 
 func TestSettingsOutsideTheirRange(t *testing.T) {
 	tests := []struct {
@@ -83,7 +83,7 @@ func TestSizeLimits(t *testing.T) {
 		setting string
 		want    string
 	}{
-		{"a 3 MB endpoint", "endpoint: http://h/" + long(3<<20), fmt.Sprintf(`platform "x": field "endpoint": is %d bytes long; the limit is 2048`, len("http://h/")+3<<20)},
+		{"a 3 MB endpoint", "endpoint: https://h/" + long(3<<20), fmt.Sprintf(`platform "x": field "endpoint": is %d bytes long; the limit is 2048`, len("https://h/")+3<<20)},
 		{"a long env name", "credentials: {env: " + long(300) + "}", `field "credentials.env": is 300 bytes long; the limit is 256`},
 		{"a long file path", "credentials: {env: '', file: /" + long(5000) + "}", `field "credentials.file": is 5001 bytes long; the limit is 4096`},
 		{"a long task queue", "task_queue: " + long(201), `field "task_queue": is 201 bytes long; the limit is 200`},

@@ -14,10 +14,13 @@ import (
 // merged in. It travels in workflow inputs and the `config` signal as JSON, so
 // it holds credential references, never secrets.
 type Platform struct {
-	Name        string        `json:"name" yaml:"-"`
-	Kind        string        `json:"kind" yaml:"kind"`
-	Endpoint    string        `json:"endpoint" yaml:"endpoint"`
-	Credentials CredentialRef `json:"credentials" yaml:"credentials"`
+	Name     string `json:"name" yaml:"-"`
+	Kind     string `json:"kind" yaml:"kind"`
+	Endpoint string `json:"endpoint" yaml:"endpoint"`
+	// AllowPlaintext permits a plain http:// endpoint to a host that is
+	// not loopback (a private network); see config/plaintext.go.
+	AllowPlaintext bool          `json:"allow_plaintext,omitempty" yaml:"allow_plaintext"`
+	Credentials    CredentialRef `json:"credentials" yaml:"credentials"`
 	// Start is where the backfill begins: RFC3339, or relative to now ("-2160h").
 	Start    string   `json:"start" yaml:"start"`
 	Interval Duration `json:"interval" yaml:"interval"`

@@ -87,8 +87,12 @@ func (p Platform) Validate() *ValidationError {
 	p.checkDeadLetterRetry(ve, ve.fields())
 	if len(ve.Problems) == 0 {
 		// Kind checks (kinds.go) build on valid generic settings; run after
-		// them so one mistake does not pile up follow-on problems.
-		return p.validateKind()
+		// them so one mistake does not pile up follow-on problems. The
+		// plain-text rule is not part of ValidateStructure (replayed).
+		if kve := p.validateKind(); kve != nil {
+			return kve
+		}
+		return p.checkPlaintext()
 	}
 	return ve
 }

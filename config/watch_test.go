@@ -28,42 +28,42 @@ func TestWatchedFileFollowsEditsAndKeepsTheLastGoodVersion(t *testing.T) {
 		return p.Endpoint
 	}
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	write(file("http://a/shops/x"), t0)
+	write(file("https://a/shops/x"), t0)
 
 	var logs bytes.Buffer
 	w, err := WatchFile(path, 5*time.Second, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)
 	now := time.Now()
 	w.now = func() time.Time { return now }
-	require.Equal(t, "http://a/shops/x", endpoint(w))
+	require.Equal(t, "https://a/shops/x", endpoint(w))
 
-	write(file("http://b/shops/x"), t0.Add(time.Second))
-	require.Equal(t, "http://a/shops/x", endpoint(w), "not looked at again within the interval")
+	write(file("https://b/shops/x"), t0.Add(time.Second))
+	require.Equal(t, "https://a/shops/x", endpoint(w), "not looked at again within the interval")
 	now = now.Add(5 * time.Second)
-	require.Equal(t, "http://b/shops/x", endpoint(w), "re-read after the interval")
+	require.Equal(t, "https://b/shops/x", endpoint(w), "re-read after the interval")
 	require.Contains(t, logs.String(), "platforms file re-read")
 
-	write(file("http://c/shops/x"), t0.Add(2*time.Second))
+	write(file("https://c/shops/x"), t0.Add(2*time.Second))
 	w.Refresh()
-	require.Equal(t, "http://c/shops/x", endpoint(w), "Refresh looks at once")
+	require.Equal(t, "https://c/shops/x", endpoint(w), "Refresh looks at once")
 
 	logs.Reset()
 	write(file("ftp://d"), t0.Add(3*time.Second))
 	for range 3 {
 		now = now.Add(5 * time.Second)
-		require.Equal(t, "http://c/shops/x", endpoint(w), "an invalid file keeps the last good version")
+		require.Equal(t, "https://c/shops/x", endpoint(w), "an invalid file keeps the last good version")
 	}
 	require.Equal(t, 1, strings.Count(logs.String(), "does not load"), "logged once per change: %s", logs.String())
 	require.Contains(t, logs.String(), `is not an http(s) URL`)
 
 	require.NoError(t, os.Remove(path))
 	now = now.Add(5 * time.Second)
-	require.Equal(t, "http://c/shops/x", endpoint(w), "a removed file keeps the last good version")
+	require.Equal(t, "https://c/shops/x", endpoint(w), "a removed file keeps the last good version")
 	require.Contains(t, logs.String(), "platforms file is gone")
 
-	write(file("http://e/shops/x"), t0.Add(4*time.Second))
+	write(file("https://e/shops/x"), t0.Add(4*time.Second))
 	now = now.Add(5 * time.Second)
-	require.Equal(t, "http://e/shops/x", endpoint(w), "a fixed file is read again")
+	require.Equal(t, "https://e/shops/x", endpoint(w), "a fixed file is read again")
 
 	_, err = WatchFile(filepath.Join(t.TempDir(), "none.yaml"), 0, nil)
 	require.ErrorContains(t, err, "no such file")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -85,11 +86,37 @@ func fetchToken(ctx context.Context, c *resty.Client, platform string, tr tokenR
 	if body.AccessToken == "" {
 		return "", 0, &MalformedError{Platform: platform, Offset: -1, Err: fmt.Errorf("token response from %s has no access_token", tr.url)}
 	}
-	ttl := time.Duration(body.ExpiresIn) * time.Second
-	if ttl <= 0 {
-		ttl = 5 * time.Minute // not stated: assume short-lived
+	return body.AccessToken, tokenTTL(platform, body.ExpiresIn), nil
+}
+
+// Bounds on an access token's lifetime as a token endpoint states it
+// (expires_in). Login with Amazon states 3600 s, eBay 7200 s. A lifetime
+// of 0 or less states nothing usable (the token would be refreshed before
+// every request): it is used for defaultTokenTTL. Above maxTokenTTL a
+// token is trusted longer than any real one lives (a huge value also
+// overflowed the duration). A short positive lifetime is kept: the token
+// really expires then.
+const (
+	defaultTokenTTL = time.Minute
+	maxTokenTTL     = 24 * time.Hour
+)
+
+// tokenTTL is the lifetime a stated expires_in (seconds) is used as, with
+// a warning naming the platform when it is out of range.
+func tokenTTL(platform string, expiresIn int64) time.Duration {
+	var ttl time.Duration
+	switch {
+	case expiresIn <= 0:
+		ttl = defaultTokenTTL
+	case expiresIn > int64(maxTokenTTL/time.Second):
+		ttl = maxTokenTTL
+	default:
+		return time.Duration(expiresIn) * time.Second
 	}
-	return body.AccessToken, ttl, nil
+	slog.Warn("token endpoint stated an access token lifetime out of range; using the nearest bound",
+		"platform", platform, "expires_in_seconds", expiresIn, "used", ttl.String(),
+		"range", "1s.."+maxTokenTTL.String())
+	return ttl
 }
 
 // tokenSource caches an access token until shortly before it expires.

@@ -27,6 +27,7 @@ var conformanceCases = []struct {
 	{"10000-order batch", testLargeBatch},
 	{"first_seen and last_seen", testSeenTimes},
 	{"invalid input writes nothing", testInvalidInput},
+	{"what one store cannot keep neither keeps", testRefusedAlike},
 	{"reopen keeps data", testReopen},
 	{"concurrent open migrates once", testConcurrentOpen},
 	{"OrderVersions and CountOrders", testVersionsAndCounts},

@@ -40,16 +40,27 @@
 // none until a version of them is fetched again; re-fetching the same
 // version fills them in (reprocess the period to do it at once).
 //
-// The store refuses lines it cannot keep faithfully (CheckLines): more
-// than 10,000 per order, a missing or repeated line id, an id, SKU,
-// title, unit price or currency longer than its bound, text that is not
-// UTF-8 or holds a NUL byte, a unit price that is not a plain decimal.
-// The FetchPage activity sets such an order aside alone and counts it as
-// rejected; UpsertOrders refuses a whole batch holding one
-// (ErrInvalidOrder), as it does an order without an id.
+// Both stores refuse the same orders (CheckOrder): an id longer than
+// MaxOrderIDBytes (1,024; PostgreSQL's index takes about 2,700), text
+// (platform, id, status, currency, total) that is not UTF-8 or holds a
+// NUL byte, which PostgreSQL's text refuses, and lines it cannot keep
+// faithfully (CheckLines): more than 10,000 per order, a missing or
+// repeated line id, an id, SKU, title, unit price or currency longer than
+// its bound, text that is not UTF-8 or holds a NUL byte, a unit price that
+// is not a plain decimal. The FetchPage activity sets such an order aside
+// alone and counts it as rejected; UpsertOrders refuses a whole batch
+// holding one (ErrInvalidOrder), as it does an order without an id.
+// Should PostgreSQL still refuse a row's data, the batch is written again
+// row by row under savepoints and only that row is left out
+// (UpsertResult.Rejected).
+//
+// Opening a PostgreSQL store reads schema_migrations before any DDL: a
+// role with SELECT, INSERT, UPDATE and DELETE on the tables opens a
+// current schema; CREATE on the schema is needed only to create or
+// upgrade it (`ordersync migrate`, StoreRoleHelp).
 //
 // Every UpsertOrders call is one transaction and reports each order in
-// exactly one of Inserted, Updated or Unchanged. last_seen_at is bumped for
+// exactly one of Inserted, Updated, Unchanged or Rejected. last_seen_at is bumped for
 // every order received, even an ignored one; first_seen_at is set once.
 // Times are stored in UTC at microsecond precision.
 //

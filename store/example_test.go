@@ -55,8 +55,8 @@ func ExampleOpen() {
 	}
 	fmt.Println("stored:", got.Status, got.Total, got.UpdatedAt.Format(time.RFC3339))
 	// Output:
-	// upsert shipped: {Inserted:1 Updated:0 Unchanged:0}
-	// upsert paid: {Inserted:0 Updated:0 Unchanged:1}
+	// upsert shipped: {Inserted:1 Updated:0 Unchanged:0 Rejected:[]}
+	// upsert paid: {Inserted:0 Updated:0 Unchanged:1 Rejected:[]}
 	// stored: shipped 19.90 2024-05-02T09:00:00Z
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,13 +58,74 @@ func openPostgres(ctx context.Context, dsn string, o options) (Store, error) {
 	return s, nil
 }
 
-// migrate applies pending migrations in one transaction holding an advisory
-// lock, so concurrent openers run them once and the others find them done.
+// migrate brings the schema up to date. It first reads schema_migrations
+// without any DDL, so a role limited to reading and writing the tables
+// (SELECT, INSERT, UPDATE, DELETE) opens a store that is already migrated;
+// only a missing or older schema needs CREATE on the schema, and then the
+// error says what to do (StoreRoleHelp).
 func (s *postgresStore) migrate(ctx context.Context) error {
 	migs, err := loadMigrations("postgres")
 	if err != nil {
 		return err
 	}
+	applied, readErr := s.appliedVersions(ctx)
+	if readErr == nil && len(pendingMigrations(migs, applied)) == 0 {
+		return nil
+	}
+	err = s.applyMigrations(ctx, migs)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+		pending := pendingMigrations(migs, applied)
+		return fmt.Errorf("%w; the schema needs %d migration(s) (%s) and this role may not run them: %s",
+			err, len(pending), migrationNames(pending), StoreRoleHelp)
+	}
+	return err
+}
+
+// StoreRoleHelp says which rights a PostgreSQL store's role needs and how
+// to migrate with a privileged one.
+const StoreRoleHelp = "run `ordersync migrate` once with ORDERSYNC_STORE_DSN naming a role that has CREATE on the schema " +
+	"(its owner), then grant the workers' role SELECT, INSERT, UPDATE, DELETE on all tables in the schema " +
+	"(see deploy/README.md, \"PostgreSQL store roles\")"
+
+func migrationNames(migs []migration) string {
+	names := make([]string, len(migs))
+	for i, m := range migs {
+		names[i] = m.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// appliedVersions reads the versions recorded in schema_migrations; none
+// when the table does not exist yet.
+func (s *postgresStore) appliedVersions(ctx context.Context) (map[int]bool, error) {
+	var exists bool
+	// to_regclass resolves the name through search_path as DDL would.
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return nil, err
+	}
+	applied := map[int]bool{}
+	if !exists {
+		return applied, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range versions {
+		applied[int(v)] = true
+	}
+	return applied, nil
+}
+
+// applyMigrations applies pending migrations in one transaction holding an
+// advisory lock, so concurrent openers run them once and the others find
+// them done.
+func (s *postgresStore) applyMigrations(ctx context.Context, migs []migration) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
 			return fmt.Errorf("migrate: lock: %w", err)
@@ -103,24 +165,131 @@ func (s *postgresStore) UpsertOrders(ctx context.Context, orders []connectors.Or
 	if err := validate(orders); err != nil {
 		return UpsertResult{}, fmt.Errorf("upsert %d orders: %w", len(orders), err)
 	}
+	return s.upsert(ctx, orders)
+}
+
+// upsert writes a validated batch in one transaction. When PostgreSQL
+// refuses a row's data (rowRefused: something CheckOrder did not foresee),
+// the batch is written again row by row, each row under a savepoint, so
+// only the refused rows are left out (UpsertResult.Rejected) and their
+// neighbours are stored, as SQLite stores them.
+func (s *postgresStore) upsert(ctx context.Context, orders []connectors.Order) (UpsertResult, error) {
 	if len(orders) == 0 {
 		return UpsertResult{}, nil
 	}
+	byRow := false
 	for attempt := 1; ; attempt++ {
 		var res UpsertResult
+		var err error
 		now := toMicros(s.now())
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			res, err = applyBatch(ctx, pgOps{tx}, orders, now, now.Add(s.futureSkew))
-			return err
-		})
+		if byRow {
+			res, err = s.upsertByRow(ctx, orders, now)
+		} else {
+			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+				var err error
+				res, err = applyBatch(ctx, pgOps{tx}, orders, now, now.Add(s.futureSkew))
+				return err
+			})
+		}
 		if err == nil {
 			return res, nil
+		}
+		if !byRow && rowRefused(err) && ctx.Err() == nil {
+			byRow = true
+			continue
 		}
 		if attempt >= pgMaxAttempts || !retryable(err) || ctx.Err() != nil {
 			return UpsertResult{}, fmt.Errorf("upsert %d orders (attempt %d): %w", len(orders), attempt, err)
 		}
 	}
+}
+
+// upsertByRow writes the batch in one transaction, one row per savepoint,
+// in the order applyBatch takes them (rounds of distinct keys, sorted by
+// key: the same lock order as every other transaction, and the same
+// counts). A row PostgreSQL refuses is rolled back to its savepoint and
+// counted in Rejected.
+func (s *postgresStore) upsertByRow(ctx context.Context, orders []connectors.Order, now time.Time) (UpsertResult, error) {
+	var res UpsertResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = UpsertResult{}
+		for n, round := range splitRounds(orders) {
+			for _, r := range round {
+				sp, err := tx.Begin(ctx) // a savepoint
+				if err != nil {
+					return err
+				}
+				var ops batchOps = pgOps{sp}
+				if n > 0 {
+					ops = laterRound{ops}
+				}
+				one, err := applyBatch(ctx, ops, []connectors.Order{r.Order}, now, now.Add(s.futureSkew))
+				if err == nil {
+					err = sp.Commit(ctx)
+				}
+				switch {
+				case err == nil:
+					res.Inserted, res.Updated, res.Unchanged = res.Inserted+one.Inserted, res.Updated+one.Updated, res.Unchanged+one.Unchanged
+				case rowRefused(err):
+					if rbErr := sp.Rollback(ctx); rbErr != nil {
+						return rbErr
+					}
+					res.Rejected = append(res.Rejected, RejectedOrder{Platform: r.Platform, ID: r.ID, Reason: refusal(err)})
+				default:
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// laterRound claims a key this transaction already wrote: as applyBatch
+// does for rounds after the first, the row claim reports as inserted (it
+// was, earlier in this transaction) is compared as a stored version.
+type laterRound struct{ batchOps }
+
+func (l laterRound) claim(ctx context.Context, orders []row, now time.Time) ([]claimResult, error) {
+	cs, err := l.batchOps.claim(ctx, orders, now)
+	for i := range cs {
+		cs[i].inserted = false
+	}
+	return cs, err
+}
+
+// rowRefused reports an error about one row's data, which writing the
+// row again cannot fix. Only codes a row's values cause are listed, so a
+// fault of the statement or the server (which every row would meet) still
+// fails the batch rather than leaving every row out: 22021 "invalid byte
+// sequence for encoding UTF8: 0x00", 22P05 untranslatable character,
+// 22001 string too long, 22003 numeric out of range, 22007/22008 a
+// date-time PostgreSQL cannot hold, 54000 "index row size exceeds btree
+// maximum".
+func rowRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "22021", "22P05", "22001", "22003", "22007", "22008", "54000":
+		return true
+	}
+	return false
+}
+
+// refusal is PostgreSQL's reason for refusing a row: its code and
+// message, never its detail (which may quote the row's values), clipped.
+func refusal(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return "refused"
+	}
+	msg := pgErr.Message
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return fmt.Sprintf("PostgreSQL %s: %s", pgErr.Code, strings.ToValidUTF8(msg, "?"))
 }
 
 // retryable reports deadlock_detected and serialization_failure, after

@@ -20,8 +20,9 @@ const DefaultSQLitePath = ".ordersync/orders.db"
 const DefaultDSN = "sqlite://" + DefaultSQLitePath
 
 // ErrInvalidOrder is wrapped by UpsertOrders when an order in the batch
-// cannot be stored (empty platform or id, zero updated_at, lines that
-// CheckLines refuses).
+// cannot be stored (CheckOrder: empty platform or id, zero updated_at, an
+// id too long, text with a NUL byte or not UTF-8, lines that CheckLines
+// refuses).
 var ErrInvalidOrder = errors.New("invalid order")
 
 // Store persists the newest known version of every order.
@@ -48,9 +49,21 @@ type Store interface {
 }
 
 // UpsertResult counts what one UpsertOrders call did. Every order in the
-// batch lands in exactly one bucket, so the three always sum to the batch
-// length.
-type UpsertResult struct{ Inserted, Updated, Unchanged int }
+// batch lands in exactly one bucket, so Inserted, Updated, Unchanged and
+// len(Rejected) always sum to the batch length.
+type UpsertResult struct {
+	Inserted, Updated, Unchanged int
+	// Rejected are orders the database refused alone although CheckOrder
+	// passed them (PostgreSQL only, a backstop: CheckOrder is meant to
+	// catch everything first); the rest of the batch is stored.
+	Rejected []RejectedOrder
+}
+
+// RejectedOrder is one order the database refused, and why (the
+// database's code and message, never the order's content).
+type RejectedOrder struct {
+	Platform, ID, Reason string
+}
 
 // StoredOrder is an order as stored, with the store's own bookkeeping.
 type StoredOrder struct {
@@ -149,25 +162,14 @@ func normalize(o connectors.Order) connectors.Order {
 
 func toMicros(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// validate rejects the whole batch if any order cannot be keyed or ordered.
+// validate rejects the whole batch if any order cannot be stored
+// (CheckOrder). The FetchPage activity screens each order with CheckOrder
+// first, so a bad order is rejected alone there and never reaches here.
 func validate(orders []connectors.Order) error {
 	for i, o := range orders {
-		var problem string
-		switch {
-		case o.Platform == "":
-			problem = "empty platform"
-		case o.ID == "":
-			problem = "empty id"
-		case o.UpdatedAt.IsZero():
-			problem = "zero updated_at"
-		default:
-			err := CheckLines(o)
-			if err == nil {
-				continue
-			}
-			problem = err.Error()
+		if err := CheckOrder(o); err != nil {
+			return fmt.Errorf("order %d (platform %q, id %q): %v: %w", i, clipID(o.Platform), clipID(o.ID), err, ErrInvalidOrder)
 		}
-		return fmt.Errorf("order %d (platform %q, id %q): %s: %w", i, o.Platform, o.ID, problem, ErrInvalidOrder)
 	}
 	return nil
 }

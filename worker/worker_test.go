@@ -33,7 +33,7 @@ func TestConnectorsTrustTheWorkersOwnPlatforms(t *testing.T) {
 	require.False(t, ok)
 
 	path := filepath.Join(t.TempDir(), "platforms.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("platforms:\n  b:\n    kind: sim\n    endpoint: http://b\n    credentials: {env: B}\n"), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte("platforms:\n  b:\n    kind: sim\n    endpoint: http://127.0.0.1/b\n    credentials: {env: B}\n"), 0o600))
 	declared, err = declaredPlatforms(Options{Platforms: []config.Platform{given}, PlatformsFile: path}, nil)
 	require.NoError(t, err)
 	_, ok = declared.Get("b")

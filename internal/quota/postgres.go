@@ -42,6 +42,17 @@ func openPostgres(ctx context.Context, dsn string) (Slots, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request slots: %w", err)
 	}
+	// No DDL when the table exists: a role with only SELECT, INSERT,
+	// UPDATE and DELETE (no CREATE on the schema) opens a migrated store.
+	var exists bool
+	err = pool.QueryRow(ctx, `SELECT to_regclass('ordersync_request_slots') IS NOT NULL`).Scan(&exists)
+	if err != nil || exists {
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("request slots: %w", err)
+		}
+		return &postgresSlots{pool: pool}, nil
+	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, createLockKey); err != nil {
 			return err
@@ -51,7 +62,7 @@ func openPostgres(ctx context.Context, dsn string) (Slots, error) {
 	})
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("request slots: create table: %w", err)
+		return nil, fmt.Errorf("request slots: create table: %w (run `ordersync migrate` with a role that has CREATE on the schema)", err)
 	}
 	return &postgresSlots{pool: pool}, nil
 }

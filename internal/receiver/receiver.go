@@ -21,6 +21,36 @@ import (
 // well inside.
 const MaxBody = 32 << 20
 
+// UploadBudget bounds the bytes of the bodies read at once, so memory
+// stays bounded however many clients upload (30 uploads of 32 MB at once
+// took the receiver to 2.1 GB; unsigned ones are now refused before their
+// body is read, and signed-looking ones share this budget). An upload
+// books its Content-Length (MaxBody when it has none); one that finds no
+// room within UploadWait is answered 503 with Retry-After, which a sender
+// retries. Real batches are far smaller (100 changes: about 100 KB), so
+// many are read at once.
+const UploadBudget = 2 * MaxBody
+
+// UploadWait is how long a signed POST waits for room in UploadBudget.
+const UploadWait = 5 * time.Second
+
+// Timeouts of the receiver's http.Server (NewServer): a client that sends
+// its headers or body slowly holds a connection (and an upload slot) for
+// at most this long.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 60 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 2 * time.Minute
+)
+
+// NewServer is the http.Server to serve a Receiver with: reading headers
+// and the whole request are bounded in time, and headers in size.
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout,
+		WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: 64 << 10}
+}
+
 // Receiver is an http.Handler for a webhook destination's POSTs, and GET
 // /stats answers its Stats as JSON. It remembers every change it counted
 // (one map entry each), so it suits a demo or a test, not years of
@@ -28,6 +58,10 @@ const MaxBody = 32 << 20
 type Receiver struct {
 	name     string
 	verifier *Verifier
+
+	uploadMu   sync.Mutex
+	uploading  int64         // bytes booked by bodies being read (UploadBudget)
+	uploadWait time.Duration // UploadWait; tests shorten it
 
 	mu       sync.Mutex
 	batches  map[string]bool           // webhook-ids processed
@@ -67,7 +101,8 @@ func New(name, secret string) (*Receiver, error) {
 }
 
 func newCounter(name string) *Receiver {
-	return &Receiver{name: name, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{}}
+	return &Receiver{name: name, batches: map[string]bool{}, seen: map[string]map[int64]bool{}, platform: map[string]int64{},
+		uploadWait: UploadWait}
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -81,7 +116,43 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "POST a batch of changes (or GET /stats)", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
+	// Everything that can be judged without the body is judged first, so
+	// an unsigned, stale or oversized upload is refused before a byte of
+	// its body is read.
+	if err := r.verifier.CheckHeaders(req.Header); err != nil {
+		r.reject()
+		w.Header().Set("Connection", "close") // do not read the body to reuse the connection
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	if req.ContentLength > MaxBody {
+		r.reject()
+		w.Header().Set("Connection", "close")
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	size := int64(MaxBody)
+	if req.ContentLength >= 0 {
+		size = req.ContentLength
+	}
+	if !r.bookUpload(req, size) {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close")
+		http.Error(w, "too many uploads at once; retry", http.StatusServiceUnavailable)
+		return
+	}
+	defer r.releaseUpload(size)
+	var body []byte
+	var err error
+	if req.ContentLength >= 0 {
+		// Exactly the announced size (at most MaxBody, checked above; the
+		// server reads no further than Content-Length): one allocation,
+		// no doubling while growing.
+		body = make([]byte, req.ContentLength)
+		_, err = io.ReadFull(req.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
+	}
 	if err != nil {
 		r.reject()
 		var tooBig *http.MaxBytesError
@@ -105,6 +176,36 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.record(b)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// bookUpload books size bytes of UploadBudget, waiting up to uploadWait
+// for room; false when none came free (or the client went away). A body
+// of at most MaxBody always fits an empty budget.
+func (r *Receiver) bookUpload(req *http.Request, size int64) bool {
+	deadline := time.Now().Add(r.uploadWait)
+	for {
+		r.uploadMu.Lock()
+		if r.uploading+size <= UploadBudget {
+			r.uploading += size
+			r.uploadMu.Unlock()
+			return true
+		}
+		r.uploadMu.Unlock()
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-req.Context().Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Receiver) releaseUpload(size int64) {
+	r.uploadMu.Lock()
+	r.uploading -= size
+	r.uploadMu.Unlock()
 }
 
 func (r *Receiver) reject() {
