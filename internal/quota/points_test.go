@@ -2,6 +2,7 @@ package quota_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -110,4 +111,91 @@ func TestMemoryClock(t *testing.T) {
 	w, err = m.Reserve(ctx, "requests", 2, 1, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, 525*time.Millisecond, w, "request slots keep their arithmetic")
+}
+
+// TestPointsFollowTheStatedBucketAcrossHandles: the configuration says
+// 2,000 points restoring 100 a second; the shop states 1,000 restoring 50.
+// A second handle (another worker) that never saw the statement still books
+// against it, and the points already booked at 100 a second count as
+// points, not as time: an 852-point query waits until the bucket holds it.
+func TestPointsFollowTheStatedBucketAcrossHandles(t *testing.T) {
+	configured := quota.Budget{Rate: 100, Capacity: 2000}
+	stated := quota.Budget{Rate: 50, Capacity: 1000}
+	perPoint := (1 + quota.JitterAllowance) / stated.Rate
+	handles := map[string][2]quota.Points{"memory": {quota.NewMemory(nil)}}
+	handles["memory"] = [2]quota.Points{handles["memory"][0], handles["memory"][0]}
+	for name, dsn := range backends(t) {
+		var hs [2]quota.Points
+		for i := range hs {
+			s, err := quota.Open(context.Background(), dsn)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			hs[i] = s.(quota.Points)
+		}
+		handles[name] = hs
+	}
+	for name, hs := range handles {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			key := "stated-" + time.Now().Format("150405.000000000")
+			w, err := hs[0].ReservePoints(ctx, key, configured, 1000, time.Minute)
+			require.NoError(t, err)
+			require.Zero(t, w, "a full bucket")
+			require.NoError(t, hs[0].SettlePoints(ctx, key, stated, 0, 0), "the shop states its bucket; the 1,000 points stay missing")
+			w, err = hs[1].ReservePoints(ctx, key, configured, 852, time.Minute)
+			require.NoError(t, err)
+			require.InDelta(t, 852*perPoint, w.Seconds(), 0.1, "1,000 missing of 1,000: 852 wait for 852 points at 50 a second")
+			_, err = hs[1].ReservePoints(ctx, key, configured, 303, time.Second)
+			var noRoom *quota.NoRoomError
+			require.ErrorAs(t, err, &noRoom)
+			require.ErrorIs(t, err, quota.ErrNoSlot)
+			require.Equal(t, stated, noRoom.Budget, "the refusal names the stated bucket")
+			require.Contains(t, err.Error(), "a query of 303 points waits")
+			require.Contains(t, err.Error(), "bucket of 1000 points restoring 50 a second")
+		})
+	}
+}
+
+// TestPointsAbsurdAnswersCannotStall: answers no platform would send (a
+// cost of 1e9, a restore rate of 1e-300, huge, negative and non-finite
+// numbers) neither overflow the books nor move the bucket further than
+// empty now plus one bucket's refill time (issue 24: one actualQueryCost of
+// 1e9 moved a shop's slot 121 days ahead).
+func TestPointsAbsurdAnswersCannotStall(t *testing.T) {
+	b := quota.Budget{Rate: 50, Capacity: 1000}
+	refill := time.Duration(float64(b.Capacity) * (1 + quota.JitterAllowance) / b.Rate * float64(time.Second))
+	for name, pts := range pointBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			key := "absurd-" + time.Now().Format("150405.000000000")
+			for _, st := range []struct {
+				name           string
+				b              quota.Budget
+				delta, deficit float64
+				fails          bool
+			}{
+				{name: "1e9 points more than booked", b: b, delta: 1e9},
+				{name: "1e300 points, a deficit of 1e300", b: b, delta: 1e300, deficit: 1e300},
+				{name: "a negative deficit", b: b, deficit: -1e18},
+				{name: "MaxFloat64 everywhere", b: quota.Budget{Rate: math.MaxFloat64, Capacity: math.MaxFloat64}, delta: math.MaxFloat64, deficit: math.MaxFloat64},
+				{name: "a restore rate of 1e-300", b: quota.Budget{Rate: 1e-300, Capacity: 1e-300}, delta: 1e9, deficit: 1e9},
+				{name: "NaN", b: b, delta: math.NaN(), fails: true},
+				{name: "infinity", b: b, deficit: math.Inf(1), fails: true},
+				{name: "a zero rate", b: quota.Budget{Rate: 0, Capacity: 1000}, fails: true},
+				{name: "a negative capacity", b: quota.Budget{Rate: 50, Capacity: -1}, fails: true},
+				{name: "the shop's real statement afterwards", b: b, delta: 1e9, deficit: 1e9},
+			} {
+				err := pts.SettlePoints(ctx, key, st.b, st.delta, st.deficit)
+				if st.fails {
+					require.Error(t, err, st.name)
+				} else {
+					require.NoError(t, err, st.name)
+				}
+			}
+			w, err := pts.ReservePoints(ctx, key, b, 852, time.Hour)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, w, time.Duration(0))
+			require.LessOrEqual(t, w, refill+time.Second, "at worst the bucket is empty now")
+		})
+	}
 }
