@@ -278,4 +278,3 @@ func (m *Memory) reserve(key string, inc, tolerance, limit int64) (time.Duration
 
 // Close implements Slots.
 func (m *Memory) Close() error { return nil }
-
