@@ -58,6 +58,19 @@ type PageRequest struct {
 	// cost (Shopify's GraphQL Admin API) across every worker; nil paces
 	// nothing. The activity supplies it; connectors of other kinds ignore it.
 	Meter Meter
+	// Progress, when set, keeps this page's partial work between attempts
+	// (outside Temporal history: it holds order data), so a retry resumes
+	// the page instead of fetching it again. The activity supplies it,
+	// keyed by platform, slice, window and token; nil keeps nothing.
+	Progress PageProgress
+}
+
+// PageProgress is one page's durable scratch space. Load returns nil when
+// nothing (or only something expired) is kept.
+type PageProgress interface {
+	Load(ctx context.Context) ([]byte, error)
+	Save(ctx context.Context, data []byte) error
+	Clear(ctx context.Context) error
 }
 
 // Meter books a platform's budget of points. A connector books each

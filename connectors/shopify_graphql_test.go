@@ -87,7 +87,8 @@ func TestShopifyGraphQLPagesThroughAWindowWithEveryLine(t *testing.T) {
 	require.Equal(t, "gql:2:o:1", pages[0].NextToken, "the token counts the orders listed")
 
 	// Every query booked its requested cost first and settled it after.
-	require.Equal(t, []string{"24 of 2000/100", "303 of 2000/100", "303 of 2000/100", "24 of 2000/100", "303 of 2000/100", "24 of 2000/100"}, meter.booked)
+	// The first, before the shop stated its bucket, at the standard one.
+	require.Equal(t, []string{"24 of 1000/50", "303 of 2000/100", "303 of 2000/100", "24 of 2000/100", "303 of 2000/100", "24 of 2000/100"}, meter.booked)
 	require.Equal(t, "-3, deficit 100", meter.settled[0], "page 1 cost 2 + 8 + 11 of 24: 3 refunded; Shopify's bucket is 100 short")
 	require.Len(t, meter.settled, 6)
 }
@@ -158,7 +159,7 @@ func TestShopifyGraphQLThrottledIsARateLimit(t *testing.T) {
 		{"documented THROTTLED", fixture(t, "shopify/graphql_throttled.json"), 5 * time.Second},
 		{"older form without a code", []byte(`{"errors":[{"message":"Throttled"}],"extensions":{"cost":{"requestedQueryCost":202,"actualQueryCost":null,` +
 			`"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":118,"restoreRate":50.0}}}}`), 1700 * time.Millisecond},
-		{"no cost: the booked cost at the configured rate", []byte(`{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}]}`), 300 * time.Millisecond},
+		{"no cost: the booked cost at the standard bucket's rate", []byte(`{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}]}`), 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shop := newGQLShop(t)
@@ -176,7 +177,7 @@ func TestShopifyGraphQLThrottledIsARateLimit(t *testing.T) {
 			var te *connectors.TransientError
 			require.False(t, connectors.IsPermanent(err))
 			require.NotErrorAs(t, err, &te, "a wait, not a failed attempt")
-			require.Equal(t, []string{"24 of 2000/100"}, meter.booked)
+			require.Equal(t, []string{"24 of 1000/50"}, meter.booked, "until the shop states its bucket, the standard one")
 			if strings.Contains(tc.name, "no cost") {
 				require.Empty(t, meter.settled)
 				return
@@ -203,15 +204,16 @@ func TestShopifyGraphQLFollowsTheReportedBucket(t *testing.T) {
 		_, err := c.ListOrders(context.Background(), req)
 		require.NoError(t, err)
 	}
-	require.Equal(t, []string{"24 of 4000/200", "24 of 1000/50"}, meter.booked, "a smaller bucket and rate than configured are followed")
+	require.Equal(t, []string{"24 of 1000/50", "24 of 1000/50"}, meter.booked, "a smaller bucket and rate than configured are followed")
 	require.Equal(t, "-14, deficit 600", meter.settled[0])
 
 	meter.err = context.DeadlineExceeded
 	before := len(shop.sent())
 	_, err := c.ListOrders(context.Background(), req)
 	var te *connectors.TransientError
-	require.ErrorAs(t, err, &te, "no room within the attempt: retry")
-	require.ErrorContains(t, err, "no room for a query of 24 points")
+	require.NotErrorAs(t, err, &te, "no room within the attempt is the meter's wait, not a failed attempt")
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the meter's own error, for the activity to turn into a slot wait")
+	require.ErrorContains(t, err, "OrdersUpdatedInWindow query")
 	require.Len(t, shop.sent(), before, "nothing sent without a booking")
 }
 
