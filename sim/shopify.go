@@ -52,6 +52,34 @@ const (
 	shopifyBadCursor = "Invalid cursor"
 )
 
+// ShopifyStandardBucket is the documented worst case of a shop's bucket:
+// the long-standing standard plan's 1,000 points restoring 50 a second.
+// Shopify documents restore rates rather than bucket sizes and may lower
+// limits temporarily, so a client configured for more must follow what
+// throttleStatus says; tests set Config.ShopifyCost to this.
+var ShopifyStandardBucket = CostLimit{RestoreRate: 50, MaxAvailable: 1000}
+
+// SetShopifyCost changes every shop's bucket of points at once, as Shopify
+// lowering (or restoring) a shop's limits does: points already in the
+// bucket are kept up to the new size.
+func (s *Simulator) SetShopifyCost(c CostLimit) error {
+	if c.RestoreRate < 0 || c.RestoreRate != c.RestoreRate || c.MaxAvailable < 0 || c.MaxAvailable != c.MaxAvailable {
+		return fmt.Errorf("shopify cost needs RestoreRate >= 0 and MaxAvailable >= 0, got %v/%v", c.RestoreRate, c.MaxAvailable)
+	}
+	if c.MaxAvailable == 0 {
+		c.MaxAvailable = 20 * c.RestoreRate
+	}
+	now := s.now()
+	for _, sh := range s.byName {
+		sh.mu.Lock()
+		sh.points.restore(now)
+		sh.points.limit = c
+		sh.points.available = min(sh.points.available, c.MaxAvailable)
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
 var shopifyVersionRE = regexp.MustCompile(`^(20\d\d-(01|04|07|10)|unstable)$`)
 
 // pointBucket is a shop's bucket of query cost points on the simulator's clock.

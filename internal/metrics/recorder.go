@@ -48,6 +48,7 @@ type Recorder struct {
 	apiErrors       *prometheus.CounterVec
 	rateLimited     *prometheus.CounterVec
 	requests        *prometheus.CounterVec
+	points          pointsWaits
 	readiness       *Readiness
 }
 
@@ -80,9 +81,11 @@ func New() *Recorder {
 			Namespace: Namespace, Name: "requests_total",
 			Help: "Page requests FetchPage sent to the platform, each after taking a slot of its rate_limit (compare with ordersync_rate_limit_rps).",
 		}, []string{"platform"}),
+		points:    newPointsWaits(),
 		readiness: &Readiness{},
 	}
 	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited, r.requests,
+		r.points.waits, r.points.seconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
