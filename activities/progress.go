@@ -42,7 +42,9 @@ type storeProgress struct {
 	key string
 }
 
-func (p storeProgress) Load(ctx context.Context) ([]byte, error) { return p.s.LoadPageProgress(ctx, p.key) }
+func (p storeProgress) Load(ctx context.Context) ([]byte, error) {
+	return p.s.LoadPageProgress(ctx, p.key)
+}
 
 func (p storeProgress) Save(ctx context.Context, data []byte) error {
 	return p.s.SavePageProgress(ctx, p.key, data, time.Now().Add(PageProgressTTL))

@@ -2,8 +2,10 @@ package quota
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -97,11 +99,70 @@ func (e *NoRoomError) Error() string {
 // Is makes a NoRoomError an ErrNoSlot.
 func (e *NoRoomError) Is(target error) bool { return target == ErrNoSlot }
 
-// pointsRow is one budget's row.
+// pointsRow is one budget's row. The TAT covers only the points of
+// requests already sent; a booking sent later waits in pending until its
+// send time, and joins the TAT then as the platform's bucket charges it:
+// TAT = max(TAT, send) + c·T, so the bucket is full at most, as the
+// platform's is. One TAT over both made a refund or the restore of a
+// waiting spell count points the platform's full bucket never held, and
+// queries went into a bucket 3 to 50 points short of them.
 type pointsRow struct {
-	tat      int64   // µs
-	perPoint float64 // the T tat was booked in, µs a point; 0: a new row
-	stated   Budget  // the platform's last statement; zero fields: none
+	tat      int64     // µs: when the bucket is full again, by the requests sent
+	floor    int64     // µs: when the bucket is full by the newest reading alone
+	pending  []booking // bookings to be sent, in send order
+	perPoint float64   // the T tat, floor and pending were booked in, µs a point; 0: a new row
+	stated   Budget    // the platform's last statement; zero fields: none
+}
+
+// booking is a request booked to be sent at a later time.
+type booking struct {
+	Send int64 `json:"s"` // µs
+	Cost int64 `json:"c"` // µs: the points times T
+}
+
+// maxPending bounds the bookings waiting to be sent (one per request in
+// flight, in practice a few).
+const maxPending = 1000
+
+// clone is a copy that shares nothing with r.
+func (r *pointsRow) clone() pointsRow {
+	c := *r
+	c.pending = slices.Clone(r.pending)
+	return c
+}
+
+// encodePending and decodePending store the pending bookings as JSON text.
+func (r *pointsRow) encodePending() string {
+	if len(r.pending) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(r.pending)
+	return string(b)
+}
+
+func (r *pointsRow) decodePending(s string) {
+	r.pending = nil
+	if json.Unmarshal([]byte(s), &r.pending) != nil {
+		r.pending = nil // unreadable: the bookings are forgotten, the readings correct it
+	}
+}
+
+// due moves the bookings sent by now into the TAT.
+func (r *pointsRow) due(now int64) {
+	i := 0
+	for ; i < len(r.pending) && r.pending[i].Send <= now; i++ {
+		r.tat = max(r.tat, r.pending[i].Send) + r.pending[i].Cost
+	}
+	r.pending = r.pending[i:]
+}
+
+// projected is the TAT once every pending booking is sent.
+func (r *pointsRow) projected() int64 {
+	tat := r.tat
+	for _, p := range r.pending {
+		tat = max(tat, p.Send) + p.Cost
+	}
+	return tat
 }
 
 // sane clamps a budget into the sane bounds; NaN and non-positive values
@@ -143,13 +204,22 @@ func us(f float64) int64 {
 // rebase expresses the TAT in T, keeping the points it says are missing,
 // and brings back a TAT beyond the horizon.
 func (r *pointsRow) rebase(now int64, b Budget, T float64) {
-	if r.perPoint > 0 && r.perPoint != T && r.tat > now {
-		r.tat = now + us(float64(r.tat-now)/r.perPoint*T)
+	if r.perPoint > 0 && r.perPoint != T {
+		if r.tat > now {
+			r.tat = now + us(float64(r.tat-now)/r.perPoint*T)
+		}
+		if r.floor > now {
+			r.floor = now + us(float64(r.floor-now)/r.perPoint*T)
+		}
+		for i := range r.pending {
+			r.pending[i].Cost = us(float64(r.pending[i].Cost) / r.perPoint * T)
+		}
 	}
 	r.perPoint = T
 	if limit := now + us(b.Capacity*T) + horizon.Microseconds(); r.tat > limit {
 		r.tat = limit
 	}
+	r.floor = min(r.floor, now+us(b.Capacity*T))
 }
 
 // reserve books cost on the row at now, if it can be sent within limit µs.
@@ -168,12 +238,22 @@ func (r *pointsRow) reserve(b Budget, cost float64, now, limit int64) (time.Dura
 	cost = min(cost, b.Capacity) // the stated bucket is smaller: book all of it, the platform decides
 	T := perPointUs(b)
 	r.rebase(now, b, T)
-	send := max(now, r.tat-us((b.Capacity-cost)*T))
-	if send-now > max(limit, 0) {
-		return 0, &NoRoomError{Cost: cost, Budget: b, Available: b.Capacity - float64(max(r.tat-now, 0))/T,
+	r.due(now)
+	last := now
+	if n := len(r.pending); n > 0 {
+		last = r.pending[n-1].Send
+	}
+	projected := r.projected()
+	send := max(last, projected-us((b.Capacity-cost)*T))
+	if send-now > max(limit, 0) || len(r.pending) >= maxPending {
+		return 0, &NoRoomError{Cost: cost, Budget: b, Available: b.Capacity - float64(max(projected-now, 0))/T,
 			Wait: time.Duration(send-now) * time.Microsecond}
 	}
-	r.tat = max(r.tat, now) + us(cost*T)
+	if send <= now {
+		r.tat = max(r.tat, now) + us(cost*T)
+	} else {
+		r.pending = append(r.pending, booking{Send: send, Cost: us(cost * T)})
+	}
 	return time.Duration(send-now) * time.Microsecond, nil
 }
 
@@ -191,11 +271,18 @@ func (r *pointsRow) settle(stated Budget, delta, deficit float64, now int64) err
 	r.stated = stated
 	T := perPointUs(stated)
 	r.rebase(now, stated, T)
+	r.due(now)
 	before := r.tat
 	deficit = min(max(deficit, 0), stated.Capacity) // a reading beyond the bucket is the bucket
-	r.tat = max(max(r.tat, now)+us(delta*T), now+us(deficit*T))
+	// Readings of concurrent queries arrive in any order, and a reading
+	// may already include the refund of a query that settles after it: a
+	// refund applied against the TAT alone would then count twice (an
+	// 852-point query sent with 803 available, issue 23). So the newest
+	// reading is kept as a floor of its own that no refund goes below.
+	r.floor = max(r.floor, now+us(deficit*T))
+	r.tat = max(max(r.tat, now)+us(delta*T), r.floor)
 	// A settlement never moves the bucket further than empty now, plus
-	// what was already booked.
+	// what was already sent.
 	r.tat = min(r.tat, max(before, now+us(stated.Capacity*T)))
 	return nil
 }
@@ -241,7 +328,7 @@ func (m *Memory) ReservePoints(_ context.Context, key string, b Budget, cost flo
 	now := m.now().UnixMicro()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := *m.row(key)
+	r := m.row(key).clone()
 	d, err := r.reserve(b, cost, now, maxWait.Microseconds())
 	if err == nil {
 		*m.row(key) = r
@@ -254,7 +341,7 @@ func (m *Memory) SettlePoints(_ context.Context, key string, b Budget, delta, de
 	now := m.now().UnixMicro()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := *m.row(key)
+	r := m.row(key).clone()
 	if err := r.settle(b, delta, deficit, now); err != nil {
 		return err
 	}

@@ -107,22 +107,24 @@ func (s *postgresSlots) SettlePoints(ctx context.Context, key string, b Budget, 
 func (s *postgresSlots) withPoints(ctx context.Context, key string, op func(*pointsRow, int64) error) error {
 	var opErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO ordersync_points_budgets (key, tat_us, per_point, rate, capacity)
-			VALUES ($1, 0, 0, 0, 0) ON CONFLICT (key) DO NOTHING`, key); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO ordersync_points_budgets (key, tat_us, floor_us, pending, per_point, rate, capacity)
+			VALUES ($1, 0, 0, '[]', 0, 0, 0) ON CONFLICT (key) DO NOTHING`, key); err != nil {
 			return err
 		}
 		var r pointsRow
 		var now int64
-		if err := tx.QueryRow(ctx, `SELECT tat_us, per_point, rate, capacity, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
+		var pending string
+		if err := tx.QueryRow(ctx, `SELECT tat_us, floor_us, pending, per_point, rate, capacity, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
 			FROM ordersync_points_budgets WHERE key = $1 FOR UPDATE`, key).
-			Scan(&r.tat, &r.perPoint, &r.stated.Rate, &r.stated.Capacity, &now); err != nil {
+			Scan(&r.tat, &r.floor, &pending, &r.perPoint, &r.stated.Rate, &r.stated.Capacity, &now); err != nil {
 			return err
 		}
+		r.decodePending(pending)
 		if opErr = op(&r, now); opErr != nil {
 			return opErr
 		}
-		_, err := tx.Exec(ctx, `UPDATE ordersync_points_budgets SET tat_us = $2, per_point = $3, rate = $4, capacity = $5 WHERE key = $1`,
-			key, r.tat, r.perPoint, r.stated.Rate, r.stated.Capacity)
+		_, err := tx.Exec(ctx, `UPDATE ordersync_points_budgets SET tat_us = $2, floor_us = $3, pending = $4, per_point = $5, rate = $6, capacity = $7 WHERE key = $1`,
+			key, r.tat, r.floor, r.encodePending(), r.perPoint, r.stated.Rate, r.stated.Capacity)
 		return err
 	})
 	if opErr != nil {

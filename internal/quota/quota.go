@@ -103,13 +103,16 @@ func wait(newTAT, now, interval, tolerance int64) time.Duration {
 	return time.Duration(max(0, newTAT-interval-tolerance-now)) * time.Microsecond
 }
 
-// createPointsTable holds the points budgets (points.go): the TAT, the µs
-// a point it was booked in, and the bucket the platform last stated. The
-// same text is valid SQLite and PostgreSQL.
+// createPointsTable holds the points budgets (points.go): the TAT, the
+// floor of the newest reading, the bookings still to be sent (JSON), the µs
+// a point they were booked in, and the
+// bucket the platform last stated. The same text is valid SQLite and
+// PostgreSQL.
 const createPointsTable = `CREATE TABLE IF NOT EXISTS ordersync_points_budgets (
-	key TEXT PRIMARY KEY, tat_us BIGINT NOT NULL, per_point DOUBLE PRECISION NOT NULL,
+	key TEXT PRIMARY KEY, tat_us BIGINT NOT NULL, floor_us BIGINT NOT NULL, pending TEXT NOT NULL,
+	per_point DOUBLE PRECISION NOT NULL,
 	rate DOUBLE PRECISION NOT NULL, capacity DOUBLE PRECISION NOT NULL)`
 
 // upsertPoints writes a points row in SQLite.
-const upsertPoints = `INSERT INTO ordersync_points_budgets (key, tat_us, per_point, rate, capacity) VALUES (?1, ?2, ?3, ?4, ?5)
-ON CONFLICT (key) DO UPDATE SET tat_us = excluded.tat_us, per_point = excluded.per_point, rate = excluded.rate, capacity = excluded.capacity`
+const upsertPoints = `INSERT INTO ordersync_points_budgets (key, tat_us, floor_us, pending, per_point, rate, capacity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (key) DO UPDATE SET tat_us = excluded.tat_us, floor_us = excluded.floor_us, pending = excluded.pending, per_point = excluded.per_point, rate = excluded.rate, capacity = excluded.capacity`

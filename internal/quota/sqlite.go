@@ -117,15 +117,17 @@ func (s *sqliteSlots) withPoints(ctx context.Context, key string, op func(*point
 		}
 	}()
 	var r pointsRow
-	err = conn.QueryRowContext(ctx, `SELECT tat_us, per_point, rate, capacity FROM ordersync_points_budgets WHERE key = ?`, key).
-		Scan(&r.tat, &r.perPoint, &r.stated.Rate, &r.stated.Capacity)
+	pending := "[]"
+	err = conn.QueryRowContext(ctx, `SELECT tat_us, floor_us, pending, per_point, rate, capacity FROM ordersync_points_budgets WHERE key = ?`, key).
+		Scan(&r.tat, &r.floor, &pending, &r.perPoint, &r.stated.Rate, &r.stated.Capacity)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("points budget %s: %w", key, err)
 	}
+	r.decodePending(pending)
 	if err := op(&r, s.now().UnixMicro()); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, upsertPoints, key, r.tat, r.perPoint, r.stated.Rate, r.stated.Capacity); err != nil {
+	if _, err := conn.ExecContext(ctx, upsertPoints, key, r.tat, r.floor, r.encodePending(), r.perPoint, r.stated.Rate, r.stated.Capacity); err != nil {
 		return fmt.Errorf("points budget %s: %w", key, err)
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
