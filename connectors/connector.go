@@ -90,6 +90,10 @@ type Meter interface {
 type CostBudget struct {
 	Rate     float64
 	Capacity float64
+	// UnstatedRate and UnstatedCapacity, when set, bound the bucket until
+	// the platform has stated its own to any worker (Shopify's standard
+	// bucket until a shop's throttleStatus says otherwise).
+	UnstatedRate, UnstatedCapacity float64
 }
 
 // Page is one page of results. An empty NextToken means the window is done.

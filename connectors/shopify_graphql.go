@@ -555,8 +555,8 @@ func (qc *shopifyCost) stated() CostBudget {
 // is a RateLimitError, MAX_COST_EXCEEDED, ACCESS_DENIED and a rejected
 // query are permanent, INTERNAL_SERVER_ERROR is transient.
 func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, query string, vars map[string]any, estimate int) ([]byte, error) {
-	budget := c.currentBudget()
-	cost := min(float64(estimate), budget.Capacity)
+	budget := c.bookingBudget()
+	cost := min(float64(estimate), c.currentBudget().Capacity)
 	if req.Meter != nil {
 		if err := req.Meter.Book(ctx, budget, cost); err != nil {
 			// Not a TransientError: no room within the attempt is a wait
@@ -676,9 +676,12 @@ func (c *shopifyGraphQL) settle(ctx context.Context, m Meter, budget CostBudget,
 }
 
 // currentBudget is the configured budget, lowered to what Shopify last
-// stated (a plan downgraded, a temporary reduction), never raised above
-// the configuration; until the shop has stated its bucket, lowered to the
-// standard bucket.
+// stated to this connector (a plan downgraded, a temporary reduction),
+// never raised above the configuration; until the shop has stated its
+// bucket, lowered to the standard bucket. The standard bucket also goes to
+// the meter as the bound while no worker has had a statement, so the
+// shared books follow another worker's statement instead once there is
+// one.
 func (c *shopifyGraphQL) currentBudget() CostBudget {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -691,5 +694,22 @@ func (c *shopifyGraphQL) currentBudget() CostBudget {
 		r.Capacity = shopifyStandardBucket.Capacity
 	}
 	b.Rate, b.Capacity = min(b.Rate, r.Rate), min(b.Capacity, r.Capacity)
+	return b
+}
+
+// bookingBudget is what a query books against: the configuration lowered
+// to this connector's own statement, with the standard bucket as the bound
+// until any worker's statement is on the shared books.
+func (c *shopifyGraphQL) bookingBudget() CostBudget {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.budget
+	if r := c.reported.Rate; r > 0 {
+		b.Rate = min(b.Rate, r)
+	}
+	if r := c.reported.Capacity; r > 0 {
+		b.Capacity = min(b.Capacity, r)
+	}
+	b.UnstatedRate, b.UnstatedCapacity = shopifyStandardBucket.Rate, shopifyStandardBucket.Capacity
 	return b
 }

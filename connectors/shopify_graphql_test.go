@@ -87,8 +87,7 @@ func TestShopifyGraphQLPagesThroughAWindowWithEveryLine(t *testing.T) {
 	require.Equal(t, "gql:2:o:1", pages[0].NextToken, "the token counts the orders listed")
 
 	// Every query booked its requested cost first and settled it after.
-	// The first, before the shop stated its bucket, at the standard one.
-	require.Equal(t, []string{"24 of 1000/50", "303 of 2000/100", "303 of 2000/100", "24 of 2000/100", "303 of 2000/100", "24 of 2000/100"}, meter.booked)
+	require.Equal(t, []string{"24 of 2000/100", "303 of 2000/100", "303 of 2000/100", "24 of 2000/100", "303 of 2000/100", "24 of 2000/100"}, meter.booked)
 	require.Equal(t, "-3, deficit 100", meter.settled[0], "page 1 cost 2 + 8 + 11 of 24: 3 refunded; Shopify's bucket is 100 short")
 	require.Len(t, meter.settled, 6)
 }
@@ -177,7 +176,7 @@ func TestShopifyGraphQLThrottledIsARateLimit(t *testing.T) {
 			var te *connectors.TransientError
 			require.False(t, connectors.IsPermanent(err))
 			require.NotErrorAs(t, err, &te, "a wait, not a failed attempt")
-			require.Equal(t, []string{"24 of 1000/50"}, meter.booked, "until the shop states its bucket, the standard one")
+			require.Equal(t, []string{"24 of 2000/100"}, meter.booked)
 			if strings.Contains(tc.name, "no cost") {
 				require.Empty(t, meter.settled)
 				return
@@ -204,7 +203,7 @@ func TestShopifyGraphQLFollowsTheReportedBucket(t *testing.T) {
 		_, err := c.ListOrders(context.Background(), req)
 		require.NoError(t, err)
 	}
-	require.Equal(t, []string{"24 of 1000/50", "24 of 1000/50"}, meter.booked, "a smaller bucket and rate than configured are followed")
+	require.Equal(t, []string{"24 of 4000/200", "24 of 1000/50"}, meter.booked, "a smaller bucket and rate than configured are followed")
 	require.Equal(t, "-14, deficit 600", meter.settled[0])
 
 	meter.err = context.DeadlineExceeded

@@ -45,6 +45,12 @@ import (
 type Budget struct {
 	Rate     float64
 	Capacity float64
+	// UnstatedRate and UnstatedCapacity, when set, bound the bucket while
+	// the platform has not stated its own (no answer settled on the row
+	// yet): a platform's smallest documented bucket, say, so the first
+	// queries of a shop never assume more. Once stated, the statement
+	// applies instead, within Rate and Capacity.
+	UnstatedRate, UnstatedCapacity float64
 }
 
 // The sane bounds of a budget: a rate or capacity outside is clamped to
@@ -174,18 +180,24 @@ func sane(b Budget) (Budget, error) {
 	if !(b.Capacity > 0) || math.IsInf(b.Capacity, 0) {
 		return b, fmt.Errorf("points budget: capacity must be positive, got %v", b.Capacity)
 	}
-	return Budget{Rate: min(max(b.Rate, MinRate), MaxRate), Capacity: min(max(b.Capacity, MinCapacity), MaxCapacity)}, nil
+	b.Rate, b.Capacity = min(max(b.Rate, MinRate), MaxRate), min(max(b.Capacity, MinCapacity), MaxCapacity)
+	return b, nil
 }
 
-// effective is b lowered to the bucket the platform stated.
+// effective is b lowered to the bucket the platform stated, or to b's
+// unstated bounds while it has stated none.
 func (r *pointsRow) effective(b Budget) Budget {
-	if s := r.stated.Rate; s > 0 && s < b.Rate {
+	limit := r.stated
+	if limit.Rate <= 0 && limit.Capacity <= 0 {
+		limit = Budget{Rate: b.UnstatedRate, Capacity: b.UnstatedCapacity}
+	}
+	if s := limit.Rate; s > 0 && s < b.Rate {
 		b.Rate = s
 	}
-	if s := r.stated.Capacity; s > 0 && s < b.Capacity {
+	if s := limit.Capacity; s > 0 && s < b.Capacity {
 		b.Capacity = s
 	}
-	return b
+	return Budget{Rate: min(max(b.Rate, MinRate), MaxRate), Capacity: min(max(b.Capacity, MinCapacity), MaxCapacity)}
 }
 
 // perPointUs is T, the µs one point takes to restore, widened by the
@@ -268,6 +280,7 @@ func (r *pointsRow) settle(stated Budget, delta, deficit float64, now int64) err
 	if math.IsNaN(delta) || math.IsInf(delta, 0) || math.IsNaN(deficit) || math.IsInf(deficit, 0) {
 		return fmt.Errorf("points budget: correction must be finite, got %v and %v", delta, deficit)
 	}
+	stated = Budget{Rate: stated.Rate, Capacity: stated.Capacity}
 	r.stated = stated
 	T := perPointUs(stated)
 	r.rebase(now, stated, T)

@@ -226,3 +226,32 @@ func TestPointsRefundWhileABookingWaits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 155*T, w, "303 wait for the 155 points the page left missing")
 }
+
+// TestPointsUnstatedBoundHoldsUntilAStatement: until the platform has
+// stated its bucket to any worker, bookings pace at the unstated bound (the
+// smallest documented bucket); once stated, at the statement within the
+// configuration, also for a caller that has not seen it.
+func TestPointsUnstatedBoundHoldsUntilAStatement(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	m := quota.NewMemory(func() time.Time { return now })
+	ctx := context.Background()
+	b := quota.Budget{Rate: 100, Capacity: 2000, UnstatedRate: 50, UnstatedCapacity: 1000}
+	perPoint := func(rate float64) time.Duration {
+		return time.Duration((1 + quota.JitterAllowance) / rate * float64(time.Second))
+	}
+	w, err := m.ReservePoints(ctx, "shop", b, 852, time.Minute)
+	require.NoError(t, err)
+	require.Zero(t, w)
+	w, err = m.ReservePoints(ctx, "shop", b, 852, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 704*perPoint(50), w, "a bucket of 1,000 restoring 50 a second, not the configured 2,000 at 100")
+
+	now = now.Add(time.Hour)
+	require.NoError(t, m.SettlePoints(ctx, "shop", quota.Budget{Rate: 100, Capacity: 2000}, 0, 852), "the shop states 2,000 at 100")
+	w, err = m.ReservePoints(ctx, "shop", b, 852, time.Minute)
+	require.NoError(t, err)
+	require.Zero(t, w, "852 missing of 2,000: room")
+	w, err = m.ReservePoints(ctx, "shop", b, 852, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 556*perPoint(100), w, "the stated bucket, for a caller that never saw the statement")
+}
