@@ -39,7 +39,10 @@ import (
 // query needs its requested cost in the bucket (else HTTP 200 with a
 // THROTTLED error and actualQueryCost null), is refunded down to its actual
 // cost, and every answer carries extensions.cost. A query requesting more
-// than 1,000 points is refused (MAX_COST_EXCEEDED).
+// than 1,000 points is refused (MAX_COST_EXCEEDED). The documented worst
+// case is ShopifyStandardBucket (1,000 points restoring 50 a second) with
+// a small ShopifyLinePage, so pages of 852 points need 303-point
+// follow-ups; SetShopifyCost lowers a bucket meanwhile, as Shopify may.
 
 const (
 	shopifyMaxFirst  = 250
