@@ -181,7 +181,7 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 		}
 		st.More = st.More[1:]
 	}
-	if resumed || st.kept {
+	if resumed {
 		c.forget(ctx, req)
 	}
 	return Page{Orders: st.Orders, NextToken: st.Next}, nil

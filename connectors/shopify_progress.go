@@ -32,7 +32,6 @@ type shopifyPageState struct {
 	Next   string      `json:"next"`
 	Orders []Order     `json:"orders"`
 	More   []moreLines `json:"more"`
-	kept   bool        // saved during this call
 }
 
 // shopifyProgressTimeout bounds the progress store's work, which runs even
@@ -86,9 +85,7 @@ func (c *shopifyGraphQL) keep(ctx context.Context, req PageRequest, st *shopifyP
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shopifyProgressTimeout)
 	defer cancel()
-	if req.Progress.Save(sctx, b) == nil {
-		st.kept = true
-	}
+	_ = req.Progress.Save(sctx, b) // unsaved: the next attempt lists the page again
 	return err
 }
 
