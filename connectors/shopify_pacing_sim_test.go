@@ -3,6 +3,7 @@ package connectors_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -369,4 +370,52 @@ func TestShopifyAbsurdCostAnswersDoNotStall(t *testing.T) {
 			require.GreaterOrEqual(t, len(res.orders), 250)
 		})
 	}
+}
+
+// TestShopifyKeptCursorRefusedListsThePageAgain: a follow-up cursor kept
+// from an earlier attempt that Shopify refuses (expired meanwhile) is no
+// reason to dead-letter the slice: the kept progress is dropped and the
+// attempt fails as transient, and the next one lists the page again.
+func TestShopifyKeptCursorRefusedListsThePageAgain(t *testing.T) {
+	clk := newFakeClock()
+	var lineQueries atomic.Int64
+	s, conn := startPacedShopify(t, clk, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"operationName":"OrderLineItems"`)) && lineQueries.Add(1) == 2 {
+				http.Error(w, `{"errors":"Service Unavailable"}`, http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	meter := &attemptMeter{sched: newScheduler(clk, 1), books: quota.NewMemory(clk.Now), maxWait: time.Hour}
+	progress := progressStore(t)
+	ctx := context.Background()
+	req := connectors.PageRequest{From: clk.Now().Add(-25 * time.Hour), To: clk.Now(), Page: 1, Meter: meter,
+		Progress: activities.StoreProgress(progress, "slice/1/")}
+	_, err := conn.ListOrders(ctx, req)
+	require.Error(t, err)
+	kept, err := progress.LoadPageProgress(ctx, "slice/1/")
+	require.NoError(t, err)
+	require.NotNil(t, kept)
+	var st map[string]any
+	require.NoError(t, json.Unmarshal(kept, &st))
+	st["more"].([]any)[0].(map[string]any)["after"] = "bm90LWEtY3Vyc29y" // a cursor Shopify no longer takes
+	kept, err = json.Marshal(st)
+	require.NoError(t, err)
+	require.NoError(t, progress.SavePageProgress(ctx, "slice/1/", kept, time.Now().Add(time.Hour)))
+
+	_, err = conn.ListOrders(ctx, req)
+	var te *connectors.TransientError
+	require.ErrorAs(t, err, &te, "a refused kept cursor is no permanent failure: %v", err)
+	require.False(t, connectors.IsPermanent(err))
+	kept, err = progress.LoadPageProgress(ctx, "slice/1/")
+	require.NoError(t, err)
+	require.Nil(t, kept, "the kept progress is dropped")
+
+	_, err = conn.ListOrders(ctx, req)
+	require.NoError(t, err, "the page is listed again")
+	require.Equal(t, int64(2), s.Stats().Shops["acme"].Pages)
 }

@@ -76,7 +76,9 @@ func (c *shopifyGraphQL) keep(ctx context.Context, req PageRequest, st *shopifyP
 		return err
 	case errors.As(err, &perm) && resumed:
 		c.forget(ctx, req)
-		return &TransientError{Platform: c.platform, Msg: "a follow-up of the page kept from an earlier attempt was refused; the page is listed again", Err: err}
+		// Not wrapped: the refusal must not classify as permanent.
+		return &TransientError{Platform: c.platform, Msg: "a follow-up of the page kept from an earlier attempt was refused (" +
+			perm.Msg + "); the page is listed again"}
 	}
 	st.V, st.Token, st.From, st.To = shopifyProgressVersion, req.Token, req.From, req.To
 	b, merr := json.Marshal(st)
