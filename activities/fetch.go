@@ -148,9 +148,10 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 	a.Metrics.Request(in.Platform.Name)
 	page, err := conn.ListOrders(ctx, connectors.PageRequest{
 		From: in.From, To: in.To, Token: in.Token, PageSize: in.Platform.PageSize, Page: in.Page,
-		Meter: a.Limiters.Meter(in.Platform),
+		Meter: a.Limiters.Meter(in.Platform), Progress: a.pageProgress(in),
 	})
 	if err != nil {
+		a.countPointsWait(in.Platform.Name, err)
 		err = fmt.Errorf("fetch page %d of %s: %w", in.Page, in.SliceID, err)
 		var rl *connectors.RateLimitError
 		if errors.As(err, &rl) {

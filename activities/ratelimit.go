@@ -212,8 +212,14 @@ func (m pointsMeter) key() string { return "points/" + m.platform }
 func (m pointsMeter) Book(ctx context.Context, b connectors.CostBudget, cost float64) error {
 	d, err := m.books().ReservePoints(ctx, m.key(), quota.Budget(b), cost, attemptWait(ctx))
 	if errors.Is(err, quota.ErrNoSlot) {
-		return &SlotWaitError{Platform: m.platform, What: fmt.Sprintf("%v query points (%v a second)", cost, b.Rate),
-			Delay: slotRetryDelay(b.Rate / max(cost, 1)), Err: err}
+		what := fmt.Sprintf("%v query points (%v a second)", cost, b.Rate)
+		var nr *quota.NoRoomError
+		if errors.As(err, &nr) {
+			// The cost and the bucket, for status and history.
+			what = fmt.Sprintf("room for a query of %.0f points in the points bucket (%.0f points restoring %g a second, %.0f available; the booking waits %s)",
+				nr.Cost, nr.Budget.Capacity, nr.Budget.Rate, nr.Available, nr.Wait.Round(time.Second))
+		}
+		return &SlotWaitError{Platform: m.platform, What: what, Delay: slotRetryDelay(b.Rate / max(cost, 1)), Err: err}
 	}
 	if err != nil {
 		return err

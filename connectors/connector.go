@@ -59,6 +59,19 @@ type PageRequest struct {
 	// cost (Shopify's GraphQL Admin API) across every worker; nil paces
 	// nothing. The activity supplies it; connectors of other kinds ignore it.
 	Meter Meter
+	// Progress, when set, keeps this page's partial work between attempts
+	// (outside Temporal history: it holds order data), so a retry resumes
+	// the page instead of fetching it again. The activity supplies it,
+	// keyed by platform, slice, window and token; nil keeps nothing.
+	Progress PageProgress
+}
+
+// PageProgress is one page's durable scratch space. Load returns nil when
+// nothing (or only something expired) is kept.
+type PageProgress interface {
+	Load(ctx context.Context) ([]byte, error)
+	Save(ctx context.Context, data []byte) error
+	Clear(ctx context.Context) error
 }
 
 // Meter books a platform's budget of points. A connector books each
@@ -78,6 +91,10 @@ type Meter interface {
 type CostBudget struct {
 	Rate     float64
 	Capacity float64
+	// UnstatedRate and UnstatedCapacity, when set, bound the bucket until
+	// the platform has stated its own to any worker (Shopify's standard
+	// bucket until a shop's throttleStatus says otherwise).
+	UnstatedRate, UnstatedCapacity float64
 }
 
 // Page is one page of results. An empty NextToken means the window is done.

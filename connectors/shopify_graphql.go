@@ -162,6 +162,35 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 			"the window [%s, %s) holds more than %d orders, as many as Shopify pages through in one query, and is too short to split",
 			req.From.UTC().Format(time.RFC3339Nano), req.To.UTC().Format(time.RFC3339Nano), config.ShopifyPaginationLimit)}
 	}
+	st, resumed := c.resume(ctx, req)
+	if st == nil {
+		if st, err = c.listPage(ctx, req, listed, cursor); err != nil {
+			return Page{}, err
+		}
+	}
+	// The follow-ups, one at a time; a failure keeps what is done (the
+	// page and every follow-up before it) for the next attempt, which
+	// resumes with the failed follow-up alone.
+	for len(st.More) > 0 {
+		m := &st.More[0]
+		if m.Index < 0 || m.Index >= len(st.Orders) {
+			c.forget(ctx, req)
+			return Page{}, &TransientError{Platform: c.platform, Msg: "the page's kept progress does not fit its orders; the page is listed again"}
+		}
+		if err := c.restOfLines(ctx, req, &st.Orders[m.Index], m); err != nil {
+			return Page{}, c.keep(ctx, req, st, resumed, err)
+		}
+		st.More = st.More[1:]
+	}
+	if resumed {
+		c.forget(ctx, req)
+	}
+	return Page{Orders: st.Orders, NextToken: st.Next}, nil
+}
+
+// listPage sends the page's orders query: its orders with their first
+// lines, the orders whose lines go on, and the next-page token.
+func (c *shopifyGraphQL) listPage(ctx context.Context, req PageRequest, listed int, cursor string) (*shopifyPageState, error) {
 	size := pageSize(req, c.pageSize)
 	if size <= 0 {
 		size = config.KindDefaults("shopify").PageSize
@@ -173,11 +202,11 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 	}
 	body, err := c.query(ctx, req, shopifyOrdersOperation, shopifyOrdersQuery, vars, config.ShopifyOrdersQueryCost(size, c.lines))
 	if err != nil {
-		return Page{}, err
+		return nil, err
 	}
 	items, err := decodeArrayPath(c.platform, req.Page, body, []string{"data", "orders", "nodes"})
 	if err != nil {
-		return Page{}, err
+		return nil, err
 	}
 	// The page's own cursor is checked before any follow-up query is spent.
 	var env struct {
@@ -188,35 +217,29 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 		} `json:"data"`
 	}
 	if err := decodeJSON(c.platform, req.Page, body, &env); err != nil {
-		return Page{}, err
+		return nil, err
 	}
-	next := ""
+	st := &shopifyPageState{}
 	if pi := env.Data.Orders.PageInfo; pi.HasNextPage {
 		if pi.EndCursor == "" || pi.EndCursor == cursor {
-			return Page{}, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1,
+			return nil, &MalformedError{Platform: c.platform, Page: req.Page, Offset: -1,
 				Err: fmt.Errorf("orders.pageInfo has a next page but endCursor %q does not move on", textclip.Value(pi.EndCursor))}
 		}
-		next = shopifyGraphQLTokenPrefix + strconv.Itoa(listed+len(items)) + ":" + pi.EndCursor
+		st.Next = shopifyGraphQLTokenPrefix + strconv.Itoa(listed+len(items)) + ":" + pi.EndCursor
 	}
-	var more []moreLines // the orders whose lines go on
 	index := 0
-	orders, err := decodeOrders(c.platform, req.Page, items, func(n shopifyNode, raw json.RawMessage) (Order, error) {
+	st.Orders, err = decodeOrders(c.platform, req.Page, items, func(n shopifyNode, raw json.RawMessage) (Order, error) {
 		o, after, err := c.order(n, raw)
 		if err == nil && after != "" {
-			more = append(more, moreLines{index: index, offset: items[index].Offset, gid: n.ID, after: after})
+			st.More = append(st.More, moreLines{Index: index, Offset: items[index].Offset, GID: n.ID, After: after})
 		}
 		index++
 		return o, err
 	})
 	if err != nil {
-		return Page{}, err
+		return nil, err
 	}
-	for _, m := range more {
-		if err := c.restOfLines(ctx, req, &orders[m.index], m); err != nil {
-			return Page{}, err
-		}
-	}
-	return Page{Orders: orders, NextToken: next}, nil
+	return st, nil
 }
 
 // parseToken reads a next-page token: the orders listed so far and the
@@ -236,26 +259,28 @@ func (c *shopifyGraphQL) parseToken(token string) (int, string, error) {
 }
 
 // moreLines is an order of the page whose lines go on after its first
-// nested page.
+// nested page: where the next follow-up starts, and how many ran.
 type moreLines struct {
-	index  int   // in the page
-	offset int64 // of the order in the page's body
-	gid    string
-	after  string
+	Index  int    `json:"index"`  // in the page
+	Offset int64  `json:"offset"` // of the order in the page's body
+	GID    string `json:"gid"`
+	After  string `json:"after"`
+	Done   int    `json:"done"` // follow-up queries answered so far
 }
 
 // restOfLines appends an order's further lines, one follow-up query per
-// nested page. An order gone meanwhile fails the page as transient: the
-// retry lists the shop as it is then.
-func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Order, m moreLines) error {
+// nested page, moving m on after each so a failure keeps what came. An
+// order gone meanwhile fails the page as transient: the retry lists the
+// shop as it is then.
+func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Order, m *moreLines) error {
 	bad := func(off int64, err error) error {
-		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): lines: %w", m.index, textclip.Value(o.ID), err)}
+		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): lines: %w", m.Index, textclip.Value(o.ID), err)}
 	}
-	for after, n := m.after, 0; after != ""; n++ {
-		if n == maxShopifyLinePages {
-			return bad(m.offset, fmt.Errorf("still more after %d follow-up queries", n))
+	for m.After != "" {
+		if m.Done >= maxShopifyLinePages {
+			return bad(m.Offset, fmt.Errorf("still more after %d follow-up queries", m.Done))
 		}
-		vars := map[string]any{"id": m.gid, "first": shopifyLinesFollowUp, "after": after}
+		vars := map[string]any{"id": m.GID, "first": shopifyLinesFollowUp, "after": m.After}
 		body, err := c.query(ctx, req, shopifyLinesOperation, shopifyLinesQuery, vars, config.ShopifyLinesQueryCost(shopifyLinesFollowUp))
 		if err != nil {
 			return err
@@ -273,12 +298,13 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 			return err
 		}
 		if env.Data.Order == nil {
-			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its lines were listed; the page is listed again", textclip.Value(o.ID))}
+			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its lines were listed; the page is listed again", textclip.Value(o.ID)), Err: errVanished}
 		}
 		items, err := decodeArrayPath(c.platform, req.Page, body, []string{"data", "order", "lineItems", "nodes"})
 		if err != nil {
 			return err
 		}
+		lines := make([]OrderLine, 0, len(items)) // appended once all decode: a retry never doubles a line
 		for i, it := range items {
 			var sl shopifyLine
 			err := describeFieldError(json.Unmarshal(it.Raw, &sl))
@@ -291,21 +317,22 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 				if jo := jsonErrorOffset(err, len(it.Raw)); jo >= 0 {
 					off += jo // a JSON error points into the line
 				}
-				return bad(off, fmt.Errorf("follow-up %d, line %d: %w", n+1, i, err))
+				return bad(off, fmt.Errorf("follow-up %d, line %d: %w", m.Done+1, i, err))
 			}
-			o.Lines = append(o.Lines, l)
+			lines = append(lines, l)
 		}
 		pi := env.Data.Order.LineItems.PageInfo
-		switch {
-		case !pi.HasNextPage:
-			after = ""
-		case pi.EndCursor == "" || pi.EndCursor == after:
-			return bad(m.offset, fmt.Errorf("lineItems.pageInfo has a next page but endCursor %q does not move on", textclip.Value(pi.EndCursor)))
-		default:
-			after = pi.EndCursor
+		next := ""
+		if pi.HasNextPage {
+			if pi.EndCursor == "" || pi.EndCursor == m.After {
+				return bad(m.Offset, fmt.Errorf("lineItems.pageInfo has a next page but endCursor %q does not move on", textclip.Value(pi.EndCursor)))
+			}
+			next = pi.EndCursor
 		}
+		o.Lines = append(o.Lines, lines...)
+		o.LineCount = len(o.Lines)
+		m.After, m.Done = next, m.Done+1
 	}
-	o.LineCount = len(o.Lines)
 	return nil
 }
 
@@ -452,20 +479,76 @@ type shopifyResponse struct {
 		} `json:"extensions"`
 	} `json:"errors"`
 	Extensions struct {
-		Cost *shopifyCost `json:"cost"`
+		Cost json.RawMessage `json:"cost"` // read by cost(): a bad cost is no bad page
 	} `json:"extensions"`
 }
 
+// cost is the answer's extensions.cost, nil when absent or not an object.
+func (r *shopifyResponse) cost() *shopifyCost {
+	var qc shopifyCost
+	if len(r.Extensions.Cost) == 0 || json.Unmarshal(r.Extensions.Cost, &qc) != nil {
+		return nil
+	}
+	return &qc
+}
+
 // shopifyCost is extensions.cost: the requested and actual cost of the
-// query and the bucket after it.
+// query and the bucket after it. The numbers are the platform's word and
+// read leniently: a value that is not a finite number (a string, 1e400)
+// counts as not stated, never as a broken page.
 type shopifyCost struct {
-	RequestedQueryCost float64  `json:"requestedQueryCost"`
-	ActualQueryCost    *float64 `json:"actualQueryCost"` // null when throttled
+	RequestedQueryCost statedNumber `json:"requestedQueryCost"`
+	ActualQueryCost    statedNumber `json:"actualQueryCost"` // null when throttled
 	ThrottleStatus     struct {
-		MaximumAvailable   float64 `json:"maximumAvailable"`
-		CurrentlyAvailable float64 `json:"currentlyAvailable"`
-		RestoreRate        float64 `json:"restoreRate"`
+		MaximumAvailable   statedNumber `json:"maximumAvailable"`
+		CurrentlyAvailable statedNumber `json:"currentlyAvailable"`
+		RestoreRate        statedNumber `json:"restoreRate"`
 	} `json:"throttleStatus"`
+}
+
+// statedNumber is a number the platform may or may not have stated.
+type statedNumber struct {
+	V  float64
+	OK bool // a finite number was stated
+}
+
+func (n *statedNumber) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	*n = statedNumber{V: f, OK: err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)}
+	return nil
+}
+
+// The plausible bucket: a statement outside these bounds is ignored, so
+// one absurd answer cannot make the connector wait for centuries (a
+// restore rate of 1e-9) or run unpaced. Shopify's plans restore 50 to
+// 2,000 points a second, in buckets of 1,000 points and more; the bounds
+// leave room for temporary reductions.
+const (
+	shopifyMinRestoreRate = 1.0
+	shopifyMaxRestoreRate = 100_000.0
+	shopifyMinBucket      = 50.0
+	shopifyMaxBucket      = 10_000_000.0
+)
+
+// shopifyStandardBucket is the bucket assumed until a shop states its own:
+// the long-standing standard plan's 1,000 points restoring 50 a second.
+// Shopify documents restore rates, not bucket sizes, and may lower limits
+// temporarily, so the first queries of a shop never assume more (issue 23:
+// pages sent against the configured 2,000 points were THROTTLED).
+var shopifyStandardBucket = CostBudget{Rate: 50, Capacity: 1000}
+
+// stated is the bucket of a throttleStatus within the plausible bounds;
+// a zero field was not stated plausibly.
+func (qc *shopifyCost) stated() CostBudget {
+	var b CostBudget
+	st := qc.ThrottleStatus
+	if r := st.RestoreRate; r.OK && r.V >= shopifyMinRestoreRate && r.V <= shopifyMaxRestoreRate {
+		b.Rate = r.V
+	}
+	if m := st.MaximumAvailable; m.OK && m.V >= shopifyMinBucket && m.V <= shopifyMaxBucket {
+		b.Capacity = m.V
+	}
+	return b
 }
 
 // query sends one GraphQL operation, paced by its estimated cost, and
@@ -473,11 +556,13 @@ type shopifyCost struct {
 // is a RateLimitError, MAX_COST_EXCEEDED, ACCESS_DENIED and a rejected
 // query are permanent, INTERNAL_SERVER_ERROR is transient.
 func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, query string, vars map[string]any, estimate int) ([]byte, error) {
-	budget := c.currentBudget()
-	cost := min(float64(estimate), budget.Capacity)
+	budget := c.bookingBudget()
+	cost := min(float64(estimate), c.currentBudget().Capacity)
 	if req.Meter != nil {
 		if err := req.Meter.Book(ctx, budget, cost); err != nil {
-			return nil, &TransientError{Platform: c.platform, Msg: fmt.Sprintf("no room for a query of %v points in the shop's budget within this attempt", cost), Err: err}
+			// Not a TransientError: no room within the attempt is a wait
+			// (the activity's slot wait, found by errors.As), not a failure.
+			return nil, fmt.Errorf("%s: %s query: %w", c.platform, operation, err)
 		}
 	}
 	resp, err := c.http.R().SetContext(ctx).
@@ -494,12 +579,6 @@ func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, 
 	if err := decodeJSON(c.platform, req.Page, body, &r); err != nil {
 		return nil, err
 	}
-	if qc := r.Extensions.Cost; qc != nil {
-		c.settle(ctx, req.Meter, budget, cost, qc)
-	}
-	if len(r.Errors) == 0 {
-		return body, nil
-	}
 	var msgs []string
 	code := ""
 	for _, e := range r.Errors {
@@ -514,10 +593,17 @@ func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, 
 		}
 		msgs = append(msgs, m)
 	}
+	qc := r.cost()
+	if qc != nil {
+		c.settle(ctx, req.Meter, budget, cost, qc, code == "THROTTLED")
+	}
+	if len(r.Errors) == 0 {
+		return body, nil
+	}
 	msg := textclip.Line(strings.Join(msgs, "; "))
 	switch code {
 	case "THROTTLED":
-		return nil, c.throttled(r.Extensions.Cost, cost)
+		return nil, c.throttled(qc, cost)
 	case "MAX_COST_EXCEEDED":
 		return nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("%s (lower page_size or options.line_items_page_size)", msg)}
 	case "ACCESS_DENIED":
@@ -531,66 +617,100 @@ func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, 
 
 // throttled is the RateLimitError of a THROTTLED answer: the wait is the
 // time the bucket needs to hold the query, from Shopify's own reading when
-// it sent one.
+// it sent a plausible one.
 func (c *shopifyGraphQL) throttled(qc *shopifyCost, booked float64) *RateLimitError {
-	need, rate := booked, c.currentBudget().Rate
+	b := c.currentBudget()
+	need, rate := booked, b.Rate
 	msg := fmt.Sprintf("THROTTLED: a query of %v points", booked)
 	if qc != nil {
 		st := qc.ThrottleStatus
-		if qc.RequestedQueryCost > 0 {
-			need = qc.RequestedQueryCost
+		if s := qc.stated(); s.Rate > 0 {
+			rate = s.Rate
 		}
-		if st.RestoreRate > 0 {
-			rate = st.RestoreRate
+		if r := qc.RequestedQueryCost; r.OK && r.V > 0 && r.V <= config.ShopifyMaxQueryCost {
+			need = r.V
 		}
-		need -= st.CurrentlyAvailable
-		msg = fmt.Sprintf("THROTTLED: a query of %v points, %v of %v available, restoring %v a second",
-			qc.RequestedQueryCost, st.CurrentlyAvailable, st.MaximumAvailable, rate)
+		avail := 0.0
+		if a := st.CurrentlyAvailable; a.OK {
+			avail = min(max(a.V, 0), need)
+		}
+		need -= avail
+		msg = fmt.Sprintf("THROTTLED: a query of %v points, %v available, restoring %v a second", need+avail, avail, rate)
 	}
 	wait := time.Duration(math.Ceil(max(need, 1)/rate*10)) * 100 * time.Millisecond // whole tenths, never early
-	return &RateLimitError{Platform: c.platform, RetryAfter: min(wait, maxDerivedWait), Msg: msg}
+	return &RateLimitError{Platform: c.platform, RetryAfter: min(max(wait, 100*time.Millisecond), maxDerivedWait), Msg: msg}
 }
 
 // settle tells the meter what the query cost (nothing when throttled) and
 // how empty Shopify's bucket is, and follows a smaller bucket or restore
-// rate than configured. A failed settlement is not the page's failure: the
-// next booking on the same books reports the problem.
-func (c *shopifyGraphQL) settle(ctx context.Context, m Meter, budget CostBudget, booked float64, qc *shopifyCost) {
-	st := qc.ThrottleStatus
+// rate than configured. Every number is clamped to what is possible: the
+// actual cost to [0, booked], the deficit to [0, bucket]; a statement
+// outside the plausible bounds is ignored. A failed settlement is not the
+// page's failure: the next booking on the same books reports the problem.
+func (c *shopifyGraphQL) settle(ctx context.Context, m Meter, budget CostBudget, booked float64, qc *shopifyCost, throttled bool) {
+	stated := qc.stated()
 	c.mu.Lock()
-	if st.RestoreRate > 0 {
-		c.reported.Rate = st.RestoreRate
+	if stated.Rate > 0 {
+		c.reported.Rate = stated.Rate
 	}
-	if st.MaximumAvailable > 0 {
-		c.reported.Capacity = st.MaximumAvailable
+	if stated.Capacity > 0 {
+		c.reported.Capacity = stated.Capacity
 	}
 	c.mu.Unlock()
 	if m == nil {
 		return
 	}
-	actual := 0.0
-	if qc.ActualQueryCost != nil {
-		actual = *qc.ActualQueryCost
+	actual := booked // not stated: nothing refunded
+	switch a := qc.ActualQueryCost; {
+	case throttled:
+		actual = 0 // nothing ran, nothing was taken
+	case a.OK:
+		actual = min(max(a.V, 0), booked)
 	}
+	view := c.currentBudget() // the bucket as stated, within the configuration
 	deficit := 0.0
-	if st.MaximumAvailable > 0 {
-		deficit = st.MaximumAvailable - st.CurrentlyAvailable
+	st := qc.ThrottleStatus
+	if st.CurrentlyAvailable.OK && stated.Capacity > 0 {
+		deficit = min(max(stated.Capacity-st.CurrentlyAvailable.V, 0), stated.Capacity)
 	}
-	_ = m.Settle(ctx, budget, actual-booked, deficit)
+	_ = m.Settle(ctx, view, actual-booked, deficit)
 }
 
 // currentBudget is the configured budget, lowered to what Shopify last
-// reported (a plan downgraded, a temporary reduction), never raised above
-// the configuration.
+// stated to this connector (a plan downgraded, a temporary reduction),
+// never raised above the configuration; until the shop has stated its
+// bucket, lowered to the standard bucket. The standard bucket also goes to
+// the meter as the bound while no worker has had a statement, so the
+// shared books follow another worker's statement instead once there is
+// one.
 func (c *shopifyGraphQL) currentBudget() CostBudget {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.budget
-	if r := c.reported.Rate; r > 0 && r < b.Rate {
-		b.Rate = r
+	r := c.reported
+	if r.Rate <= 0 {
+		r.Rate = shopifyStandardBucket.Rate
 	}
-	if r := c.reported.Capacity; r > 0 && r < b.Capacity {
-		b.Capacity = r
+	if r.Capacity <= 0 {
+		r.Capacity = shopifyStandardBucket.Capacity
 	}
+	b.Rate, b.Capacity = min(b.Rate, r.Rate), min(b.Capacity, r.Capacity)
+	return b
+}
+
+// bookingBudget is what a query books against: the configuration lowered
+// to this connector's own statement, with the standard bucket as the bound
+// until any worker's statement is on the shared books.
+func (c *shopifyGraphQL) bookingBudget() CostBudget {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.budget
+	if r := c.reported.Rate; r > 0 {
+		b.Rate = min(b.Rate, r)
+	}
+	if r := c.reported.Capacity; r > 0 {
+		b.Capacity = min(b.Capacity, r)
+	}
+	b.UnstatedRate, b.UnstatedCapacity = shopifyStandardBucket.Rate, shopifyStandardBucket.Capacity
 	return b
 }

@@ -258,6 +258,9 @@ func (m *meterLog) Book(_ context.Context, b connectors.CostBudget, cost float64
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.booked = append(m.booked, fmt.Sprintf("%v of %v/%v", cost, b.Capacity, b.Rate))
+	if b.UnstatedCapacity != 1000 || b.UnstatedRate != 50 {
+		m.booked = append(m.booked, fmt.Sprintf("unstated bound %v/%v, not the standard bucket", b.UnstatedCapacity, b.UnstatedRate))
+	}
 	return m.err
 }
 

@@ -39,7 +39,10 @@ import (
 // query needs its requested cost in the bucket (else HTTP 200 with a
 // THROTTLED error and actualQueryCost null), is refunded down to its actual
 // cost, and every answer carries extensions.cost. A query requesting more
-// than 1,000 points is refused (MAX_COST_EXCEEDED).
+// than 1,000 points is refused (MAX_COST_EXCEEDED). The documented worst
+// case is ShopifyStandardBucket (1,000 points restoring 50 a second) with
+// a small ShopifyLinePage, so pages of 852 points need 303-point
+// follow-ups; SetShopifyCost lowers a bucket meanwhile, as Shopify may.
 
 const (
 	shopifyMaxFirst  = 250
@@ -51,6 +54,34 @@ const (
 	shopifyMaxBody   = 1 << 20
 	shopifyBadCursor = "Invalid cursor"
 )
+
+// ShopifyStandardBucket is the documented worst case of a shop's bucket:
+// the long-standing standard plan's 1,000 points restoring 50 a second.
+// Shopify documents restore rates rather than bucket sizes and may lower
+// limits temporarily, so a client configured for more must follow what
+// throttleStatus says; tests set Config.ShopifyCost to this.
+var ShopifyStandardBucket = CostLimit{RestoreRate: 50, MaxAvailable: 1000}
+
+// SetShopifyCost changes every shop's bucket of points at once, as Shopify
+// lowering (or restoring) a shop's limits does: points already in the
+// bucket are kept up to the new size.
+func (s *Simulator) SetShopifyCost(c CostLimit) error {
+	if c.RestoreRate < 0 || c.RestoreRate != c.RestoreRate || c.MaxAvailable < 0 || c.MaxAvailable != c.MaxAvailable {
+		return fmt.Errorf("shopify cost needs RestoreRate >= 0 and MaxAvailable >= 0, got %v/%v", c.RestoreRate, c.MaxAvailable)
+	}
+	if c.MaxAvailable == 0 {
+		c.MaxAvailable = 20 * c.RestoreRate
+	}
+	now := s.now()
+	for _, sh := range s.byName {
+		sh.mu.Lock()
+		sh.points.restore(now)
+		sh.points.limit = c
+		sh.points.available = min(sh.points.available, c.MaxAvailable)
+		sh.mu.Unlock()
+	}
+	return nil
+}
 
 var shopifyVersionRE = regexp.MustCompile(`^(20\d\d-(01|04|07|10)|unstable)$`)
 

@@ -49,6 +49,7 @@ type Recorder struct {
 	rateLimited     *prometheus.CounterVec
 	requests        *prometheus.CounterVec
 	learnedRate     *prometheus.GaugeVec
+	points          pointsWaits
 	readiness       *Readiness
 }
 
@@ -85,9 +86,11 @@ func New() *Recorder {
 			Namespace: Namespace, Name: "platform_rate_limit_learned",
 			Help: "Requests/s the platform last stated in its answers (x-amzn-RateLimit-Limit, X-RateLimit-Limit), 429s included; requests are paced at the lower of this and rate_limit.rps (ordersync_rate_limit_rps).",
 		}, []string{"platform"}),
+		points:    newPointsWaits(),
 		readiness: &Readiness{},
 	}
 	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited, r.requests, r.learnedRate,
+		r.points.waits, r.points.seconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }

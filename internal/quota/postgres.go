@@ -57,7 +57,10 @@ func openPostgres(ctx context.Context, dsn string) (Slots, error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, createLockKey); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, createTable)
+		if _, err := tx.Exec(ctx, createTable); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, createPointsTable)
 		return err
 	})
 	if err != nil {
@@ -76,15 +79,6 @@ func (s *postgresSlots) Reserve(ctx context.Context, key string, rps float64, bu
 	return s.reserve(ctx, key, interval, tolerance, limit)
 }
 
-// ReservePoints implements Points.
-func (s *postgresSlots) ReservePoints(ctx context.Context, key string, b Budget, cost float64, maxWait time.Duration) (time.Duration, error) {
-	inc, tolerance, limit, err := pointParams(b, cost, maxWait)
-	if err != nil {
-		return 0, err
-	}
-	return s.reserve(ctx, key, inc, tolerance, limit)
-}
-
 func (s *postgresSlots) reserve(ctx context.Context, key string, inc, tolerance, limit int64) (time.Duration, error) {
 	var tat, now int64
 	err := s.pool.QueryRow(ctx, postgresReserve, key, inc, tolerance, limit).Scan(&tat, &now)
@@ -97,27 +91,58 @@ func (s *postgresSlots) reserve(ctx context.Context, key string, inc, tolerance,
 	return wait(tat, now, inc, tolerance), nil
 }
 
-// postgresSettle is sqliteSettle on the database's clock.
-const postgresSettle = `
-INSERT INTO ordersync_request_slots AS s (key, tat_us)
-VALUES ($1, (extract(epoch FROM now()) * 1000000)::bigint + GREATEST($2::bigint, $3::bigint))
-ON CONFLICT (key) DO UPDATE SET tat_us = GREATEST(
-	GREATEST(s.tat_us, (extract(epoch FROM now()) * 1000000)::bigint) + $2::bigint,
-	(extract(epoch FROM now()) * 1000000)::bigint + $3::bigint)`
-
-// SettlePoints implements Points.
-func (s *postgresSlots) SettlePoints(ctx context.Context, key string, b Budget, delta, deficit float64) error {
-	d, floor, err := settleParams(b, delta, deficit)
-	if err != nil {
-		return err
-	}
-	if _, err := s.pool.Exec(ctx, postgresSettle, key, d, floor); err != nil {
-		return fmt.Errorf("settle points of %s: %w", key, err)
-	}
+func (s *postgresSlots) Close() error {
+	s.pool.Close()
 	return nil
 }
 
-func (s *postgresSlots) Close() error {
-	s.pool.Close()
+// ReservePoints implements Points.
+func (s *postgresSlots) ReservePoints(ctx context.Context, key string, b Budget, cost float64, maxWait time.Duration) (time.Duration, error) {
+	var d time.Duration
+	err := s.withPoints(ctx, key, func(r *pointsRow, now int64) error {
+		var err error
+		d, err = r.reserve(b, cost, now, maxWait.Microseconds())
+		return err
+	})
+	return d, err
+}
+
+// SettlePoints implements Points.
+func (s *postgresSlots) SettlePoints(ctx context.Context, key string, b Budget, delta, deficit float64) error {
+	return s.withPoints(ctx, key, func(r *pointsRow, now int64) error { return r.settle(b, delta, deficit, now) })
+}
+
+// withPoints runs op on key's points row, locked for the transaction, on
+// the database's clock (workers on many hosts share it); an error from op
+// writes nothing.
+func (s *postgresSlots) withPoints(ctx context.Context, key string, op func(*pointsRow, int64) error) error {
+	var opErr error
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO ordersync_points_budgets (key, tat_us, floor_us, pending, per_point, rate, capacity)
+			VALUES ($1, 0, 0, '[]', 0, 0, 0) ON CONFLICT (key) DO NOTHING`, key); err != nil {
+			return err
+		}
+		var r pointsRow
+		var now int64
+		var pending string
+		if err := tx.QueryRow(ctx, `SELECT tat_us, floor_us, pending, per_point, rate, capacity, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
+			FROM ordersync_points_budgets WHERE key = $1 FOR UPDATE`, key).
+			Scan(&r.tat, &r.floor, &pending, &r.perPoint, &r.stated.Rate, &r.stated.Capacity, &now); err != nil {
+			return err
+		}
+		r.decodePending(pending)
+		if opErr = op(&r, now); opErr != nil {
+			return opErr
+		}
+		_, err := tx.Exec(ctx, `UPDATE ordersync_points_budgets SET tat_us = $2, floor_us = $3, pending = $4, per_point = $5, rate = $6, capacity = $7 WHERE key = $1`,
+			key, r.tat, r.floor, r.encodePending(), r.perPoint, r.stated.Rate, r.stated.Capacity)
+		return err
+	})
+	if opErr != nil {
+		return opErr
+	}
+	if err != nil {
+		return fmt.Errorf("points budget %s: %w", key, err)
+	}
 	return nil
 }

@@ -19,8 +19,9 @@
 // Platforms that meter requests by cost book a budget of points the same
 // way (points.go). The slots Open returns implement Points as well.
 //
-// The row lives in its own table, ordersync_request_slots, created on Open;
-// it holds no order data and may be dropped at any time.
+// The rows live in their own tables, ordersync_request_slots and
+// ordersync_points_budgets, created on Open; they hold no order data and
+// may be dropped at any time.
 package quota
 
 import (
@@ -101,3 +102,17 @@ func params(rps float64, burst int, maxWait time.Duration) (interval, tolerance,
 func wait(newTAT, now, interval, tolerance int64) time.Duration {
 	return time.Duration(max(0, newTAT-interval-tolerance-now)) * time.Microsecond
 }
+
+// createPointsTable holds the points budgets (points.go): the TAT, the
+// floor of the newest reading, the bookings still to be sent (JSON), the µs
+// a point they were booked in, and the
+// bucket the platform last stated. The same text is valid SQLite and
+// PostgreSQL.
+const createPointsTable = `CREATE TABLE IF NOT EXISTS ordersync_points_budgets (
+	key TEXT PRIMARY KEY, tat_us BIGINT NOT NULL, floor_us BIGINT NOT NULL, pending TEXT NOT NULL,
+	per_point DOUBLE PRECISION NOT NULL,
+	rate DOUBLE PRECISION NOT NULL, capacity DOUBLE PRECISION NOT NULL)`
+
+// upsertPoints writes a points row in SQLite.
+const upsertPoints = `INSERT INTO ordersync_points_budgets (key, tat_us, floor_us, pending, per_point, rate, capacity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (key) DO UPDATE SET tat_us = excluded.tat_us, floor_us = excluded.floor_us, pending = excluded.pending, per_point = excluded.per_point, rate = excluded.rate, capacity = excluded.capacity`

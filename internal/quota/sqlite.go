@@ -50,6 +50,10 @@ func openSQLite(ctx context.Context, path string) (Slots, error) {
 		db.Close()
 		return nil, fmt.Errorf("request slots in %s: create table: %w", path, err)
 	}
+	if _, err := db.ExecContext(ctx, createPointsTable); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("request slots in %s: create points table: %w", path, err)
+	}
 	return &sqliteSlots{db: db, now: time.Now}, nil
 }
 
@@ -61,15 +65,6 @@ func (s *sqliteSlots) Reserve(ctx context.Context, key string, rps float64, burs
 		return 0, err
 	}
 	return s.reserve(ctx, key, interval, tolerance, limit)
-}
-
-// ReservePoints implements Points.
-func (s *sqliteSlots) ReservePoints(ctx context.Context, key string, b Budget, cost float64, maxWait time.Duration) (time.Duration, error) {
-	inc, tolerance, limit, err := pointParams(b, cost, maxWait)
-	if err != nil {
-		return 0, err
-	}
-	return s.reserve(ctx, key, inc, tolerance, limit)
 }
 
 func (s *sqliteSlots) reserve(ctx context.Context, key string, inc, tolerance, limit int64) (time.Duration, error) {
@@ -85,22 +80,59 @@ func (s *sqliteSlots) reserve(ctx context.Context, key string, inc, tolerance, l
 	return wait(tat, now, inc, tolerance), nil
 }
 
-// sqliteSettle moves a budget's TAT by a correction (?3, negative for a
-// refund) and to at least now + the reported deficit (?4), never before now.
-const sqliteSettle = `
-INSERT INTO ordersync_request_slots (key, tat_us) VALUES (?1, max(?2 + ?3, ?2 + ?4))
-ON CONFLICT (key) DO UPDATE SET tat_us = max(max(tat_us, ?2) + ?3, ?2 + ?4)`
+func (s *sqliteSlots) Close() error { return s.db.Close() }
+
+// ReservePoints implements Points.
+func (s *sqliteSlots) ReservePoints(ctx context.Context, key string, b Budget, cost float64, maxWait time.Duration) (time.Duration, error) {
+	var d time.Duration
+	err := s.withPoints(ctx, key, func(r *pointsRow, now int64) error {
+		var err error
+		d, err = r.reserve(b, cost, now, maxWait.Microseconds())
+		return err
+	})
+	return d, err
+}
 
 // SettlePoints implements Points.
 func (s *sqliteSlots) SettlePoints(ctx context.Context, key string, b Budget, delta, deficit float64) error {
-	d, floor, err := settleParams(b, delta, deficit)
-	if err != nil {
-		return err
-	}
-	if _, err := s.db.ExecContext(ctx, sqliteSettle, key, s.now().UnixMicro(), d, floor); err != nil {
-		return fmt.Errorf("settle points of %s: %w", key, err)
-	}
-	return nil
+	return s.withPoints(ctx, key, func(r *pointsRow, now int64) error { return r.settle(b, delta, deficit, now) })
 }
 
-func (s *sqliteSlots) Close() error { return s.db.Close() }
+// withPoints runs op on key's points row in one IMMEDIATE transaction, so
+// processes sharing the file read and write the row one at a time; an
+// error from op writes nothing.
+func (s *sqliteSlots) withPoints(ctx context.Context, key string, op func(*pointsRow, int64) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("points budget %s: %w", key, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("points budget %s: %w", key, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	var r pointsRow
+	pending := "[]"
+	err = conn.QueryRowContext(ctx, `SELECT tat_us, floor_us, pending, per_point, rate, capacity FROM ordersync_points_budgets WHERE key = ?`, key).
+		Scan(&r.tat, &r.floor, &pending, &r.perPoint, &r.stated.Rate, &r.stated.Capacity)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("points budget %s: %w", key, err)
+	}
+	r.decodePending(pending)
+	if err := op(&r, s.now().UnixMicro()); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, upsertPoints, key, r.tat, r.floor, r.encodePending(), r.perPoint, r.stated.Rate, r.stated.Capacity); err != nil {
+		return fmt.Errorf("points budget %s: %w", key, err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("points budget %s: %w", key, err)
+	}
+	done = true
+	return nil
+}

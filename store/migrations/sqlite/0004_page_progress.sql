@@ -1,0 +1,12 @@
+-- page_progress keeps a page's partial work between the attempts of its
+-- activity (the Shopify connector's orders with part of their lines and the
+-- follow-up queries still to run), so a retry resumes the page instead of
+-- fetching it again. It holds order data, like orders, and never enters
+-- Temporal history. Rows expire; an expired row is never read and is
+-- deleted by the next save.
+CREATE TABLE page_progress (
+	key        TEXT    PRIMARY KEY, -- platform, slice, window and page token
+	data       BLOB    NOT NULL,
+	expires_at INTEGER NOT NULL     -- Unix microseconds UTC
+);
+CREATE INDEX page_progress_expires ON page_progress (expires_at);
