@@ -42,10 +42,11 @@ func openPostgres(ctx context.Context, dsn string) (Slots, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request slots: %w", err)
 	}
-	// No DDL when the table exists: a role with only SELECT, INSERT,
+	// No DDL when the tables exist: a role with only SELECT, INSERT,
 	// UPDATE and DELETE (no CREATE on the schema) opens a migrated store.
 	var exists bool
-	err = pool.QueryRow(ctx, `SELECT to_regclass('ordersync_request_slots') IS NOT NULL`).Scan(&exists)
+	err = pool.QueryRow(ctx, `SELECT to_regclass('ordersync_request_slots') IS NOT NULL
+		AND to_regclass('ordersync_points_budgets') IS NOT NULL`).Scan(&exists)
 	if err != nil || exists {
 		if err != nil {
 			pool.Close()
