@@ -424,8 +424,12 @@ const (
 	maxBulkRedirects = 5
 )
 
-// bulkBeatEvery is how often a read calls BulkRead.Beat.
-const bulkBeatEvery = time.Second
+// A read calls BulkRead.Beat every bulkBeatEvery, and every
+// bulkBeatLines lines (the SDK throttles what it sends).
+const (
+	bulkBeatEvery = time.Second
+	bulkBeatLines = 10_000
+)
 
 // BulkBoundError is a result file larger than the operation said, or than
 // a bulk result may be: not the operation's result, so it is not read on
@@ -533,6 +537,7 @@ type bulkReader struct {
 	blank   int
 	beat    func()
 	beatAt  time.Time
+	lines   int // since the last beat
 }
 
 // snippet is untrusted file content as it may appear in an error: short,
@@ -586,8 +591,9 @@ func (rd *bulkReader) read(r io.Reader, offset int64, batch int, store func([]Or
 	}
 	for {
 		if rd.beat != nil {
-			if now := time.Now(); now.Sub(rd.beatAt) >= bulkBeatEvery {
-				rd.beatAt = now
+			rd.lines++
+			if now := time.Now(); rd.lines >= bulkBeatLines || now.Sub(rd.beatAt) >= bulkBeatEvery {
+				rd.beatAt, rd.lines = now, 0
 				rd.beat()
 			}
 		}

@@ -61,11 +61,12 @@ var loopbackSim = bulkSimOptions{loopbackHTTP: true, timeout: "5s"}
 // 40 s).
 func TestShopifyBulkEndlessLineItems(t *testing.T) {
 	_, b, op, _, _ := completedBulk(t, sim.BulkConfig{Hostile: sim.BulkEndlessLines, EndlessBytes: 64 << 20}, loopbackSim)
-	got, _, err := readOp(t, b, op)
+	got, beats, err := readOp(t, b, op)
 	var bound *connectors.BulkBoundError
 	require.ErrorAs(t, err, &bound)
 	require.Contains(t, err.Error(), "line items")
 	require.Empty(t, got, "the order never completed")
+	require.Positive(t, beats, "the read beats while no batch completes")
 }
 
 // TestShopifyBulkEndlessOrders: a file that goes on past the operation's
