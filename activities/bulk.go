@@ -64,10 +64,10 @@ func bulkState(op connectors.BulkOperation) BulkState {
 // resumes (the first byte of the first order not yet stored) and what the
 // attempts before it stored.
 type bulkProgress struct {
-	ID      string          `json:"id"`
-	Partial bool            `json:"partial"`
-	Offset  int64           `json:"offset"`
-	Batches int             `json:"batches"`
+	ID      string `json:"id"`
+	Partial bool   `json:"partial"`
+	Offset  int64  `json:"offset"`
+	Batches int    `json:"batches"`
 	// Objects is how many objects (orders and their line items) the file
 	// holds before Offset: with the operation's objectCount it bounds
 	// what a resumed attempt may read.
