@@ -410,8 +410,11 @@ const (
 	// does (maxShopifyLinePages follow-ups of shopifyLinesFollowUp lines):
 	// they are held until the order is complete.
 	maxBulkOrderLines = maxShopifyLinePages * shopifyLinesFollowUp
-	// maxBulkOrderBytes bounds an order with all its lines in memory.
+	// maxBulkOrderBytes bounds an order with all its lines in memory, and
+	// maxBulkBatchBytes a batch's orders: a batch goes to the store early
+	// once its orders take that much.
 	maxBulkOrderBytes = 64 << 20
+	maxBulkBatchBytes = 64 << 20
 	// maxBulkBlankLines bounds empty lines (Shopify writes none): they
 	// carry no object, so objectCount does not bound them.
 	maxBulkBlankLines = 1000
@@ -558,6 +561,7 @@ func (rd *bulkReader) read(r io.Reader, offset int64, batch int, store func([]Or
 	pos := offset
 	var cur *bulkOrder
 	var pending []Order
+	var pendingBytes int64
 	bad := func(at int64, err error) error {
 		return &MalformedError{Platform: c.platform, Offset: at, Err: fmt.Errorf("bulk result: %w", err)}
 	}
@@ -578,6 +582,7 @@ func (rd *bulkReader) read(r io.Reader, offset int64, batch int, store func([]Or
 			return bad(cur.at, err)
 		}
 		pending = append(pending, o)
+		pendingBytes += cur.bytes
 		cur = nil
 		return nil
 	}
@@ -586,7 +591,7 @@ func (rd *bulkReader) read(r io.Reader, offset int64, batch int, store func([]Or
 			return nil
 		}
 		err := store(pending, next)
-		pending = nil
+		pending, pendingBytes = nil, 0
 		return err
 	}
 	for {
@@ -635,7 +640,7 @@ func (rd *bulkReader) read(r io.Reader, offset int64, batch int, store func([]Or
 					if ferr := finish(); ferr != nil {
 						return ferr
 					}
-					if len(pending) >= batch {
+					if len(pending) >= batch || pendingBytes >= maxBulkBatchBytes {
 						if ferr := flush(at); ferr != nil {
 							return ferr
 						}
