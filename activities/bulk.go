@@ -64,10 +64,14 @@ func bulkState(op connectors.BulkOperation) BulkState {
 // resumes (the first byte of the first order not yet stored) and what the
 // attempts before it stored.
 type bulkProgress struct {
-	ID      string          `json:"id"`
-	Partial bool            `json:"partial"`
-	Offset  int64           `json:"offset"`
-	Batches int             `json:"batches"`
+	ID      string `json:"id"`
+	Partial bool   `json:"partial"`
+	Offset  int64  `json:"offset"`
+	Batches int    `json:"batches"`
+	// Objects is how many objects (orders and their line items) the file
+	// holds before Offset: with the operation's objectCount it bounds
+	// what a resumed attempt may read.
+	Objects int64           `json:"objects,omitempty"`
 	Counts  FetchPageResult `json:"counts"`
 }
 
@@ -189,7 +193,14 @@ func (a *Activities) DownloadBulk(ctx context.Context, in BulkInput) (FetchPageR
 		return prog.Counts, nil // nothing matched, or a failure that got nothing
 	}
 	page := FetchPageInput{Platform: in.Platform, SliceID: in.SliceID, From: in.From, To: in.To}
-	err = b.ReadBulk(ctx, url, prog.Offset, bulkBatchOrders, func(orders []connectors.Order, next int64) error {
+	// The read heartbeats the committed position about once a second also
+	// while no batch completes (a long order, a slow host), so the
+	// heartbeat timeout tells a stuck attempt from a busy one; what the
+	// file may hold is bounded by the operation's own objectCount and
+	// fileSize.
+	read := connectors.BulkRead{URL: url, Offset: prog.Offset, Objects: prog.Objects, Batch: bulkBatchOrders,
+		ObjectCount: op.ObjectCount, FileSize: op.FileSize, Beat: func() { activity.RecordHeartbeat(ctx, prog) }}
+	err = b.ReadBulk(ctx, read, func(orders []connectors.Order, next int64) error {
 		var res FetchPageResult
 		page.Page = prog.Batches + 1
 		res.Fetched = len(orders)
@@ -206,6 +217,9 @@ func (a *Activities) DownloadBulk(ctx context.Context, in BulkInput) (FetchPageR
 		a.Metrics.NotStored(in.Platform.Name, res.Rejected, res.FutureStamped)
 		prog.Counts.add(res)
 		prog.Offset, prog.Batches = next, prog.Batches+1
+		for _, o := range orders {
+			prog.Objects += 1 + int64(len(o.Lines))
+		}
 		activity.RecordHeartbeat(ctx, prog)
 		return nil
 	})
@@ -246,7 +260,14 @@ func (a *Activities) bulkError(in BulkInput, what string, err error) error {
 	if errors.As(err, &rl) {
 		a.Limiters.Report(in.Platform.Name, rl.Limit)
 	}
-	err = classify(fmt.Errorf("%s of %s: %w", what, in.SliceID, err))
+	var bound *connectors.BulkBoundError
+	if errors.As(err, &bound) {
+		// Not the operation's result: reading it again would store the
+		// same junk. The slice pages instead.
+		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s of %s: %v", what, in.SliceID, err), ErrPermanent, nil)
+	} else {
+		err = classify(fmt.Errorf("%s of %s: %w", what, in.SliceID, err))
+	}
 	a.Metrics.FetchError(in.Platform.Name, errorClass(err))
 	return err
 }

@@ -62,7 +62,7 @@ func TestDownloadBulkResumesAfterKill(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	token := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(token, []byte("acme-token\n"), 0o600))
-	f, err := config.Parse(fmt.Appendf(nil, "platforms:\n  shop:\n    kind: shopify\n    endpoint: %s\n    credentials: {file: %s}\n    timeout: 5s\n",
+	f, err := config.Parse(fmt.Appendf(nil, "platforms:\n  shop:\n    kind: shopify\n    endpoint: %s\n    credentials: {file: %s}\n    timeout: 5s\n    options: {bulk_loopback_http: true}\n",
 		srv.ShopURL("acme"), token))
 	require.NoError(t, err)
 	p, _ := f.Get("shop")

@@ -431,6 +431,11 @@ type ShopifyOptions struct {
 	// BulkConcurrency is how many bulk queries Shopify runs at once per app
 	// and shop (default ShopifyBulkConcurrency of api_version).
 	BulkConcurrency int `yaml:"bulk_concurrency"`
+	// BulkLoopbackHTTP lets result files come over plain http from
+	// loopback, at the endpoint's port only: for the simulator, which
+	// serves its own result files. Off, they come only over https from
+	// public addresses. It needs an endpoint on loopback.
+	BulkLoopbackHTTP bool `yaml:"bulk_loopback_http"`
 }
 
 // UseBulk says whether a slice of this width runs as a bulk query.
@@ -462,7 +467,10 @@ func ShopifyBulkConcurrency(apiVersion string) int {
 
 var shopifyVersion = regexp.MustCompile(`^(20\d\d-(01|04|07|10)|unstable)$`)
 
-func (o *ShopifyOptions) finish(_ Platform, bad problemFunc) {
+func (o *ShopifyOptions) finish(p Platform, bad problemFunc) {
+	if u, err := url.Parse(p.Endpoint); o.BulkLoopbackHTTP && (err != nil || !loopbackHost(u.Hostname())) {
+		bad("bulk_loopback_http", "is for a simulator on loopback (127.0.0.1, ::1, localhost); the endpoint %q is not", p.Endpoint)
+	}
 	if o.API == "" {
 		o.API = ShopifyGraphQL
 	}

@@ -19,13 +19,26 @@ platforms:
     kind: shopify
     endpoint: %s
     credentials: {file: %s}
-    timeout: 5s
-    options: {api_version: %q}
+    timeout: %s
+    options: {api_version: %q%s}
 `
 
 // startBulkSim starts a simulator with bulk settings and returns the bulk
 // side of a shopify connector on shop acme.
 func startBulkSim(t *testing.T, clk *fakeClock, version string, bulk sim.BulkConfig) (*sim.Simulator, connectors.BulkLister) {
+	t.Helper()
+	return startBulkSimWith(t, clk, version, bulk, bulkSimOptions{loopbackHTTP: true, timeout: "5s"})
+}
+
+// bulkSimOptions are the platform settings of a bulk test: loopbackHTTP
+// sets options.bulk_loopback_http, the opt-in that lets the simulator
+// serve result files over http from loopback.
+type bulkSimOptions struct {
+	loopbackHTTP bool
+	timeout      string
+}
+
+func startBulkSimWith(t *testing.T, clk *fakeClock, version string, bulk sim.BulkConfig, o bulkSimOptions) (*sim.Simulator, connectors.BulkLister) {
 	t.Helper()
 	c := simConfig(11, clk)
 	c.ShopifyBulk = bulk
@@ -34,7 +47,11 @@ func startBulkSim(t *testing.T, clk *fakeClock, version string, bulk sim.BulkCon
 	srv, err := s.Start("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
-	f, err := config.Parse(fmt.Appendf(nil, shopifyBulkOnSim, srv.ShopURL("acme"), secretFile(t, "acme-token").File, version))
+	extra := ""
+	if o.loopbackHTTP {
+		extra = ", bulk_loopback_http: true"
+	}
+	f, err := config.Parse(fmt.Appendf(nil, shopifyBulkOnSim, srv.ShopURL("acme"), secretFile(t, "acme-token").File, o.timeout, version, extra))
 	require.NoError(t, err)
 	p, _ := f.Get("shopify-acme")
 	conn, err := connectors.New(p)
@@ -50,7 +67,7 @@ func readAll(t *testing.T, b connectors.BulkLister, url string, offset int64, ba
 	t.Helper()
 	var got []connectors.Order
 	var offsets []int64
-	err := b.ReadBulk(context.Background(), url, offset, batch, func(orders []connectors.Order, next int64) error {
+	err := b.ReadBulk(context.Background(), connectors.BulkRead{URL: url, Offset: offset, Batch: batch}, func(orders []connectors.Order, next int64) error {
 		require.LessOrEqual(t, len(orders), batch)
 		got = append(got, orders...)
 		offsets = append(offsets, next)

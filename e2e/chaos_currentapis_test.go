@@ -28,7 +28,7 @@ const chaosCurrentAPIPlatforms = `
     credentials: {env: ORDERSYNC_E2E_CHAOS_GQL_TOKEN}
     page_size: 50
     max_pages: 20
-    options: {restore_rate: 2000, max_cost_available: 20000, bulk_min_span: 20s, bulk_poll_interval: 500ms}
+    options: {restore_rate: 2000, max_cost_available: 20000, bulk_min_span: 20s, bulk_poll_interval: 500ms, bulk_loopback_http: true}
   chaos-amz:
     kind: amazon
     endpoint: "{{SIM}}/shops/amz/amazon"

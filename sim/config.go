@@ -310,6 +310,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.ShopifyBulk.FailRate, "shopify-bulk-fail", c.ShopifyBulk.FailRate, "Shopify GraphQL surface: rate of bulk queries that fail with partial data")
 	fs.Float64Var(&c.ShopifyBulk.DropRate, "shopify-bulk-drop", c.ShopifyBulk.DropRate, "Shopify GraphQL surface: rate of bulk result downloads cut off halfway")
 	fs.DurationVar(&c.ShopifyBulk.URLTTL, "shopify-bulk-url-ttl", c.ShopifyBulk.URLTTL, "Shopify GraphQL surface: lifetime of a signed bulk result URL (0: 1h)")
+	fs.StringVar(&c.ShopifyBulk.Hostile, "shopify-bulk-hostile", c.ShopifyBulk.Hostile, "Shopify GraphQL surface: a hostile bulk case to play (endless_lines, endless_orders, count_lie, gzip_bomb, blank_lines, redirect, foreign_url, stall, never_completes)")
+	fs.StringVar(&c.ShopifyBulk.Target, "shopify-bulk-target", c.ShopifyBulk.Target, "Shopify GraphQL surface: where -shopify-bulk-hostile redirect and foreign_url send the client")
 	fs.DurationVar(&c.AmazonTokenTTL, "amazon-token-ttl", c.AmazonTokenTTL, "lifetime of the Amazon surface's pagination tokens (0: 24h)")
 	fs.StringVar(&c.AmazonTokenError, "amazon-token-error", c.AmazonTokenError, "the Amazon surface's 400 for an expired pagination token, one of "+strings.Join(AmazonTokenErrors, ", ")+" (empty: expired)")
 	fs.DurationVar(&c.AmazonAccessTTL, "amazon-access-ttl", c.AmazonAccessTTL, "how long the Amazon surface accepts an access token; expires_in still says 1h (0: 1h)")

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -39,6 +41,44 @@ import (
 // turns EXPIRED ShopifyBulk.ResultTTL after it ended. A share
 // ShopifyBulk.DropRate of downloads breaks off halfway. Range requests are
 // served, as a storage host does.
+//
+// ShopifyBulk.Hostile plays the worst cases a probe of the connector found
+// (issue 24), on the real HTTP path: files without end (more line items of
+// one order, more orders, blank lines, a gzip bomb), an objectCount that
+// lies, a result URL that points at, or redirects to, ShopifyBulk.Target
+// (say a metadata service on loopback), a body that stalls, and a job
+// that never completes. Endless files end after ShopifyBulk.EndlessBytes,
+// so a client that never stops reading still ends.
+
+// Hostile bulk behaviours (BulkConfig.Hostile).
+const (
+	// BulkEndlessLines: the first order, then line items of it without
+	// end; objectCount and fileSize claim a file large enough for them.
+	BulkEndlessLines = "endless_lines"
+	// BulkEndlessOrders: the result, then distinct orders without end;
+	// objectCount is the result's, and no fileSize is reported.
+	BulkEndlessOrders = "endless_orders"
+	// BulkCountLie: the result, with objectCount half its objects.
+	BulkCountLie = "count_lie"
+	// BulkGzipBomb: the result, then newlines without end, served with
+	// Content-Encoding: gzip (a few KB on the wire per GB); fileSize and
+	// objectCount are the result's.
+	BulkGzipBomb = "gzip_bomb"
+	// BulkBlankLines: the result, then newlines without end; no fileSize.
+	BulkBlankLines = "blank_lines"
+	// BulkRedirect: the signed URL answers 302 to Target.
+	BulkRedirect = "redirect"
+	// BulkForeignURL: the operation's url is Target.
+	BulkForeignURL = "foreign_url"
+	// BulkStall: the first half of the result, then nothing, with the
+	// connection held open until the client goes.
+	BulkStall = "stall"
+	// BulkNeverCompletes: the job stays RUNNING however long it is asked.
+	BulkNeverCompletes = "never_completes"
+)
+
+var bulkHostile = map[string]bool{"": true, BulkEndlessLines: true, BulkEndlessOrders: true, BulkCountLie: true,
+	BulkGzipBomb: true, BulkBlankLines: true, BulkRedirect: true, BulkForeignURL: true, BulkStall: true, BulkNeverCompletes: true}
 
 // BulkConfig plays Shopify's bulk operations.
 type BulkConfig struct {
@@ -57,11 +97,23 @@ type BulkConfig struct {
 	ResultTTL time.Duration `json:"result_ttl"`
 	// Concurrency caps a shop's running jobs; 0 follows the API version.
 	Concurrency int `json:"concurrency"`
+	// Hostile is one of the Bulk* hostile behaviours, "" for none.
+	Hostile string `json:"hostile"`
+	// Target is where BulkRedirect and BulkForeignURL send the client.
+	Target string `json:"target"`
+	// EndlessBytes ends an endless file (default 1 GiB).
+	EndlessBytes int64 `json:"endless_bytes"`
 }
 
 func (b BulkConfig) validate() error {
-	if b.Duration < 0 || b.PerOrder < 0 || b.URLTTL < 0 || b.ResultTTL < 0 || b.Concurrency < 0 {
-		return fmt.Errorf("ShopifyBulk durations and Concurrency must not be negative")
+	if b.Duration < 0 || b.PerOrder < 0 || b.URLTTL < 0 || b.ResultTTL < 0 || b.Concurrency < 0 || b.EndlessBytes < 0 {
+		return fmt.Errorf("ShopifyBulk durations, Concurrency and EndlessBytes must not be negative")
+	}
+	if !bulkHostile[b.Hostile] {
+		return fmt.Errorf("ShopifyBulk Hostile %q is none the simulator plays", b.Hostile)
+	}
+	if (b.Hostile == BulkRedirect || b.Hostile == BulkForeignURL) && b.Target == "" {
+		return fmt.Errorf("ShopifyBulk Hostile %q needs a Target URL", b.Hostile)
 	}
 	for _, r := range []float64{b.FailRate, b.DropRate} {
 		if r < 0 || r > 1 || r != r {
@@ -80,6 +132,9 @@ func (b BulkConfig) withDefaults() BulkConfig {
 	}
 	if b.ResultTTL == 0 {
 		b.ResultTTL = 7 * 24 * time.Hour
+	}
+	if b.EndlessBytes == 0 {
+		b.EndlessBytes = 1 << 30
 	}
 	return b
 }
@@ -183,6 +238,7 @@ type bulkNode struct {
 	Status         string  `json:"status"`
 	ErrorCode      *string `json:"errorCode"`
 	ObjectCount    string  `json:"objectCount"`
+	FileSize       *string `json:"fileSize"`
 	URL            *string `json:"url"`
 	PartialDataURL *string `json:"partialDataUrl"`
 	Query          string  `json:"query"`
@@ -282,7 +338,7 @@ func (s *Simulator) advanceJob(sh *shop, j *bulkJob, now int64) {
 	switch {
 	case j.canceledAt > 0:
 		j.status, j.ended, j.endedAt = "CANCELED", true, j.canceledAt
-	case now < j.ends:
+	case now < j.ends || sh.bulkCfg.Hostile == BulkNeverCompletes:
 		if now > j.created {
 			j.status = "RUNNING"
 		}
@@ -360,13 +416,27 @@ func (s *Simulator) bulkNode(sh *shop, j *bulkJob, base string, now int64) *bulk
 	if !j.ended {
 		return n
 	}
-	n.ObjectCount = strconv.FormatInt(j.objects, 10)
+	objects, size := j.objects, int64(len(j.data))
+	switch sh.bulkCfg.Hostile {
+	case BulkEndlessLines:
+		objects, size = 10_000_000, 10_000_000_000
+	case BulkCountLie:
+		objects = max(j.objects/2, 1)
+	}
+	n.ObjectCount = strconv.FormatInt(objects, 10)
+	if sh.bulkCfg.Hostile != BulkBlankLines && sh.bulkCfg.Hostile != BulkEndlessOrders && (j.status == "COMPLETED" || j.status == "FAILED") {
+		fs := strconv.FormatInt(size, 10)
+		n.FileSize = &fs
+	}
 	if j.status == "FAILED" {
 		code := "INTERNAL_SERVER_ERROR"
 		n.ErrorCode = &code
 	}
 	if len(j.data) > 0 && (j.status == "COMPLETED" || j.status == "FAILED") {
 		u := s.signBulkURL(sh, base, j.id, now)
+		if sh.bulkCfg.Hostile == BulkForeignURL {
+			u = sh.bulkCfg.Target
+		}
 		if j.status == "COMPLETED" {
 			n.URL = &u
 		} else {
@@ -419,12 +489,17 @@ func (s *Simulator) handleBulkResult(w http.ResponseWriter, r *http.Request) {
 	}
 	j := sh.bulk[id-1]
 	data := j.data
+	cfg := sh.bulkCfg
 	drop := sh.faultRand.float() < sh.bulkCfg.DropRate
 	sh.stats.BulkDownloads++
 	if drop {
 		sh.stats.BulkDropped++
 	}
 	sh.mu.Unlock()
+	if cfg.Hostile != "" {
+		serveHostileBulk(w, r, cfg, data)
+		return
+	}
 	w.Header().Set("Content-Type", "application/jsonl")
 	if drop {
 		// Break off halfway: the client sees a short body.
@@ -449,4 +524,69 @@ func (s *Simulator) SetShopifyBulk(b BulkConfig) error {
 		sh.mu.Unlock()
 	}
 	return nil
+}
+
+// serveHostileBulk serves a result file as cfg.Hostile misbehaves.
+func serveHostileBulk(w http.ResponseWriter, r *http.Request, cfg BulkConfig, data []byte) {
+	if cfg.Hostile == BulkRedirect {
+		http.Redirect(w, r, cfg.Target, http.StatusFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/jsonl")
+	var out io.Writer = w
+	if cfg.Hostile == BulkGzipBomb {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
+		defer func() { _ = zw.Close() }()
+		out = zw
+	}
+	w.WriteHeader(http.StatusOK)
+	if cfg.Hostile == BulkStall {
+		_, _ = w.Write(data[:cutAtLine(data, 0.5)])
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+		return
+	}
+	if cfg.Hostile == BulkEndlessLines {
+		data = nextLine(data)
+		data = append(data[:len(data):len(data)], '\n')
+	}
+	sent := int64(0)
+	write := func(b []byte) bool {
+		n, err := out.Write(b)
+		sent += int64(n)
+		return err == nil && sent < cfg.EndlessBytes && r.Context().Err() == nil
+	}
+	if !write(data) {
+		return
+	}
+	switch cfg.Hostile {
+	case BulkEndlessLines, BulkEndlessOrders:
+		var first map[string]any
+		if json.Unmarshal(nextLine(data), &first) != nil {
+			return
+		}
+		parent, _ := first["id"].(string)
+		currency, _ := first["currencyCode"].(string)
+		for i := 1; ; i++ {
+			var obj any
+			if cfg.Hostile == BulkEndlessLines {
+				obj = bulkLineNode{shopifyLineNode: shopifyLineNode{ID: fmt.Sprintf("gid://shopify/LineItem/%d", 900_000_000+i),
+					SKU: "ENDLESS", Name: "endless", Title: "endless", Quantity: 1,
+					OriginalUnitPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: "1.00", CurrencyCode: currency}}}, ParentID: parent}
+			} else {
+				first["id"] = fmt.Sprintf("gid://shopify/Order/%d", 900_000_000+i)
+				first["name"] = fmt.Sprintf("#E%d", i)
+				obj = first
+			}
+			b, _ := json.Marshal(obj)
+			if !write(append(b, '\n')) {
+				return
+			}
+		}
+	case BulkGzipBomb, BulkBlankLines:
+		blank := bytes.Repeat([]byte{'\n'}, 64<<10)
+		for write(blank) {
+		}
+	}
 }

@@ -35,7 +35,35 @@ const (
 	// maxBulkBusyWaits bounds how long a slice waits for the shop to run
 	// fewer bulk queries before it pages instead.
 	maxBulkBusyWaits = 200
+	// maxBulkWait and maxBulkHistory bound all of a slice's bulk waits
+	// together (versionBulkBudget): every run, busy wait and look. Past
+	// either the slice cancels its query and pages. Each look costs ~11
+	// history events, so maxBulkPolls alone, three runs over, would pass
+	// Temporal's 51,200-event limit; 20,000 events leave the paging that
+	// follows more than half of it. Six hours is what maxBulkPolls meant
+	// at the default poll interval; with a longer interval it would have
+	// meant up to two weeks.
+	maxBulkWait    = 6 * time.Hour
+	maxBulkHistory = 20_000
 )
+
+// bulkOverBudget says whether the slice's bulk waits have spent their
+// time or history budget and should give up for paging. The version is
+// asked only then (lazily), so a slice recorded before it, which waited
+// on, replays its waits.
+func (s *sliceRun) bulkOverBudget(ctx workflow.Context, began time.Time) bool {
+	spent := workflow.Now(ctx).Sub(began)
+	events := workflow.GetInfo(ctx).GetCurrentHistoryLength()
+	if spent < maxBulkWait && events < maxBulkHistory {
+		return false
+	}
+	if workflow.GetVersion(ctx, versionBulkBudget, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	workflow.GetLogger(ctx).Warn("bulk query waited past its budget; paging the slice instead", "slice", s.id,
+		"waited", spent.String(), "history_events", events, "budget", maxBulkWait.String(), "event_budget", maxBulkHistory)
+	return true
+}
 
 // bulkEligible says whether the slice runs as a bulk query.
 func (s *sliceRun) bulkEligible() bool {
@@ -68,8 +96,12 @@ func (s *sliceRun) runBulk(ctx workflow.Context) (bool, error) {
 	poll := readBulkSettings(p, s.in.End.Sub(s.in.Start)).poll
 	log := workflow.GetLogger(ctx)
 	in := activities.BulkInput{Platform: p, SliceID: s.id, From: s.in.Start.Add(-p.Overlap.D()), To: s.in.End}
+	began := workflow.Now(ctx)
 	for run := 1; run <= maxBulkRuns; run++ {
-		st, err := s.startBulk(ctx, in, poll)
+		if run > 1 && s.bulkOverBudget(ctx, began) {
+			return false, nil
+		}
+		st, err := s.startBulk(ctx, in, poll, began)
 		if err != nil || st.ID == "" {
 			if isCanceled(ctx, err) {
 				return false, err
@@ -79,7 +111,7 @@ func (s *sliceRun) runBulk(ctx workflow.Context) (bool, error) {
 		}
 		in.ID, in.Partial = st.ID, false
 		s.res.BulkOperations++
-		st, err = s.awaitBulk(ctx, in, st, poll)
+		st, err = s.awaitBulk(ctx, in, st, poll, began)
 		if err != nil {
 			if isCanceled(ctx, err) {
 				s.cancelBulk(ctx, in)
@@ -124,11 +156,11 @@ func (s *sliceRun) runBulk(ctx workflow.Context) (bool, error) {
 
 // startBulk starts the operation, waiting on a timer while the shop runs
 // as many bulk queries as it allows.
-func (s *sliceRun) startBulk(ctx workflow.Context, in activities.BulkInput, poll time.Duration) (activities.BulkState, error) {
+func (s *sliceRun) startBulk(ctx workflow.Context, in activities.BulkInput, poll time.Duration, began time.Time) (activities.BulkState, error) {
 	var st activities.BulkState
 	for waits := 0; ; waits++ {
 		err := workflow.ExecuteActivity(bulkActivityContext(ctx, s), acts.StartBulk, in).Get(ctx, &st)
-		if err == nil || errorType(err) != activities.ErrBulkBusy || waits >= maxBulkBusyWaits {
+		if err == nil || errorType(err) != activities.ErrBulkBusy || waits >= maxBulkBusyWaits || s.bulkOverBudget(ctx, began) {
 			return st, err
 		}
 		if err := workflow.Sleep(ctx, poll); err != nil {
@@ -138,14 +170,18 @@ func (s *sliceRun) startBulk(ctx workflow.Context, in activities.BulkInput, poll
 }
 
 // awaitBulk looks at the operation every poll until it has ended. A state
-// other than an ending one means it gave up after maxBulkPolls looks.
-func (s *sliceRun) awaitBulk(ctx workflow.Context, in activities.BulkInput, st activities.BulkState, poll time.Duration) (activities.BulkState, error) {
+// other than an ending one means it gave up: after maxBulkPolls looks, or
+// past the slice's bulk budget (bulkOverBudget).
+func (s *sliceRun) awaitBulk(ctx workflow.Context, in activities.BulkInput, st activities.BulkState, poll time.Duration, began time.Time) (activities.BulkState, error) {
 	for n := 0; n < maxBulkPolls; n++ {
 		// What the Web UI shows meanwhile; current details never enter history.
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**bulk query** %s: %s, %d objects so far\n\n%s",
 			st.ID, st.Status, st.ObjectCount, sliceDetails(searchattr.StateRunning, s.res)))
 		switch st.Status {
 		case connectors.BulkCompleted, connectors.BulkFailed, connectors.BulkCanceled, connectors.BulkExpired:
+			return st, nil
+		}
+		if s.bulkOverBudget(ctx, began) {
 			return st, nil
 		}
 		if err := workflow.Sleep(ctx, poll); err != nil {

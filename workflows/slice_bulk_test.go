@@ -126,3 +126,63 @@ func TestSliceBulkCancelled(t *testing.T) {
 	require.ErrorAs(t, env.GetWorkflowError(), &canceled)
 	require.Equal(t, "gid://shopify/BulkOperation/3", cancelled.Load())
 }
+
+// TestSliceBulkNeverCompletesBoundedByHistory: a bulk query that runs for
+// as long as it is looked at, then is cancelled by someone else, three
+// runs over, would grow the slice's history past Temporal's 51,200-event
+// limit (~11 events a look); the slice gives up at its event budget,
+// cancels the query and pages.
+func TestSliceBulkNeverCompletesBoundedByHistory(t *testing.T) {
+	env := newEnv(t)
+	p := bulkPlatform(t)
+	const eventsPerLook = 11
+	var starts, looks, pages atomic.Int32
+	perRun := map[string]int{}
+	env.OnActivity(acts.StartBulk, mock.Anything, mock.Anything).Return(func(context.Context, activities.BulkInput) (activities.BulkState, error) {
+		n := starts.Add(1)
+		return activities.BulkState{ID: "gid://shopify/BulkOperation/" + string(rune('0'+n)), Status: connectors.BulkRunning}, nil
+	})
+	env.OnActivity(acts.PollBulk, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.BulkInput) (activities.BulkState, error) {
+		env.SetCurrentHistoryLength(int(looks.Add(1)) * eventsPerLook)
+		perRun[in.ID]++
+		status := connectors.BulkRunning
+		if perRun[in.ID] == 1999 {
+			status = connectors.BulkCanceled
+		}
+		return activities.BulkState{ID: in.ID, Status: status}, nil
+	})
+	env.OnActivity(acts.CancelBulk, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(func(context.Context, activities.FetchPageInput) (activities.FetchPageResult, error) {
+		pages.Add(1)
+		return activities.FetchPageResult{Fetched: 3, Inserted: 3}, nil
+	})
+	res := runSlice(t, env, p, at("-2h"), at("-1h"))
+	require.Equal(t, api.SliceCompleted, res.Outcome)
+	require.Equal(t, int32(1), pages.Load(), "the window is paged")
+	require.Less(t, int(looks.Load())*eventsPerLook, 51_200/2, "the bulk waits leave the paging more than half the history limit")
+}
+
+// TestSliceBulkNeverCompletesBoundedByTime: with a long poll interval a
+// bulk query that never completes would be looked at for two weeks
+// (maxBulkPolls looks); the slice gives up after its time budget, cancels
+// the query and pages.
+func TestSliceBulkNeverCompletesBoundedByTime(t *testing.T) {
+	env := newEnv(t)
+	p := bulkPlatform(t)
+	p.Options["bulk_poll_interval"] = "10m"
+	require.Nil(t, p.Validate())
+	env.OnActivity(acts.StartBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/9", Status: connectors.BulkRunning}, nil).Once()
+	env.OnActivity(acts.PollBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/9", Status: connectors.BulkRunning}, nil)
+	var cancelled atomic.Int32
+	env.OnActivity(acts.CancelBulk, mock.Anything, mock.Anything).Return(func(context.Context, activities.BulkInput) error {
+		cancelled.Add(1)
+		return nil
+	}).Once()
+	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(activities.FetchPageResult{Fetched: 3, Inserted: 3}, nil).Once()
+	start := env.Now()
+	res := runSlice(t, env, p, at("-2h"), at("-1h"))
+	require.Equal(t, api.SliceCompleted, res.Outcome)
+	require.Equal(t, 1, res.Pages)
+	require.Equal(t, int32(1), cancelled.Load(), "the query is cancelled")
+	require.Less(t, env.Now().Sub(start), 7*time.Hour, "given up within the slice's bulk budget (6h), not after 2,000 looks")
+}

@@ -199,6 +199,17 @@ const (
 	// maxUndeclaredRounds times, instead of the slice being dead-lettered.
 	// Asked lazily, only when a page failed so. Can go after release v0.7.
 	versionUndeclaredRetried = "undeclared-platform-retried"
+
+	// versionBulkBudget guards the budget of a bulk slice's waits
+	// (slice_bulk.go, bulkOverBudget): from this version a slice whose
+	// bulk runs, busy waits and looks together pass maxBulkWait or
+	// maxBulkHistory history events cancels its query and pages; before
+	// it, only maxBulkPolls looks per run bounded them (three runs could
+	// pass Temporal's history limit, and a long poll interval meant weeks).
+	// Asked lazily, only when a budget is spent, so a slice recorded
+	// before it that waited on replays its waits. Can go after release
+	// v0.7, once no bulk slice started before it runs.
+	versionBulkBudget = "shopify-bulk-budget"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

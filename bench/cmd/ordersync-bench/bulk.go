@@ -109,7 +109,7 @@ const bulkPlatformsYAML = `default:
 platforms:
   bulk:
     endpoint: "%s/shops/bulk"
-    options: {restore_rate: %v, max_cost_available: %v, bulk_backfill: true, bulk_min_span: %s, bulk_poll_interval: 1s}
+    options: {restore_rate: %v, max_cost_available: %v, bulk_backfill: true, bulk_min_span: %s, bulk_poll_interval: 1s, bulk_loopback_http: true}
   paged:
     endpoint: "%s/shops/paged"
     options: {restore_rate: %v, max_cost_available: %v, bulk_backfill: false}

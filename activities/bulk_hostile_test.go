@@ -1,0 +1,97 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
+)
+
+// completedBulkOnSim runs a bulk query on a simulator playing bulk until
+// it completes and returns the activities and the download's input.
+func completedBulkOnSim(t *testing.T, bulk sim.BulkConfig) (*Activities, BulkInput, *testsuite.TestActivityEnvironment) {
+	t.Helper()
+	ctx := context.Background()
+	bulk.Duration = time.Millisecond
+	c := sim.Config{Seed: 5, Shops: []sim.ShopConfig{{Name: "acme", Token: "acme-token"}}, History: 24 * time.Hour,
+		HistoryOrders: 300, MaxUpdates: 2, UpdateSpread: time.Hour, ShopifyBulk: bulk}
+	s, err := sim.New(c)
+	require.NoError(t, err)
+	srv, err := s.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	token := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(token, []byte("acme-token\n"), 0o600))
+	f, err := config.Parse(fmt.Appendf(nil, "platforms:\n  shop:\n    kind: shopify\n    endpoint: %s\n    credentials: {file: %s}\n    timeout: 5s\n    options: {bulk_loopback_http: true}\n",
+		srv.ShopURL("acme"), token))
+	require.NoError(t, err)
+	p, _ := f.Get("shop")
+	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "orders.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	acts := &Activities{Store: st, Connectors: NewConnectorCache(f), Limiters: NewLimiters()}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	to := s.Now()
+	in := BulkInput{Platform: p, SliceID: "slice/shop/bulk", From: to.Add(-25 * time.Hour), To: to}
+	val, err := env.ExecuteActivity(acts.StartBulk, in)
+	require.NoError(t, err)
+	var state BulkState
+	require.NoError(t, val.Get(&state))
+	in.ID = state.ID
+	require.Eventually(t, func() bool {
+		val, err := env.ExecuteActivity(acts.PollBulk, in)
+		require.NoError(t, err)
+		require.NoError(t, val.Get(&state))
+		return state.Status == connectors.BulkCompleted
+	}, 5*time.Second, 10*time.Millisecond)
+	return acts, in, env
+}
+
+// TestDownloadBulkEndlessFile: an order followed by line items without end
+// is read with heartbeats (so a stuck attempt would be cancelled by the
+// heartbeat timeout) and ends in a non-retryable error, on which the
+// slice pages its window; nothing of the file is retried.
+func TestDownloadBulkEndlessFile(t *testing.T) {
+	acts, in, env := completedBulkOnSim(t, sim.BulkConfig{Hostile: sim.BulkEndlessLines, EndlessBytes: 64 << 20})
+	beats := 0
+	var last converter.EncodedValues
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) { beats++; last = d })
+	_, err := env.ExecuteActivity(acts.DownloadBulk, in)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.True(t, app.NonRetryable(), "a file past its bounds is not read again: %v", err)
+	require.Equal(t, ErrPermanent, app.Type())
+	require.Contains(t, err.Error(), "line items")
+	require.Positive(t, beats, "heartbeats while no batch completes")
+	var prog bulkProgress
+	require.NoError(t, last.Get(&prog))
+	require.Zero(t, prog.Batches)
+}
+
+// TestDownloadBulkRefusesLoopbackURL: the operation's URL pointing at a
+// loopback service is refused without a request, and what it would have
+// answered cannot reach the error: the download fails permanently and the
+// slice pages.
+func TestDownloadBulkRefusesLoopbackURL(t *testing.T) {
+	acts, in, env := completedBulkOnSim(t, sim.BulkConfig{Hostile: sim.BulkForeignURL, Target: "http://127.0.0.1:27999/latest/meta-data/iam/security-credentials/"})
+	_, err := env.ExecuteActivity(acts.DownloadBulk, in)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.True(t, app.NonRetryable())
+	require.Contains(t, err.Error(), "bulk result URL refused")
+}
