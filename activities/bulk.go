@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // Bulk query activities (Shopify's bulkOperationRunQuery, see
@@ -209,9 +210,10 @@ func (a *Activities) DownloadBulk(ctx context.Context, in BulkInput) (FetchPageR
 			up, err := a.Store.UpsertOrders(ctx, toStore)
 			if err != nil {
 				return temporal.NewApplicationErrorWithCause(
-					fmt.Sprintf("store batch %d of bulk query %s of %s: %v", page.Page, in.ID, in.SliceID, err), ErrStore, err)
+					textclip.Message(fmt.Sprintf("store batch %d of bulk query %s of %s: %v", page.Page, textclip.Value(in.ID), in.SliceID, err)), ErrStore, boundedCause(err))
 			}
 			res.Inserted, res.Updated, res.Unchanged = up.Inserted, up.Updated, up.Unchanged
+			res.Rejected += len(up.Rejected) // refused by the database alone (PostgreSQL backstop)
 		}
 		a.Metrics.Page(in.Platform.Name, res.Inserted, res.Updated, res.Unchanged)
 		a.Metrics.NotStored(in.Platform.Name, res.Rejected, res.FutureStamped)
