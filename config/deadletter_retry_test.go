@@ -31,7 +31,7 @@ func TestDeadLetterRetryDefaults(t *testing.T) {
 // field by field; both survive the JSON of a config signal.
 func TestDeadLetterRetrySettings(t *testing.T) {
 	f, err := Parse([]byte("default:\n  dead_letter_retry: {schedule: [10m, 1h]}\n" + onePlatform +
-		"  y:\n    kind: sim\n    endpoint: http://h/shops/y\n    credentials: {env: T}\n    dead_letter_retry: {enabled: false}\n"))
+		"  y:\n    kind: sim\n    endpoint: http://127.0.0.1/shops/y\n    credentials: {env: T}\n    dead_letter_retry: {enabled: false}\n"))
 	require.NoError(t, err)
 	x, _ := f.Get("x")
 	y, _ := f.Get("y")
