@@ -68,7 +68,7 @@ const (
 	chaosPostgresDuration = 45 * time.Second
 )
 
-var chaosShops = map[string]string{"chaos-a": "a", "chaos-b": "b", "chaos-gql": "gql", "chaos-amz": "amz"}
+var chaosShops = map[string]string{"chaos-a": "a", "chaos-b": "b", "chaos-gql": "gql", "chaos-amz": "amz", "chaos-std": "std"}
 
 func chaosSim(seed int64) sim.Config {
 	cfg := sim.DefaultConfig()

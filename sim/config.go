@@ -79,6 +79,14 @@ type Config struct {
 type ShopConfig struct {
 	Name  string `json:"name"`
 	Token string `json:"token"`
+	// ShopifyCost, when set, is this shop's bucket of points instead of
+	// Config.ShopifyCost: one run can hold a shop on the standard
+	// 1,000-point bucket (ShopifyStandardBucket) beside generous ones.
+	ShopifyCost *CostLimit `json:"shopify_cost,omitempty"`
+	// LiveRate and HistoryOrders, when above zero, replace Config's for
+	// this shop: a shop on a small bucket gets a load it can keep up with.
+	LiveRate      float64 `json:"live_rate,omitempty"`
+	HistoryOrders int     `json:"history_orders,omitempty"`
 }
 
 // RateLimit is a token bucket: RPS requests per second sustained, Burst at once.
@@ -214,6 +222,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ShopifyCost.RestoreRate < 0 || c.ShopifyCost.RestoreRate != c.ShopifyCost.RestoreRate || c.ShopifyCost.MaxAvailable < 0 {
 		bad("ShopifyCost needs RestoreRate >= 0 and MaxAvailable >= 0, got %v/%v", c.ShopifyCost.RestoreRate, c.ShopifyCost.MaxAvailable)
 	}
+	for _, sc := range c.Shops {
+		if sc.ShopifyCost != nil && (sc.ShopifyCost.RestoreRate < 0 || sc.ShopifyCost.RestoreRate != sc.ShopifyCost.RestoreRate || sc.ShopifyCost.MaxAvailable < 0) {
+			bad("shop %q: ShopifyCost needs RestoreRate >= 0 and MaxAvailable >= 0, got %v/%v", sc.Name, sc.ShopifyCost.RestoreRate, sc.ShopifyCost.MaxAvailable)
+		}
+		if sc.LiveRate < 0 || sc.LiveRate != sc.LiveRate || sc.HistoryOrders < 0 {
+			bad("shop %q: LiveRate and HistoryOrders must not be negative, got %v and %d", sc.Name, sc.LiveRate, sc.HistoryOrders)
+		}
+	}
 	if c.ShopifyLinePage < 0 || c.ShopifyLinePage > shopifyMaxFirst {
 		bad("ShopifyLinePage must be in [0,%d], got %d", shopifyMaxFirst, c.ShopifyLinePage)
 	}
@@ -243,6 +259,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ShopifyCost.MaxAvailable == 0 {
 		c.ShopifyCost.MaxAvailable = 20 * c.ShopifyCost.RestoreRate
+	}
+	c.Shops = append([]ShopConfig(nil), c.Shops...) // the caller's config stays as it was
+	for i, sc := range c.Shops {
+		if sc.ShopifyCost != nil && sc.ShopifyCost.MaxAvailable == 0 {
+			own := *sc.ShopifyCost
+			own.MaxAvailable = 20 * own.RestoreRate
+			c.Shops[i].ShopifyCost = &own
+		}
 	}
 	if c.ShopifyLinePage == 0 {
 		c.ShopifyLinePage = 3

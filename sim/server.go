@@ -60,14 +60,25 @@ func New(cfg Config) (*Simulator, error) {
 	s.last.Store(s.start)
 	for _, sc := range cfg.Shops {
 		h := hashString(sc.Name)
+		cost := cfg.ShopifyCost
+		if sc.ShopifyCost != nil {
+			cost = *sc.ShopifyCost
+		}
+		wcfg := cfg
+		if sc.LiveRate > 0 {
+			wcfg.LiveRate = sc.LiveRate
+		}
+		if sc.HistoryOrders > 0 {
+			wcfg.HistoryOrders = sc.HistoryOrders
+		}
 		sh := &shop{
 			name:      sc.Name,
 			token:     []byte(sc.Token),
 			hash:      h,
 			currency:  currencies[h%uint64(len(currencies))],
-			world:     newWorld(cfg, sc.Name, s.start),
+			world:     newWorld(wcfg, sc.Name, s.start),
 			bucket:    bucket{rl: cfg.RateLimit},
-			points:    pointBucket{limit: cfg.ShopifyCost},
+			points:    pointBucket{limit: cost},
 			bulkCfg:   cfg.ShopifyBulk,
 			faults:    cfg.Faults,
 			faultRand: newRNG(uint64(cfg.Seed), h^0xfa17),

@@ -292,7 +292,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	shops, err := ParseShops("a:x, b:y")
 	require.NoError(t, err)
-	require.Equal(t, []ShopConfig{{"a", "x"}, {"b", "y"}}, shops)
+	require.Equal(t, []ShopConfig{{Name: "a", Token: "x"}, {Name: "b", Token: "y"}}, shops)
 	_, err = ParseShops("a")
 	require.Error(t, err)
 	_, err = New(DefaultConfig())

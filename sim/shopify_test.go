@@ -236,3 +236,25 @@ func TestShopifySurfaceRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestShopifyCostBucketPerShop: a shop with a bucket of its own (the
+// standard 1,000 points) states it, beside a shop on the run's bucket.
+func TestShopifyCostBucketPerShop(t *testing.T) {
+	clk := newFakeClock()
+	cfg := testConfig(3, clk)
+	cfg.ShopifyCost = CostLimit{RestoreRate: 2000, MaxAvailable: 20000}
+	std := ShopifyStandardBucket
+	cfg.Shops[1].ShopifyCost = &std
+	_, ts := startTest(t, cfg)
+	vars := map[string]any{"first": 10, "query": window(epoch, farAway), "lines": 2}
+	for shop, want := range map[string]CostLimit{"acme": cfg.ShopifyCost, "globex": ShopifyStandardBucket} {
+		code, body := gql(t, ts.URL, shop, shop+"-token", "OrdersUpdatedInWindow", ordersQuery, vars)
+		require.Equal(t, http.StatusOK, code)
+		a := decodeAnswer(t, body)
+		require.Empty(t, a.Errors)
+		st := a.Extensions.Cost.ThrottleStatus
+		require.Equal(t, want.MaxAvailable, st.MaximumAvailable, shop)
+		require.Equal(t, want.RestoreRate, st.RestoreRate, shop)
+	}
+	require.Nil(t, cfg.Shops[0].ShopifyCost, "the caller's config is not changed")
+}
