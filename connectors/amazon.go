@@ -140,6 +140,41 @@ func (a *amazonAPI) get(ctx context.Context, url string, q map[string]string) (*
 // smallest span the runaway bound dead-letters it.
 const amazonRestartPrefix = "amzn-restart."
 
+// After a restart the window's pages are listed again, and Amazon may hand
+// out the very tokens it handed out before (the same query, the same
+// page): a slice that followed them once would take the second time for a
+// paging cycle and dead-letter the window as permanent. So every token
+// issued after a restart carries the restart's generation
+// ("amzn-g<generation>.<token>"), passed on from page to page and taken
+// off before the token is sent, and each restart has a generation of its
+// own (the time of the restart).
+const amazonGenerationPrefix = "amzn-g"
+
+// amazonGeneration splits a token into the generation it carries (the
+// restart it follows, "" before any restart) and the token to read: a
+// restart token starts its own generation and reads as "no token".
+func amazonGeneration(token string) (gen, rest string) {
+	if r, ok := strings.CutPrefix(token, amazonRestartPrefix); ok {
+		gen, _, _ = strings.Cut(r, ".")
+		return gen, ""
+	}
+	if r, ok := strings.CutPrefix(token, amazonGenerationPrefix); ok {
+		if g, t, ok := strings.Cut(r, "."); ok && g != "" {
+			return g, t
+		}
+	}
+	return "", token
+}
+
+// withGeneration marks a next-page token with the generation of the
+// restart it follows.
+func withGeneration(gen, token string) string {
+	if gen == "" || token == "" || strings.HasPrefix(token, amazonRestartPrefix) {
+		return token
+	}
+	return amazonGenerationPrefix + gen + "." + token
+}
+
 // amazonRestartToken is the next-page token that restarts a window whose
 // token dead was refused at now.
 func amazonRestartToken(dead string, now time.Time) string {

@@ -103,12 +103,14 @@ func (c *amazon2026) ListOrders(ctx context.Context, req PageRequest) (Page, err
 	if err := c.checkSettled(before, "searchOrders", amazonMillis); err != nil {
 		return Page{}, err
 	}
-	token := c.resumable(req.Token)
+	gen, ours := amazonGeneration(req.Token)
+	token := c.resumable(ours)
 	page, err := c.search(ctx, req, after, before, token)
 	var dead *amazonDeadToken
 	if errors.As(err, &dead) {
 		return Page{NextToken: amazonRestartToken(token, c.now()), RateLimit: dead.rate}, nil
 	}
+	page.NextToken = withGeneration(gen, page.NextToken)
 	return page, err
 }
 

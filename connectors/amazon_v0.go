@@ -31,7 +31,9 @@ func (c *amazonV0) ListOrders(ctx context.Context, req PageRequest) (Page, error
 	if err := c.checkSettled(before, "getOrders", time.RFC3339); err != nil {
 		return Page{}, err
 	}
-	if strings.HasPrefix(req.Token, amazon2026TokenPrefix) || strings.HasPrefix(req.Token, amazonRestartPrefix) {
+	gen, token := amazonGeneration(req.Token)
+	req.Token = token
+	if strings.HasPrefix(req.Token, amazon2026TokenPrefix) {
 		// A slice that began on 2026-01-01 and continues on v0 (the
 		// platform moved back): its token means nothing to getOrders, so
 		// the window starts over; orders read twice are harmless. A
@@ -65,6 +67,7 @@ func (c *amazonV0) ListOrders(ctx context.Context, req PageRequest) (Page, error
 	}
 	page, err := c.decodePage(resp.Body(), req.Page)
 	page.RateLimit = headerFloat(resp.Header(), amazonRateHeader)
+	page.NextToken = withGeneration(gen, page.NextToken)
 	return page, err
 }
 

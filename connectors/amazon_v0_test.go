@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -255,6 +256,44 @@ func TestAmazonV0RefusedNextTokenRestartsTheWindow(t *testing.T) {
 	p, err = c.ListOrders(ctx, req)
 	require.NoError(t, err)
 	require.Len(t, p.Orders, 2, "the window's first page")
-	require.Equal(t, amazonNextToken, p.NextToken)
+	require.NotEqual(t, amazonNextToken, p.NextToken, "a token after a restart carries its generation")
+	require.Contains(t, p.NextToken, amazonNextToken)
 	require.Equal(t, 2, f.pages)
+	req.Token, req.Page = p.NextToken, 3
+	p, err = c.ListOrders(ctx, req)
+	require.NoError(t, err, "Amazon's own token is sent, without the generation")
+	require.NotEmpty(t, p.Orders)
+	require.Equal(t, 3, f.pages)
+}
+
+// TestAmazonRestartNeverRepeatsAToken: Amazon may hand out the same token
+// for the same first page again after a restart; the slice follows every
+// token once (a repeat is a paging cycle to it), so the tokens a window
+// hands out after each restart must differ from those before it.
+func TestAmazonRestartNeverRepeatsAToken(t *testing.T) {
+	ctx := context.Background()
+	_, ts := newAmazonFake(t)
+	c := newAmazonConn(t, ts)
+	seen := map[string]bool{}
+	req := amazonWindow
+	for restart := range 3 {
+		req.Token, req.Page = "", 1
+		if restart > 0 {
+			req.Token = "refused-" + strconv.Itoa(restart)
+		}
+		p, err := c.ListOrders(ctx, req)
+		require.NoError(t, err)
+		if restart > 0 {
+			require.Empty(t, p.Orders, "the refusal ends the call")
+			require.False(t, seen[p.NextToken], "restart token %q repeated", p.NextToken)
+			seen[p.NextToken] = true
+			req.Token = p.NextToken
+			p, err = c.ListOrders(ctx, req)
+			require.NoError(t, err)
+		}
+		require.Len(t, p.Orders, 2, "the window's first page")
+		require.False(t, seen[p.NextToken], "token %q handed out twice (restart %d)", p.NextToken, restart)
+		seen[p.NextToken] = true
+		time.Sleep(time.Millisecond) // restarts are told apart by their time
+	}
 }
