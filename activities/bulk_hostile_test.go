@@ -58,7 +58,7 @@ func completedBulkOnSim(t *testing.T, bulk sim.BulkConfig) (*Activities, BulkInp
 		require.NoError(t, err)
 		require.NoError(t, val.Get(&state))
 		return state.Status == connectors.BulkCompleted
-	}, 5*time.Second, 10*time.Millisecond)
+	}, 30*time.Second, 10*time.Millisecond, "a busy machine may be slow")
 	return acts, in, env
 }
 

@@ -47,6 +47,13 @@ const (
 // waits on a durable timer and asks again, as for ErrSlotWait, within the
 // platform's rate_limit_wait (workflows, fetchPageRegular).
 
+// SlotWaitAnswer details an ErrSlotWait failure of a regular attempt after
+// the first: the attempts before it failed for other reasons and count,
+// although the slot wait itself does not (workflows, fetchPageRegular).
+type SlotWaitAnswer struct {
+	Attempt int `json:"attempt"`
+}
+
 // RateLimitAnswer details an ErrRateLimited failure.
 type RateLimitAnswer struct {
 	// Attempt is the activity attempt the platform refused (1: the
@@ -107,7 +114,15 @@ func (a *Activities) FetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 	res, err := a.fetchPage(ctx, in)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == ErrSlotWait {
-		return res, err // waiting for the platform's rate, not an API error
+		// Waiting for the platform's rate, not an API error. A retry that
+		// waits says which attempt it was, so the failures before it
+		// still count toward the page's retries.
+		if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+			return res, temporal.NewApplicationErrorWithOptions(appErr.Message(), ErrSlotWait, temporal.ApplicationErrorOptions{
+				NonRetryable: true, NextRetryDelay: appErr.NextRetryDelay(),
+				Details: []any{SlotWaitAnswer{Attempt: int(activity.GetInfo(ctx).Attempt)}}})
+		}
+		return res, err
 	}
 	if err != nil {
 		a.Metrics.FetchError(in.Platform.Name, errorClass(err))

@@ -265,9 +265,8 @@ func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
 	e.Error, e.ErrorType = textclip.Message(e.Error), textclip.Value(e.ErrorType)
 	i := d.index(e.SliceID)
 	merged := false
-	if i < 0 && len(d.entries) >= maxDeadLetterEntries &&
-		workflow.GetVersion(ctx, versionBoundedText, workflow.DefaultVersion, 1) >= 1 {
-		merged = d.coalesce(ctx)
+	if i < 0 && len(d.entries) >= maxDeadLetterEntries {
+		merged = d.fit(ctx, maxDeadLetterEntries-1)
 	}
 	// The schedule is the workflow's own, whatever the signal says.
 	e.NextRetryAt, e.AutoRetries = time.Time{}, 0
@@ -302,6 +301,22 @@ func (d *deadLetter) add(ctx workflow.Context, e api.DeadLetterEntry) {
 		a.Message += fmt.Sprintf(" (the dead-letter workflow holds %d entries, its limit: two neighbouring entries were merged into one window)", maxDeadLetterEntries)
 	}
 	d.alerts.send(ctx, bookkeepingActivityContext(ctx, d.platform), a, nil)
+}
+
+// fit merges neighbouring entries (coalesce) until the workflow holds at
+// most limit entries or no pair is free to merge, and says whether it
+// merged any. A failed slice past the limit and a dead-lettered window that
+// split in two both go through it. Asked lazily (versionBoundedText), only
+// when over the limit.
+func (d *deadLetter) fit(ctx workflow.Context, limit int) bool {
+	if len(d.entries) <= limit || workflow.GetVersion(ctx, versionBoundedText, workflow.DefaultVersion, 1) < 1 {
+		return false
+	}
+	merged := false
+	for len(d.entries) > limit && d.coalesce(ctx) {
+		merged = true
+	}
+	return merged
 }
 
 // coalesce makes room for one more entry by merging the two neighbouring
@@ -427,7 +442,8 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 		switch {
 		case err != nil:
 			e.Reprocessing = false
-			e.Error = "reprocess could not run: " + err.Error()
+			e.Error = textclip.Message("reprocess could not run: " + err.Error())
+			defer d.bound()
 			d.schedule(ctx, e)
 		case res.Outcome == api.SliceCompleted:
 			d.entries = append(d.entries[:i], d.entries[i+1:]...)
@@ -439,6 +455,8 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 			d.entries = append(d.entries[:i], append([]api.DeadLetterEntry{first, second}, d.entries[i+1:]...)...)
 			d.startSlice(ctx, first.SliceID, first.Start, first.End, auto)
 			d.startSlice(ctx, second.SliceID, second.Start, second.End, auto)
+			d.fit(ctx, maxDeadLetterEntries) // the halves run; merging waits for free pairs
+			d.bound()
 		default: // failed again: the add signal has updated the entry
 			e.Reprocessing = false
 			if e.NextRetryAt.IsZero() {

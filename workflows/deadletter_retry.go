@@ -45,13 +45,14 @@ import (
 // recorded history issues, so it needs its own change ID.
 var autoRetryCauses = map[string]string{
 	activities.ErrTransient:   "network errors, HTTP 5xx, a request that timed out: the platform or the way to it was down",
-	activities.ErrRateLimited: "the platform's pacing (429, THROTTLED) outlasted the page's retries; later its budget has refilled",
+	activities.ErrRateLimited: "the platform's pacing (429, THROTTLED) outlasted the page's rate_limit_wait; later its budget has refilled",
 	"Timeout":                 "an activity timed out: a worker died or the platform hung",
 	activities.ErrStore:       "the order store failed a write (outage, failover, full disk): nothing the platform did",
 	activities.ErrMalformed:   "a body that did not parse, mostly a truncated response or a proxy's error page; a lasting one costs one slice run per wait",
 	activities.ErrSlotWait:    "the platform's request rate was booked out for longer than the slice could wait",
 	activities.ErrBulkBusy:    "another bulk operation held the shop's bulk slot",
 	activities.ErrBulkExpired: "a bulk operation's results expired before they were read",
+	activities.ErrNotDeclared: "every attempt ran on workers whose platforms file lacked the platform (a rolling change of the files): no request was sent",
 }
 
 // autoRetryable says whether a dead letter of this error type retries on

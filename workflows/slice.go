@@ -222,13 +222,20 @@ func (s *sliceRun) fetchPageRegular(ctx workflow.Context, actx workflow.Context,
 			if slotWaits >= maxSlotWaits {
 				return r, used + 1, err
 			}
+			if over, ferr := overHistoryBudget(ctx, in.Page, err); over {
+				return r, used + 1, ferr
+			}
 			slotWaits++
+			used = min(used+slotWaitCounted(ctx, err), maxAttempts-1)
 			if err := workflow.Sleep(ctx, d); err != nil {
 				return r, 0, err
 			}
 			continue
 		}
 		if d, counted, ok := rateLimitWait(ctx, err); ok {
+			if over, ferr := overHistoryBudget(ctx, in.Page, err); over {
+				return r, used + 1, ferr
+			}
 			used = min(used+counted, maxAttempts-1)
 			if err := waits.wait(ctx, s, in.Page, d, err); err != nil {
 				return r, used + 1, err
@@ -292,6 +299,47 @@ func (s *sliceRun) fetchUndeclaredAgain(ctx, pageCtx workflow.Context, p config.
 		attempts += more
 	}
 	return r, attempts, err
+}
+
+// sliceHistoryBudget is the history length past which a page stops
+// waiting (for request slots, points or the platform's rate-limit answers)
+// and fails, so the slice ends in the dead-letter workflow, visible and
+// retried on its own, before Temporal's 51,200-event limit terminates it
+// with no entry and no alert. Each wait costs about ten events.
+const sliceHistoryBudget = 40000
+
+// overHistoryBudget says whether the slice's history has outgrown
+// sliceHistoryBudget while a page waits, and the error to fail the page
+// with: the wait's own type, so the dead letter retries automatically.
+// Asked lazily (versionSliceHistoryBudget), only once the budget is spent.
+func overHistoryBudget(ctx workflow.Context, page int, err error) (bool, error) {
+	n := workflow.GetInfo(ctx).GetCurrentHistoryLength()
+	if n <= sliceHistoryBudget || workflow.GetVersion(ctx, versionSliceHistoryBudget, workflow.DefaultVersion, 1) < 1 {
+		return false, err
+	}
+	return true, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"page %d stopped waiting: the slice's history holds %d events, past its budget of %d; the last wait: %s",
+		page, n, sliceHistoryBudget, rootMessage(err)), errorType(err), nil)
+}
+
+// slotWaitCounted is how many attempts of the activity failed for other
+// reasons before the one that found the slots booked out (they count; the
+// wait does not): 0 for a first attempt, and for answers of activities
+// from before activities.SlotWaitAnswer. Asked lazily
+// (versionSlotWaitAttempts), only when earlier attempts failed.
+func slotWaitCounted(ctx workflow.Context, err error) int {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.HasDetails() {
+		return 0
+	}
+	var answer activities.SlotWaitAnswer
+	if app.Details(&answer) != nil || answer.Attempt <= 1 {
+		return 0
+	}
+	if workflow.GetVersion(ctx, versionSlotWaitAttempts, workflow.DefaultVersion, 1) < 1 {
+		return 0
+	}
+	return answer.Attempt - 1
 }
 
 // slotWait says whether a page attempt only found the platform's request

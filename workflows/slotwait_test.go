@@ -1,10 +1,13 @@
 package workflows_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersync/ordersync/activities"
@@ -50,4 +53,35 @@ func TestSliceWaitsForRequestSlotsWithoutFailing(t *testing.T) {
 		require.Equal(t, time.Minute, all[i].At.Sub(all[i-1].At), "each wait is the delay the activity asked for")
 	}
 	require.Empty(t, dl.all())
+}
+
+// TestSliceCountsAttemptsFailedBeforeASlotWait: a page whose attempts fail
+// (a 5xx) and whose retry then finds the slots booked out must still run
+// out of retries. Before, every slot wait gave the page its whole retry
+// policy again, so such a page waited and failed in turn for as long as
+// the history allowed, never dead-lettered.
+func TestSliceCountsAttemptsFailedBeforeASlotWait(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Retries = 2
+	calls := 0
+	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, _ activities.FetchPageInput) (activities.FetchPageResult, error) {
+			calls++
+			attempt := int(activity.GetInfo(ctx).Attempt)
+			if attempt == 1 {
+				return activities.FetchPageResult{}, temporal.NewApplicationError("HTTP 502", activities.ErrTransient)
+			}
+			return activities.FetchPageResult{}, temporal.NewApplicationErrorWithOptions("no request slot free", activities.ErrSlotWait,
+				temporal.ApplicationErrorOptions{NonRetryable: true, NextRetryDelay: time.Minute,
+					Details: []any{activities.SlotWaitAnswer{Attempt: attempt}}})
+		})
+	dl := mockDeadLetters(env, 0, false)
+
+	res := runSlice(t, env, p, at("-1h"), at("-45m"))
+
+	require.Equal(t, api.SliceFailed, res.Outcome)
+	require.Len(t, dl.all(), 1, "dead-lettered once its retries are spent")
+	require.Equal(t, activities.ErrTransient, dl.all()[0].ErrorType)
+	require.LessOrEqual(t, calls, 6, "the local attempt, then rounds that spend the retries")
 }

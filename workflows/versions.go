@@ -200,6 +200,23 @@ const (
 	// Asked lazily, only when a page failed so. Can go after release v0.7.
 	versionUndeclaredRetried = "undeclared-platform-retried"
 
+	// versionSlotWaitAttempts guards how a page counts the attempts that
+	// failed before one that found the request slots or points booked out
+	// (activities.SlotWaitAnswer): from this version they count toward the
+	// page's retries, so a page that fails between slot waits still ends in
+	// the dead-letter workflow; before it every slot wait gave the page its
+	// whole retry policy again. Asked lazily, only when a slot wait follows
+	// failed attempts. Can go after release v0.7.
+	versionSlotWaitAttempts = "slot-wait-attempts"
+
+	// versionSliceHistoryBudget guards the end of a page's waiting once the
+	// slice's history holds sliceHistoryBudget events: the page fails with
+	// its wait's type (dead-lettered, retried automatically) instead of
+	// waiting on until Temporal's history limit terminates the slice with
+	// no dead letter. Asked lazily, only past the budget. Can go after
+	// release v0.7.
+	versionSliceHistoryBudget = "slice-history-budget"
+
 	// versionBulkBudget guards the budget of a bulk slice's waits
 	// (slice_bulk.go, bulkOverBudget): from this version a slice whose
 	// bulk runs, busy waits and looks together pass maxBulkWait or
