@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ordersync/ordersync/config"
-	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 )
@@ -46,19 +45,7 @@ func completedBulkOnSim(t *testing.T, bulk sim.BulkConfig) (*Activities, BulkInp
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
-	to := s.Now()
-	in := BulkInput{Platform: p, SliceID: "slice/shop/bulk", From: to.Add(-25 * time.Hour), To: to}
-	val, err := env.ExecuteActivity(acts.StartBulk, in)
-	require.NoError(t, err)
-	var state BulkState
-	require.NoError(t, val.Get(&state))
-	in.ID = state.ID
-	require.Eventually(t, func() bool {
-		val, err := env.ExecuteActivity(acts.PollBulk, in)
-		require.NoError(t, err)
-		require.NoError(t, val.Get(&state))
-		return state.Status == connectors.BulkCompleted
-	}, 30*time.Second, 10*time.Millisecond, "a busy machine may be slow")
+	in, _ := completedBulk(t, env, acts, p, s.Now())
 	return acts, in, env
 }
 

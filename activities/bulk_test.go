@@ -76,19 +76,7 @@ func TestDownloadBulkResumesAfterKill(t *testing.T) {
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
 
-	to := s.Now()
-	in := BulkInput{Platform: p, SliceID: "slice/shop/bulk", From: to.Add(-25 * time.Hour), To: to}
-	val, err := env.ExecuteActivity(acts.StartBulk, in)
-	require.NoError(t, err)
-	var state BulkState
-	require.NoError(t, val.Get(&state))
-	in.ID = state.ID
-	require.Eventually(t, func() bool {
-		val, err := env.ExecuteActivity(acts.PollBulk, in)
-		require.NoError(t, err)
-		require.NoError(t, val.Get(&state))
-		return state.Status == connectors.BulkCompleted
-	}, 5*time.Second, 10*time.Millisecond)
+	in, state := completedBulk(t, env, acts, p, s.Now())
 	require.True(t, state.HasURL)
 
 	// Attempt 1 dies storing its third batch.
@@ -109,7 +97,7 @@ func TestDownloadBulkResumesAfterKill(t *testing.T) {
 	retry := suite.NewTestActivityEnvironment()
 	retry.RegisterActivity(acts)
 	retry.SetHeartbeatDetails(prog)
-	val, err = retry.ExecuteActivity(acts.DownloadBulk, in)
+	val, err := retry.ExecuteActivity(acts.DownloadBulk, in)
 	require.NoError(t, err)
 	var res FetchPageResult
 	require.NoError(t, val.Get(&res))
@@ -134,4 +122,23 @@ func TestDownloadBulkResumesAfterKill(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, got.Lines, len(lines), "order %s with all its lines", o.ID)
 	}
+}
+
+// completedBulk starts a bulk query over the 25 hours before to and polls
+// it until the simulator completes it.
+func completedBulk(t *testing.T, env *testsuite.TestActivityEnvironment, acts *Activities, p config.Platform, to time.Time) (BulkInput, BulkState) {
+	t.Helper()
+	in := BulkInput{Platform: p, SliceID: "slice/shop/bulk", From: to.Add(-25 * time.Hour), To: to}
+	val, err := env.ExecuteActivity(acts.StartBulk, in)
+	require.NoError(t, err)
+	var state BulkState
+	require.NoError(t, val.Get(&state))
+	in.ID = state.ID
+	require.Eventually(t, func() bool {
+		val, err := env.ExecuteActivity(acts.PollBulk, in)
+		require.NoError(t, err)
+		require.NoError(t, val.Get(&state))
+		return state.Status == connectors.BulkCompleted
+	}, 30*time.Second, 10*time.Millisecond, "a busy machine may be slow")
+	return in, state
 }
