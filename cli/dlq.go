@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -37,11 +38,15 @@ dead-letter workflow running on the server.`,
 			if err != nil {
 				return err
 			}
+			// A platform whose dead-letter workflow cannot be read does not
+			// hide the others: they are listed, then its error is returned.
 			var entries []api.DeadLetterEntry
+			var unread error
 			for _, n := range names {
 				es, err := deadLetters(cmd.Context(), c, n)
 				if err != nil {
-					return err
+					unread = errors.Join(unread, fmt.Errorf("%s: %w", n, err))
+					continue
 				}
 				entries = append(entries, es...)
 			}
@@ -49,7 +54,10 @@ dead-letter workflow running on the server.`,
 				if entries == nil {
 					entries = []api.DeadLetterEntry{}
 				}
-				return writeJSON(app, entries)
+				if err := writeJSON(app, entries); err != nil {
+					return err
+				}
+				return unread
 			}
 			if err := writeDeadLetterTable(app.Out, entries); err != nil {
 				return err
@@ -59,7 +67,7 @@ dead-letter workflow running on the server.`,
 					fmt.Fprintf(app.Out, "\n%s: %d signal(s) refused; the last: %s\n", n, st.Rejected, clipText(st.LastError, 200))
 				}
 			}
-			return nil
+			return unread
 		},
 	}
 	cmd.AddCommand(list, newDLQActionCommand(app, &platform, "retry", api.SignalDeadLetterReprocess,

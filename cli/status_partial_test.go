@@ -46,3 +46,38 @@ func TestStatusShowsOtherPlatformsWhenOneCannotBeRead(t *testing.T) {
 	require.Regexp(t, `(?m)^stuck\s+(-\s+){7}query failed\s+query deadletter/stuck`, out.String())
 	require.Regexp(t, `(?m)^also-fine\s+\[`, out.String())
 }
+
+// listingClient is stuckDeadLetterClient whose other dead-letter
+// workflows each hold one entry.
+type listingClient struct{ stuckDeadLetterClient }
+
+func (c listingClient) QueryWorkflow(ctx context.Context, id, run, query string, args ...any) (converter.EncodedValue, error) {
+	if query == api.QueryDeadLetterList && id != api.DeadLetterWorkflowID("stuck") {
+		return jsonValue(`[{"slice_id":"slice/fine/20261122T120000Z-20261122T121500Z","platform":"fine","start":"2026-11-22T12:00:00Z","end":"2026-11-22T12:15:00Z","error":"HTTP 502","error_type":"TransientError","attempts":3,"failures":1,"first_failed_at":"2026-11-22T12:20:00Z","last_failed_at":"2026-11-22T12:20:00Z"}]`), nil
+	}
+	return c.stuckDeadLetterClient.QueryWorkflow(ctx, id, run, query, args...)
+}
+
+func (listingClient) Close() {}
+
+// TestDeadLetterListShowsOtherPlatformsWhenOneCannotBeRead: `dlq list`
+// stopped at the first dead-letter workflow that answered no query; the
+// others are listed now, and the command still fails naming that one.
+func TestDeadLetterListShowsOtherPlatformsWhenOneCannotBeRead(t *testing.T) {
+	file := writePlatforms(t, `
+platforms:
+  stuck:
+    kind: sim
+    endpoint: http://127.0.0.1:1/shops/stuck
+    credentials: {env: ORDERSYNC_TEST_QUIET_TOKEN}
+  fine:
+    kind: sim
+    endpoint: http://127.0.0.1:1/shops/fine
+    credentials: {env: ORDERSYNC_TEST_QUIET_TOKEN}
+`)
+	code, out, errOut := runCommand(t, listingClient{}, "dlq", "list", "-f", file)
+	require.NotEqual(t, ExitOK, code)
+	require.Contains(t, out, "slice/fine/20261122T120000Z-20261122T121500Z")
+	require.Contains(t, errOut, "stuck")
+	require.Contains(t, errOut, "Workflow Task in failed state")
+}
