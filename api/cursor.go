@@ -139,6 +139,12 @@ type CursorRecord struct {
 	BreakerOpen bool `json:"breaker_open,omitempty"`
 	// LagAlerted is set while the lag is above lag_alert and the alert went out.
 	LagAlerted bool `json:"lag_alerted,omitempty"`
+	// ProgressAt is when the cursor last made progress: a slice reported,
+	// or nothing was in flight (waiting for time is not stalling).
+	// StallAlerted is set while no slice has reported for stall_alert
+	// since then and the alert went out.
+	ProgressAt   time.Time `json:"progress_at,omitzero"`
+	StallAlerted bool      `json:"stall_alerted,omitempty"`
 }
 
 // SlicesV01 is the v0.1 form of the carried slices: three lists of flagged

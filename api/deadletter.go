@@ -93,6 +93,9 @@ const (
 	AlertDeadLetter  = "dead_letter"
 	AlertBreakerOpen = "breaker_open"
 	AlertLag         = "lag"
+	// AlertStalled: slices are in flight and none has finished for the
+	// platform's stall_alert (a cursor making no progress).
+	AlertStalled = "stalled"
 )
 
 // Alert is posted to the webhook (or logged).

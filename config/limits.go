@@ -54,6 +54,7 @@ var durationRanges = []struct {
 	{"backfill_max_span", func(p Platform) Duration { return p.BackfillMaxSpan }, 0, 90 * day},
 	{"resweep_delay", func(p Platform) Duration { return p.ResweepDelay }, 0, 7 * day},
 	{"lag_alert", func(p Platform) Duration { return p.LagAlert }, 0, 30 * day},
+	{"stall_alert", func(p Platform) Duration { return p.StallAlert }, 0, 30 * day},
 }
 
 // numberRanges bound the numeric settings, as durationRanges do.

@@ -62,6 +62,11 @@ type Platform struct {
 	// LagAlert raises an alert when the watermark falls further behind now
 	// than this; 0 disables it.
 	LagAlert Duration `json:"lag_alert,omitempty" yaml:"lag_alert"`
+	// StallAlert raises an alert when slices are in flight and none of
+	// them has finished for this long: a cursor that makes no progress (a
+	// pacing livelock, a platform that never answers usably). 0 means
+	// DefaultStallAlert; the largest value (720h) all but silences it.
+	StallAlert Duration `json:"stall_alert,omitempty" yaml:"stall_alert"`
 	// DeadLetterRetry retries dead-lettered slices whose cause is transient
 	// on a backoff schedule (deadletter_retry.go); the zero value is on,
 	// with the default schedule.
@@ -84,6 +89,20 @@ type CredentialRef struct {
 type RateLimit struct {
 	RPS   float64 `json:"rps" yaml:"rps"`
 	Burst int     `json:"burst" yaml:"burst"`
+}
+
+// DefaultStallAlert is a platform's stall_alert when none is set: longer
+// than a slice of the slowest plans takes (an Amazon seller at 0.0056
+// requests/s pages about 60 pages in 3 hours), short enough that a stuck
+// platform is noticed the same working day.
+const DefaultStallAlert = 3 * time.Hour
+
+// StallAlertOrDefault is p's stall_alert, or DefaultStallAlert.
+func (p Platform) StallAlertOrDefault() time.Duration {
+	if d := p.StallAlert.D(); d > 0 {
+		return d
+	}
+	return DefaultStallAlert
 }
 
 // DefaultRateLimitWait is a page's rate_limit_wait when none is set: long

@@ -188,6 +188,9 @@ func (p Platform) checkStructure(ve *ValidationError, skip map[string]bool) {
 	if p.LagAlert < 0 {
 		bad("lag_alert", "must not be negative (0 disables the alert), got %s", p.LagAlert)
 	}
+	if p.StallAlert < 0 {
+		bad("stall_alert", "must not be negative (0 means the default, %s), got %s", DefaultStallAlert, p.StallAlert)
+	}
 	if !skip["windows"] {
 		for _, w := range p.Windows {
 			if _, err := ParseWindow(w); err != nil {

@@ -62,6 +62,9 @@ type cursor struct {
 	// alignedGrid is set for runs that place slices on the platform's grid
 	// and name them in today's layout (versionSliceGrid).
 	alignedGrid bool
+	// stallAlert is set for runs that alert when no slice reports for
+	// stall_alert (versionStallAlert).
+	stallAlert bool
 	// in is the input the queue is built from once the run knows its versions.
 	in api.CursorInput
 
@@ -146,6 +149,10 @@ func (c *cursor) run(ctx workflow.Context) error {
 	c.densityGrowth = func() bool {
 		return workflow.GetVersion(ctx, versionDensitySpan, workflow.DefaultVersion, 1) >= 1
 	}
+	c.stallAlert = workflow.GetVersion(ctx, versionStallAlert, workflow.DefaultVersion, 1) == 1
+	if c.stallAlert && c.rec.ProgressAt.IsZero() {
+		c.rec.ProgressAt = workflow.Now(ctx) // a run of before carried none
+	}
 	c.newQueue()
 	c.wake = workflow.NewBufferedChannel(ctx, 1)
 	c.shownState, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(searchattr.PlatformState)
@@ -169,10 +176,12 @@ func (c *cursor) run(ctx workflow.Context) error {
 		if c.draining && c.running() == 0 && c.alerts.mayContinue(ctx) {
 			return c.continueAsNew(ctx)
 		}
+		c.idleIsProgress() // before launch: a slice started now starts the clock
 		if !c.draining {
 			c.launch(ctx)
 		}
 		c.checkLag(ctx)
+		c.checkStall(ctx)
 		wakeAt := c.wait().wake
 		c.publish(ctx)
 
@@ -291,6 +300,9 @@ func (c *cursor) onChildDone(ctx workflow.Context, id string, f workflow.Future)
 	})
 	if !ok {
 		return
+	}
+	if c.stallAlert {
+		c.rec.ProgressAt, c.rec.StallAlerted = c.now, false // a slice reported: progress
 	}
 	if done.Span != 0 {
 		workflow.GetLogger(ctx).Debug("backfill slice span", "intervals", done.Span, "after", id, "pages", res.Pages)

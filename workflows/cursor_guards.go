@@ -75,6 +75,59 @@ func (c *cursor) lagAlertDue() time.Time {
 	return c.q.Watermark().Add(c.platform.LagAlert.D() + time.Millisecond)
 }
 
+// checkStall alerts once when slices are in flight and none has reported
+// for stall_alert: the cursor makes no progress, whatever it waits for (a
+// pacing livelock, pages that wait for a bucket forever, a platform that
+// never answers usably). Time with nothing in flight, or paused, is not
+// stalling: it moves ProgressAt along (idleIsProgress). Runs before
+// versionStallAlert keep no such state, so they carry what they carried.
+func (c *cursor) checkStall(ctx workflow.Context) {
+	if c.rec.Paused || c.running() == 0 {
+		return
+	}
+	limit := c.platform.StallAlertOrDefault()
+	if !c.stallAlert || c.rec.StallAlerted || c.now.Sub(c.rec.ProgressAt) <= limit {
+		return
+	}
+	c.rec.StallAlerted = true
+	c.alert(ctx, api.Alert{
+		Kind:     api.AlertStalled,
+		Platform: c.platform.Name,
+		Message: textclip.Message(fmt.Sprintf("%s has made no progress for %s: %d slice(s) in flight, none reported (stall_alert %s); waiting: %s; watermark %s; last error: %s",
+			c.platform.Name, c.now.Sub(c.rec.ProgressAt).Round(time.Second), c.running(), limit, c.wait().reason,
+			c.q.Watermark().Format(time.RFC3339), c.rec.LastError)),
+		At:  c.now,
+		Key: fmt.Sprintf("%s/%s/%d", api.AlertStalled, c.platform.Name, c.rec.ProgressAt.UnixMilli()),
+	})
+}
+
+// idleIsProgress moves ProgressAt to now while nothing is in flight or the
+// cursor is paused: waiting for time, or for an operator, is not stalling.
+func (c *cursor) idleIsProgress() {
+	if c.stallAlert && (c.rec.Paused || c.running() == 0) {
+		c.rec.ProgressAt, c.rec.StallAlerted = c.now, false
+	}
+}
+
+// stallAlertDue is when the stall alert fires if no slice reports, so the
+// cursor wakes for it while it only waits on its slices.
+func (c *cursor) stallAlertDue() time.Time {
+	if !c.stallAlert || c.rec.StallAlerted || c.rec.Paused || c.running() == 0 {
+		return time.Time{}
+	}
+	return c.rec.ProgressAt.Add(c.platform.StallAlertOrDefault() + time.Millisecond)
+}
+
+// alertDue is the earlier of the lag and stall alerts' due times (zero
+// when neither is due).
+func (c *cursor) alertDue() time.Time {
+	lag, stall := c.lagAlertDue(), c.stallAlertDue()
+	if lag.IsZero() || (!stall.IsZero() && stall.Before(lag)) {
+		return stall
+	}
+	return lag
+}
+
 // alert sends an alert without blocking the loop; continue-as-new hands
 // the alerts still in flight to the next run, so none is lost (alerts.go).
 func (c *cursor) alert(ctx workflow.Context, a api.Alert) {

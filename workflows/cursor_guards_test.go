@@ -212,5 +212,44 @@ func TestNoLagAlertDuringBackfill(t *testing.T) {
 	requireStopped(t, env)
 
 	require.Empty(t, ofKind(al, api.AlertLag))
+	require.Empty(t, ofKind(al, api.AlertStalled), "slices kept reporting: no stall")
 	require.Less(t, final.LagSeconds, (30 * time.Minute).Seconds(), "it did catch up")
+}
+
+// TestStallAlertWhenNoSliceReports: a slice that never reports (a page
+// waiting for a bucket forever, the livelock of issue 23) holds the cursor
+// at its concurrency with nothing moving and no error. Once no slice has
+// reported for stall_alert, one alert goes out, although nothing else
+// wakes the cursor; it re-arms when a slice reports.
+func TestStallAlertWhenNoSliceReports(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Start = at("-30m").Format(time.RFC3339)
+	p.Concurrency = 1
+	p.StallAlert = config.Duration(time.Hour)
+	stuck := api.SliceWorkflowID(platformName, t0, at("15m"))
+	pages := watchPages(env)
+	mockPages(env, pages, onePage, map[string]time.Duration{stuck: 3 * time.Hour})
+	al := mockAlerts(env, 0)
+	var during api.CursorStatus
+	env.RegisterDelayedCallback(func() { during = status(t, env) }, 90*time.Minute)
+	stopAt(env, 4*time.Hour, nil)
+
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+
+	stalled := ofKind(al, api.AlertStalled)
+	require.Len(t, stalled, 1, "one alert per episode")
+	var started time.Time
+	for _, c := range pages.all() {
+		if c.In.SliceID == stuck && started.IsZero() {
+			started = c.At
+		}
+	}
+	require.False(t, started.IsZero())
+	gap := stalled[0].At.Sub(started)
+	require.True(t, gap >= time.Hour && gap < time.Hour+time.Minute, "alerted an hour after the slice started, got %s", gap)
+	require.Contains(t, stalled[0].Message, "no progress")
+	require.Contains(t, stalled[0].Message, "concurrency limit")
+	require.Len(t, during.InFlight, 1)
 }

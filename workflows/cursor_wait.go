@@ -16,7 +16,7 @@ type waiting struct {
 	// until is when the reason ends, where that is known.
 	until time.Time
 	// wake is when the loop must wake by itself (zero: only a message or a
-	// finishing slice can move it on): the earliest of the lag alert, a
+	// finishing slice can move it on): the earliest of the lag and stall alerts, a
 	// queued slice's due time, a work window opening and the next slice
 	// settling.
 	wake time.Time
@@ -31,9 +31,9 @@ func (c *cursor) wait() waiting {
 	case c.rec.Paused:
 		return waiting{reason: api.WaitPaused + c.pauseReason()}
 	case c.draining:
-		return waiting{reason: api.WaitDraining, wake: c.lagAlertDue()}
+		return waiting{reason: api.WaitDraining, wake: c.alertDue()}
 	case c.running() >= c.platform.Concurrency:
-		return waiting{reason: api.WaitConcurrency, wake: c.lagAlertDue()}
+		return waiting{reason: api.WaitConcurrency, wake: c.alertDue()}
 	}
 	var w waiting
 	earliest := func(t time.Time) {
@@ -41,7 +41,7 @@ func (c *cursor) wait() waiting {
 			w.wake = t
 		}
 	}
-	earliest(c.lagAlertDue())
+	earliest(c.alertDue())
 	open := c.windows.OpenAt(c.now)
 	due, hasDue := c.q.NextDue(c.now, open)
 	if hasDue {

@@ -409,6 +409,10 @@ func (sc *diffScenario) run(t *testing.T, impl string, input any) diffRun {
 		// a run recorded before versionAlertHandover replays; the handover
 		// is checked by alerts_test.go.
 		env.OnGetVersion(versionAlertHandover, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		// And v0.1's timers without the stall alert, as a run begun before
+		// versionStallAlert replays; the alert is checked by
+		// cursor_guards_test.go.
+		env.OnGetVersion(versionStallAlert, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}
 	env.SetStartTime(sc.t0)
 	env.SetTestTimeout(time.Minute)

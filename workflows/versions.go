@@ -217,6 +217,14 @@ const (
 	// release v0.7.
 	versionSliceHistoryBudget = "slice-history-budget"
 
+	// versionStallAlert guards the cursor's stall alert (checkStall): from
+	// this version a run wakes when slices have been in flight for
+	// stall_alert without one reporting, and alerts once. Asked at the start
+	// of every cursor run, like versionAdaptiveSpan: a run begun before it
+	// keeps its timers as they were until it continues as new. Can go once
+	// no cursor run begun before release v0.7 is open.
+	versionStallAlert = "stall-alert"
+
 	// versionBulkBudget guards the budget of a bulk slice's waits
 	// (slice_bulk.go, bulkOverBudget): from this version a slice whose
 	// bulk runs, busy waits and looks together pass maxBulkWait or
