@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -98,6 +99,10 @@ type FetchPageResult struct {
 	// until its date and hide the real versions. It is stored once its
 	// time has come, if the platform still shows it then.
 	FutureStamped int `json:"future_stamped"`
+	// StatedRate is the request rate (per second) the platform stated in
+	// this page's answer (x-amzn-RateLimit-Limit, X-RateLimit-Limit), 0
+	// when it stated none: the cursor shows the latest in its status.
+	StatedRate float64 `json:"stated_rate,omitempty"`
 }
 
 // DefaultFutureSkew is how far ahead of now an order's updated_at may lie
@@ -176,6 +181,9 @@ func (a *Activities) fetchPage(ctx context.Context, in FetchPageInput) (FetchPag
 		return res, classify(err)
 	}
 	a.learn(in.Platform.Name, page.RateLimit)
+	if page.RateLimit > 0 && !math.IsInf(page.RateLimit, 0) {
+		res.StatedRate = page.RateLimit
+	}
 	res.Fetched = len(page.Orders)
 	toStore := a.screen(in, page.Orders, &res)
 	if len(toStore) > 0 {

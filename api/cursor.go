@@ -145,6 +145,10 @@ type CursorRecord struct {
 	// since then and the alert went out.
 	ProgressAt   time.Time `json:"progress_at,omitzero"`
 	StallAlerted bool      `json:"stall_alerted,omitempty"`
+	// StatedRate is the request rate (per second) the platform last stated
+	// in a slice's answers, the limit requests are paced to when it is
+	// below rate_limit.rps; 0 until it states one.
+	StatedRate float64 `json:"stated_rate,omitempty"`
 }
 
 // SlicesV01 is the v0.1 form of the carried slices: three lists of flagged
@@ -249,6 +253,9 @@ type CursorStatus struct {
 	LastError string      `json:"last_error,omitempty"`
 	Runs      int         `json:"runs"`
 	Interval  string      `json:"interval"`
+	// StatedRate is the request rate the platform last stated
+	// (CursorRecord.StatedRate); 0 until it states one.
+	StatedRate float64 `json:"stated_rate,omitempty"`
 	// SliceSpan is how long the next backfill slice may be (adaptive
 	// slice sizing); one interval once the cursor follows the present.
 	SliceSpan           string `json:"slice_span,omitempty"`

@@ -65,7 +65,10 @@ type SliceResult struct {
 	OrdersFutureStamped int `json:"orders_future_stamped,omitempty"`
 	// BulkOperations counts the bulk queries the slice started (Shopify
 	// bulk backfill); each stored result counts as one page.
-	BulkOperations int    `json:"bulk_operations,omitempty"`
-	Error          string `json:"error,omitempty"`
-	ErrorType      string `json:"error_type,omitempty"`
+	BulkOperations int `json:"bulk_operations,omitempty"`
+	// StatedRate is the request rate the platform last stated in the
+	// slice's answers (requests/s; 0: none stated).
+	StatedRate float64 `json:"stated_rate,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	ErrorType  string  `json:"error_type,omitempty"`
 }

@@ -212,6 +212,10 @@ func describeState(st *api.CursorStatus) string {
 	default:
 		state = st.PlatformState + ", " + state
 	}
+	if r := st.StatedRate; r > 0 && (st.Settings.RateLimit.RPS == 0 || r < st.Settings.RateLimit.RPS) {
+		// Paced below the setting: the platform's own statement rules.
+		state += fmt.Sprintf("; platform states %g req/s", r)
+	}
 	if st.AlertsPending > 0 {
 		state += fmt.Sprintf("; %d alert(s) not delivered", st.AlertsPending)
 	}

@@ -50,3 +50,13 @@ func TestStatusStateSaysUndeliveredAlerts(t *testing.T) {
 	st.AlertsPending = 0
 	require.Equal(t, "caught_up, settling", describeState(st))
 }
+
+// TestStatusStateSaysTheStatedRate: a platform that states a rate below
+// the configured one is paced to it, and STATE says so.
+func TestStatusStateSaysTheStatedRate(t *testing.T) {
+	st := &api.CursorStatus{PlatformState: "backfilling", Waiting: api.WaitConcurrency, StatedRate: 0.0167}
+	st.Settings.RateLimit.RPS = 0.5
+	require.Equal(t, "backfilling, concurrency limit; platform states 0.0167 req/s", describeState(st))
+	st.StatedRate = 2
+	require.Equal(t, "backfilling, concurrency limit", describeState(st), "a statement above the setting changes nothing")
+}

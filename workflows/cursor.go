@@ -329,6 +329,9 @@ func reportOf(res api.SliceResult) slicequeue.Report {
 }
 
 func (c *cursor) count(res api.SliceResult, resweep bool) {
+	if res.StatedRate > 0 {
+		c.rec.StatedRate = res.StatedRate
+	}
 	k := &c.rec.Counts
 	if resweep && res.Outcome == api.SliceCompleted {
 		// Versions a re-sweep stored were missed by the first fetch: the

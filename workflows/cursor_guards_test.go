@@ -253,3 +253,24 @@ func TestStallAlertWhenNoSliceReports(t *testing.T) {
 	require.Contains(t, stalled[0].Message, "concurrency limit")
 	require.Len(t, during.InFlight, 1)
 }
+
+// TestStatusShowsTheStatedRate: the request rate a platform states in its
+// answers (a seller's plan below the configured rate) reaches the cursor's
+// status from its slices' results.
+func TestStatusShowsTheStatedRate(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Start = at("-30m").Format(time.RFC3339)
+	pages := watchPages(env)
+	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		r, err := onePage(in)
+		r.StatedRate = 0.0167
+		return r, err
+	}, nil)
+	var final api.CursorStatus
+	stopAt(env, 20*time.Minute, func() { final = status(t, env) })
+
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+	require.Equal(t, 0.0167, final.StatedRate)
+}

@@ -58,6 +58,7 @@ func (c *cursor) status() api.CursorStatus {
 		InFlight:      []api.SliceView{},
 		Counts:        c.rec.Counts,
 		LastError:     c.rec.LastError,
+		StatedRate:    c.rec.StatedRate,
 		Runs:          c.rec.Runs,
 		Interval:      c.platform.Interval.String(),
 		SliceSpan:     (time.Duration(c.q.Span()) * c.platform.Interval.D()).String(),

@@ -114,6 +114,7 @@ func TestSliceAboveTheSellersRealRateCompletes(t *testing.T) {
 
 	require.Equal(t, api.SliceCompleted, res.Outcome, res.Error)
 	require.Empty(t, deadLetters)
+	require.Equal(t, 20.0, res.StatedRate, "the seller's stated plan reaches the slice's result (and the cursor's status)")
 	stats := s.Stats().Shops["acme"]
 	require.Positive(t, stats.RateLimited, "the seller's plan refused requests")
 	t.Logf("%d pages, %d requests, %d answered 429", res.Pages, stats.Requests, stats.RateLimited)

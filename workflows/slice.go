@@ -447,6 +447,9 @@ func (s *sliceRun) countPage(r activities.FetchPageResult) {
 	s.res.OrdersOutsideRange += r.OutsideRange
 	s.res.OrdersRejected += r.Rejected
 	s.res.OrdersFutureStamped += r.FutureStamped
+	if r.StatedRate > 0 {
+		s.res.StatedRate = r.StatedRate
+	}
 }
 
 func (s *sliceRun) fail(ctx workflow.Context, cause error, attempts int) (api.SliceResult, error) {
