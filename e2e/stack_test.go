@@ -22,6 +22,7 @@ import (
 
 	"github.com/ordersync/ordersync/devserver"
 	"github.com/ordersync/ordersync/internal/cluster"
+	"github.com/ordersync/ordersync/internal/tserver"
 	"github.com/ordersync/ordersync/internal/tsetup"
 )
 
@@ -331,6 +332,10 @@ func startPostgresCluster(t *testing.T) *restartableServer {
 		o := opts
 		if resolved != nil {
 			o = *resolved // the same service ports as before the restart
+			// but the metrics port: the server's Prometheus reporter does
+			// not close its listener when the server stops in-process, so
+			// that port stays held by the stopped server.
+			o.Ports.Metrics = tserver.Pick
 		}
 		srv, err := cluster.Start(o)
 		if err == nil && resolved == nil {
