@@ -1,12 +1,7 @@
 package activities
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -14,33 +9,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/store"
 )
 
 // completedBulkOnSim runs a bulk query on a simulator playing bulk until
 // it completes and returns the activities and the download's input.
 func completedBulkOnSim(t *testing.T, bulk sim.BulkConfig) (*Activities, BulkInput, *testsuite.TestActivityEnvironment) {
 	t.Helper()
-	ctx := context.Background()
-	bulk.Duration = time.Millisecond
-	c := sim.Config{Seed: 5, Shops: []sim.ShopConfig{{Name: "acme", Token: "acme-token"}}, History: 24 * time.Hour,
-		HistoryOrders: 300, MaxUpdates: 2, UpdateSpread: time.Hour, ShopifyBulk: bulk}
-	s, err := sim.New(c)
-	require.NoError(t, err)
-	srv, err := s.Start("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	token := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(token, []byte("acme-token\n"), 0o600))
-	f, err := config.Parse(fmt.Appendf(nil, "platforms:\n  shop:\n    kind: shopify\n    endpoint: %s\n    credentials: {file: %s}\n    timeout: 5s\n    options: {bulk_loopback_http: true}\n",
-		srv.ShopURL("acme"), token))
-	require.NoError(t, err)
-	p, _ := f.Get("shop")
-	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "orders.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	s, f, p, st := bulkShop(t, 300, bulk)
 	acts := &Activities{Store: st, Connectors: NewConnectorCache(f), Limiters: NewLimiters()}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()

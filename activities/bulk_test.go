@@ -53,22 +53,7 @@ func (s *killingStore) UpsertOrders(ctx context.Context, orders []connectors.Ord
 // every order of the window with all its lines, counted once in the result.
 func TestDownloadBulkResumesAfterKill(t *testing.T) {
 	ctx := context.Background()
-	c := sim.Config{Seed: 5, Shops: []sim.ShopConfig{{Name: "acme", Token: "acme-token"}}, History: 24 * time.Hour,
-		HistoryOrders: 1200, MaxUpdates: 2, UpdateSpread: time.Hour, ShopifyBulk: sim.BulkConfig{Duration: time.Millisecond}}
-	s, err := sim.New(c)
-	require.NoError(t, err)
-	srv, err := s.Start("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	token := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(token, []byte("acme-token\n"), 0o600))
-	f, err := config.Parse(fmt.Appendf(nil, "platforms:\n  shop:\n    kind: shopify\n    endpoint: %s\n    credentials: {file: %s}\n    timeout: 5s\n    options: {bulk_loopback_http: true}\n",
-		srv.ShopURL("acme"), token))
-	require.NoError(t, err)
-	p, _ := f.Get("shop")
-	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "orders.db"))
-	require.NoError(t, err)
-	defer st.Close()
+	s, f, p, st := bulkShop(t, 1200, sim.BulkConfig{})
 
 	killing := &killingStore{OrderStore: st, killAt: 3}
 	acts := &Activities{Store: killing, Connectors: NewConnectorCache(f), Limiters: NewLimiters()}
@@ -82,7 +67,7 @@ func TestDownloadBulkResumesAfterKill(t *testing.T) {
 	// Attempt 1 dies storing its third batch.
 	var last converter.EncodedValues
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) { last = d })
-	_, err = env.ExecuteActivity(acts.DownloadBulk, in)
+	_, err := env.ExecuteActivity(acts.DownloadBulk, in)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, ErrStore, app.Type())
@@ -141,4 +126,29 @@ func completedBulk(t *testing.T, env *testsuite.TestActivityEnvironment, acts *A
 		return state.Status == connectors.BulkCompleted
 	}, 30*time.Second, 10*time.Millisecond, "a busy machine may be slow")
 	return in, state
+}
+
+// bulkShop starts a simulator whose shop "acme" holds historyOrders orders
+// of the last day and plays bulk (bulk.Duration 1ms), and returns it, a
+// platforms file whose platform "shop" reads it over GraphQL (bulk over
+// loopback http, the simulator's opt-in), that platform, and a SQLite store.
+func bulkShop(t *testing.T, historyOrders int, bulk sim.BulkConfig) (*sim.Simulator, *config.File, config.Platform, store.Store) {
+	t.Helper()
+	bulk.Duration = time.Millisecond
+	s, err := sim.New(sim.Config{Seed: 5, Shops: []sim.ShopConfig{{Name: "acme", Token: "acme-token"}}, History: 24 * time.Hour,
+		HistoryOrders: historyOrders, MaxUpdates: 2, UpdateSpread: time.Hour, ShopifyBulk: bulk})
+	require.NoError(t, err)
+	srv, err := s.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	token := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(token, []byte("acme-token\n"), 0o600))
+	f, err := config.Parse(fmt.Appendf(nil, "platforms:\n  shop:\n    kind: shopify\n    endpoint: %s\n    credentials: {file: %s}\n    timeout: 5s\n    options: {bulk_loopback_http: true}\n",
+		srv.ShopURL("acme"), token))
+	require.NoError(t, err)
+	p, _ := f.Get("shop")
+	st, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "orders.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return s, f, p, st
 }
