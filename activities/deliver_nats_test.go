@@ -22,14 +22,9 @@ import (
 )
 
 func TestNATSDelivery(t *testing.T) {
-	url := natstest.Start(t)
+	url, _, js := startJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := nats.Connect(url)
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
 
 	st := feedStore(t, 3)
 	d := config.DestinationDefaults()
@@ -42,7 +37,7 @@ func TestNATSDelivery(t *testing.T) {
 	}
 
 	// No stream captures the subjects yet: a refusal only an operator can fix.
-	err = deliver(0, 2, 2)
+	err := deliver(0, 2, 2)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
 	require.Equal(t, ErrDeliveryRefused, appErr.Type())
@@ -93,14 +88,9 @@ func bigOrder(t *testing.T, st store.Store, id string, size int) int64 {
 // one by one and sets it aside), not retried as transient until the
 // breaker opens; nothing of the batch is published before the check.
 func TestNATSDeliveryRefusesAChangeLargerThanMaxPayload(t *testing.T) {
-	url := natstest.Start(t)
+	url, nc, js := startJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := nats.Connect(url)
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Duplicates: time.Minute})
 	require.NoError(t, err)
 
@@ -140,15 +130,10 @@ func TestNATSDeliveryRefusesAChangeLargerThanMaxPayload(t *testing.T) {
 // A stream's max_msg_size below the server's max_payload: the stream's
 // refusal is a refusal too, not a transient failure.
 func TestNATSDeliveryRefusesAChangeLargerThanTheStreamAllows(t *testing.T) {
-	url := natstest.Start(t)
+	url, _, js := startJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := nats.Connect(url)
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, MaxMsgSize: 4096})
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, MaxMsgSize: 4096})
 	require.NoError(t, err)
 
 	st := feedStore(t, 1)
@@ -177,4 +162,17 @@ func TestDeliveryDialerRefusesLinkLocal(t *testing.T) {
 	c, err := d.Dial("tcp", strings.TrimPrefix(url, "nats://"))
 	require.NoError(t, err, "loopback is fine")
 	c.Close()
+}
+
+// startJetStream starts a nats-server with JetStream and connects to it;
+// the connection closes when the test ends.
+func startJetStream(t *testing.T) (string, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	url := natstest.Start(t)
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return url, nc, js
 }
