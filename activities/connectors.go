@@ -1,11 +1,13 @@
 package activities
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
 
+	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 )
@@ -24,18 +26,20 @@ type refresher interface{ Refresh() }
 
 // ConnectorCache builds one connector per platform and rebuilds it when the
 // platform's settings change (a `config` signal with a new page size or
-// rate), so HTTP connections and tokens are reused.
+// rate, a registry edit of its endpoint), so HTTP connections and tokens
+// are reused.
 //
 // It is the trust boundary between workflow input and secrets: settings
 // arrive from workflow inputs and signals, which anyone who can reach the
 // Temporal frontend can write, while credentials live on the worker. The
-// cache builds a connector (and so resolves a credential) only for a
-// platform its DeclaredPlatforms declares, with the identity fields
-// (config.IdentityDiff: kind, endpoint, credentials, options) the
-// declaration has; tuning fields may differ. A platform it does not
-// declare is retried (NotDeclaredError: another worker may); settings that
-// differ are a permanent error naming the platform and the field, never the
-// secret. Either way nothing is sent.
+// cache takes a platform's identity (kind, endpoint, credentials, options,
+// allow_plaintext) only from its DeclaredPlatforms (the account registry,
+// or the platforms a test or file-only process was given), by name, and
+// only the tuning from the input: a message cannot point a secret at
+// another host or read another secret into a request, because what it
+// says about identity is never used. A platform the registry does not hold
+// is retried (NotDeclaredError: it may be registered in a moment); a
+// removed one is a permanent error. Either way nothing is sent.
 type ConnectorCache struct {
 	declared DeclaredPlatforms
 
@@ -48,18 +52,25 @@ type cachedConnector struct {
 	conn        connectors.Connector
 }
 
+// registryLookup is a DeclaredPlatforms that tells removed platforms
+// apart (accounts.Directory).
+type registryLookup interface {
+	Lookup(ctx context.Context, name string) (config.Platform, accounts.State, bool, error)
+}
+
 // NewConnectorCache returns an empty cache that trusts what declared
-// declares. A worker passes its platforms file; tests pass the platforms
-// they fetch for (&config.File{Platforms: ...}). A nil declared trusts
-// nothing.
+// declares. A worker passes its registry directory; tests pass the
+// platforms they fetch for (&config.File{Platforms: ...}). A nil declared
+// trusts nothing.
 func NewConnectorCache(declared DeclaredPlatforms) *ConnectorCache {
 	return &ConnectorCache{declared: declared, byKey: map[string]cachedConnector{}}
 }
 
 // Connector returns the cached connector for p, building it if needed,
-// after checking p against the declared settings.
+// with p's identity replaced by the declared one.
 func (c *ConnectorCache) Connector(p config.Platform) (connectors.Connector, error) {
-	if err := c.checkDeclared(p); err != nil {
+	p, err := c.resolve(p)
+	if err != nil {
 		return nil, err
 	}
 	fp, err := json.Marshal(p)
@@ -79,33 +90,45 @@ func (c *ConnectorCache) Connector(p config.Platform) (connectors.Connector, err
 	return conn, nil
 }
 
-// checkDeclared refuses settings this worker's platforms file does not
-// declare for the platform.
-func (c *ConnectorCache) checkDeclared(p config.Platform) error {
+// Resolve is p with the identity fields its declaration has: what a
+// request for p is sent with.
+func (c *ConnectorCache) Resolve(p config.Platform) (config.Platform, error) { return c.resolve(p) }
+
+func (c *ConnectorCache) resolve(p config.Platform) (config.Platform, error) {
 	if c.declared == nil {
-		return &NotDeclaredError{Platform: p.Name, NoFile: true}
+		return p, &NotDeclaredError{Platform: p.Name, NoFile: true}
 	}
-	lookup := func() (bool, string) {
-		d, ok := c.declared.Get(p.Name)
-		if !ok {
-			return false, ""
+	if r, ok := c.declared.(registryLookup); ok {
+		d, state, found, err := r.Lookup(context.Background(), p.Name)
+		switch {
+		case err != nil:
+			return p, fmt.Errorf("%s: look up the platform in the registry: %w", printableName(p.Name), err)
+		case !found:
+			return p, &NotDeclaredError{Platform: p.Name, Registry: true}
+		case state == accounts.Removed:
+			return p, &connectors.PermanentError{Platform: p.Name,
+				Msg: "the platform was removed from the registry; nothing is fetched for it (add it again to fetch)"}
 		}
-		return true, config.IdentityDiff(d, p)
+		return withIdentity(p, d), nil
 	}
-	found, field := lookup()
-	if r, ok := c.declared.(refresher); ok && (!found || field != "") {
-		r.Refresh()
-		found, field = lookup()
+	d, ok := c.declared.Get(p.Name)
+	if !ok {
+		if r, ok := c.declared.(refresher); ok {
+			r.Refresh()
+			d, ok = c.declared.Get(p.Name)
+		}
 	}
-	switch {
-	case !found:
-		return &NotDeclaredError{Platform: p.Name, File: declaredPath(c.declared)}
-	case field != "":
-		return &connectors.PermanentError{Platform: p.Name, Msg: fmt.Sprintf("field %q of the settings differs from this worker's platforms file; "+
-			"a worker sends credentials only with the kind, endpoint, credentials and options its own file declares "+
-			"(to change them, edit the platforms file every worker reads, then run ordersync platform apply)", field)}
+	if !ok {
+		return p, &NotDeclaredError{Platform: p.Name, File: declaredPath(c.declared)}
 	}
-	return nil
+	return withIdentity(p, d), nil
+}
+
+// withIdentity is p's tuning with declared's identity.
+func withIdentity(p, declared config.Platform) config.Platform {
+	p.Kind, p.Endpoint, p.Credentials = declared.Kind, declared.Endpoint, declared.Credentials
+	p.Options, p.AllowPlaintext = declared.Options, declared.AllowPlaintext
+	return p
 }
 
 // NotDeclaredError is a page or bulk activity for a platform this worker's
@@ -120,10 +143,17 @@ type NotDeclaredError struct {
 	File string
 	// NoFile: the worker has no platforms file at all.
 	NoFile bool
+	// Registry: the worker follows the account registry, which does
+	// not hold the platform.
+	Registry bool
 }
 
 func (e *NotDeclaredError) Error() string {
 	name := printableName(e.Platform)
+	if e.Registry {
+		return fmt.Sprintf("%s: not in the account registry; retried until it is registered "+
+			"(ordersync platform add %s, or platform apply -f FILE)", name, name)
+	}
 	if e.NoFile {
 		return fmt.Sprintf("%s: this worker has no platforms file, so it fetches for no platform; "+
 			"retried until a worker whose platforms file declares %s takes the task", name, name)

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/config"
 )
 
@@ -59,11 +61,10 @@ func fetchOnce(t *testing.T, declared DeclaredPlatforms, p config.Platform) erro
 }
 
 // TestConnectorCacheSendsSecretsOnlyWhereTheFileSays sends the settings a
-// `config` signal could carry through the page activity of a worker whose
-// platforms file declares shop: only tuning may differ from the file;
-// anything that would send a credential elsewhere, or another credential,
-// is a permanent error naming the platform and field, and no request
-// leaves the worker.
+// `config` signal could carry through the page activity of a worker that
+// declares shop: whatever the input says of kind, endpoint, credentials
+// or options is not used; the one request goes to the declared endpoint
+// with the declared credential, and the other host is never asked.
 func TestConnectorCacheSendsSecretsOnlyWhereTheFileSays(t *testing.T) {
 	const shopToken, storeDSN, fileSecret = "shop-token-1", "postgres://u:db-password@db/x", "file-secret-2"
 	t.Setenv("ORDERSYNC_TEST_SHOP_TOKEN", shopToken)
@@ -77,51 +78,47 @@ func TestConnectorCacheSendsSecretsOnlyWhereTheFileSays(t *testing.T) {
 	declared.Credentials = config.CredentialRef{Env: "ORDERSYNC_TEST_SHOP_TOKEN"}
 	declared.Options = map[string]any{"api_version": 1}
 	file := &config.File{Platforms: []config.Platform{declared}}
+	reg := accounts.NewMemory()
+	entry, err := accounts.PlatformEntry(declared, accounts.Active)
+	require.NoError(t, err)
+	_, err = reg.Put(context.Background(), entry, 0)
+	require.NoError(t, err)
+	dir := accounts.NewDirectory(reg, time.Hour, nil)
 
 	tests := []struct {
 		name   string
 		change func(p *config.Platform)
-		field  string // "" when the request must go through
 	}{
-		{"the declared settings", func(*config.Platform) {}, ""},
+		{"the declared settings", func(*config.Platform) {}},
 		{"tuning may differ", func(p *config.Platform) {
 			p.PageSize, p.Interval, p.Retries, p.RateLimit = 7, config.Duration(time.Hour), 9, config.RateLimit{RPS: 3, Burst: 2}
 			p.Windows, p.TaskQueue = []string{"* 00:00-24:00"}, "elsewhere"
-		}, ""},
-		{"options equal after a JSON round trip", func(p *config.Platform) { p.Options = map[string]any{"api_version": 1.0} }, ""},
-		{"another endpoint", func(p *config.Platform) { p.Endpoint = evil.srv.URL + "/shops/x" }, "endpoint"},
-		{"another environment variable", func(p *config.Platform) { p.Credentials = config.CredentialRef{Env: "ORDERSYNC_TEST_STORE_DSN"} }, "credentials"},
+		}},
+		{"another endpoint", func(p *config.Platform) { p.Endpoint = evil.srv.URL + "/shops/x" }},
+		{"another environment variable", func(p *config.Platform) { p.Credentials = config.CredentialRef{Env: "ORDERSYNC_TEST_STORE_DSN"} }},
 		{"another variable and endpoint", func(p *config.Platform) {
 			p.Endpoint, p.Credentials = evil.srv.URL+"/shops/x", config.CredentialRef{Env: "ORDERSYNC_TEST_STORE_DSN"}
-		}, "endpoint"},
-		{"a file", func(p *config.Platform) { p.Credentials = config.CredentialRef{File: secretFile} }, "credentials"},
-		{"another kind", func(p *config.Platform) { p.Kind = "http" }, "kind"},
-		{"an option the file lacks", func(p *config.Platform) { p.Options = map[string]any{"api_version": 1, "token_url": evil.srv.URL} }, "options.token_url"},
-		{"a changed option", func(p *config.Platform) { p.Options = map[string]any{"api_version": "2"} }, "options.api_version"},
-		{"no options", func(p *config.Platform) { p.Options = nil }, "options.api_version"},
+		}},
+		{"a file", func(p *config.Platform) { p.Credentials = config.CredentialRef{File: secretFile} }},
+		{"another kind", func(p *config.Platform) { p.Kind = "http" }},
+		{"an option the file lacks", func(p *config.Platform) { p.Options = map[string]any{"api_version": 1, "token_url": evil.srv.URL} }},
+		{"plain text allowed", func(p *config.Platform) { p.AllowPlaintext = true }},
+		{"no options", func(p *config.Platform) { p.Options = nil }},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := len(legit.requests())
-			p := declared
-			tt.change(&p)
-			err := fetchOnce(t, file, p)
-			if tt.field == "" {
-				require.NoError(t, err)
+	for _, source := range []struct {
+		name     string
+		declared DeclaredPlatforms
+	}{{"file", file}, {"registry", dir}} {
+		for _, tt := range tests {
+			t.Run(source.name+"/"+tt.name, func(t *testing.T) {
+				before := len(legit.requests())
+				p := declared
+				tt.change(&p)
+				require.NoError(t, fetchOnce(t, source.declared, p))
 				require.Equal(t, []string{"Bearer " + shopToken}, legit.requests()[before:], "one request, with the declared credential")
-				return
-			}
-			var appErr *temporal.ApplicationError
-			require.True(t, errors.As(err, &appErr), "%v", err)
-			require.Equal(t, ErrPermanent, appErr.Type())
-			require.True(t, appErr.NonRetryable())
-			require.Contains(t, err.Error(), `shop: field "`+tt.field+`" of the settings differs from this worker's platforms file`)
-			for _, secret := range []string{shopToken, storeDSN, fileSecret} {
-				require.NotContains(t, err.Error(), secret)
-			}
-			require.Len(t, legit.requests(), before, "nothing sent")
-			require.Empty(t, evil.requests(), "nothing sent")
-		})
+				require.Empty(t, evil.requests(), "the other host is never asked")
+			})
+		}
 	}
 
 	t.Run("a platform the file does not declare", func(t *testing.T) {
@@ -147,43 +144,45 @@ func requireNotDeclared(t *testing.T, err error, text string) {
 	require.Equal(t, ErrNotDeclared, appErr.Type())
 	require.False(t, appErr.NonRetryable(), "a platform another worker may declare must be retried")
 	require.ErrorContains(t, err, text)
-	require.ErrorContains(t, err, "retried until a worker")
+	require.ErrorContains(t, err, "retried until")
 }
 
-// TestUndeclaredPlatformIsRetriedUntilAWorkerDeclaresIt: two workers share
-// a task queue, one of them without sim-b in its file. Its attempt is a
-// retryable error naming its file and the platform, with nothing sent; the
-// next attempt, once the file declares sim-b (another worker's, or this
-// one's after an edit), fetches with the file's credential.
-func TestUndeclaredPlatformIsRetriedUntilAWorkerDeclaresIt(t *testing.T) {
-	t.Setenv("ORDERSYNC_TEST_SIM_A_TOKEN", "token-a")
+// TestUndeclaredPlatformIsRetriedUntilRegistered: a worker whose registry
+// does not hold sim-b answers a retryable error naming the registry, with
+// nothing sent; once sim-b is registered the next attempt fetches with its
+// credential; once it is removed, attempts fail for good, with nothing
+// sent.
+func TestUndeclaredPlatformIsRetriedUntilRegistered(t *testing.T) {
 	t.Setenv("ORDERSYNC_TEST_SIM_B_TOKEN", "token-b")
-	a, b := newRecordingPlatform(t), newRecordingPlatform(t)
-	path := filepath.Join(t.TempDir(), "platforms.yaml")
-	entry := func(name string, r *recordingPlatform, env string) string {
-		return "  " + name + ":\n    kind: sim\n    endpoint: " + r.srv.URL + "/shops/" + name + "\n    credentials: {env: " + env + "}\n"
-	}
-	withoutB := "platforms:\n" + entry("sim-a", a, "ORDERSYNC_TEST_SIM_A_TOKEN")
-	withB := withoutB + entry("sim-b", b, "ORDERSYNC_TEST_SIM_B_TOKEN")
-	require.NoError(t, os.WriteFile(path, []byte(withoutB), 0o600))
-	watched, err := config.WatchFile(path, time.Hour, nil)
-	require.NoError(t, err)
+	b := newRecordingPlatform(t)
+	simB := testPlatform()
+	simB.Name, simB.Endpoint = "sim-b", b.srv.URL+"/shops/sim-b"
+	simB.Credentials = config.CredentialRef{Env: "ORDERSYNC_TEST_SIM_B_TOKEN"}
+	reg := accounts.NewMemory()
+	dir := accounts.NewDirectory(reg, time.Hour, nil)
+	ctx := context.Background()
 
-	other := filepath.Join(t.TempDir(), "other.yaml")
-	require.NoError(t, os.WriteFile(other, []byte(withB), 0o600))
-	full, err := config.LoadFile(other)
-	require.NoError(t, err)
-	simB, ok := full.Get("sim-b")
-	require.True(t, ok)
-
-	err = fetchOnce(t, watched, simB)
-	requireNotDeclared(t, err, "sim-b: not declared in this worker's platforms file "+path)
+	err := fetchOnce(t, dir, simB)
+	requireNotDeclared(t, err, "sim-b: not in the account registry")
 	require.Empty(t, b.requests(), "nothing sent")
 
-	require.NoError(t, fetchOnce(t, full, simB), "a worker whose file declares sim-b takes the retry")
-	require.NoError(t, os.WriteFile(path, []byte(withB), 0o600))
-	require.NoError(t, fetchOnce(t, watched, simB), "this worker, once its file declares sim-b")
-	require.Equal(t, []string{"Bearer token-b", "Bearer token-b"}, b.requests())
+	entry, err := accounts.PlatformEntry(simB, accounts.Active)
+	require.NoError(t, err)
+	rev, err := reg.Put(ctx, entry, 0)
+	require.NoError(t, err)
+	require.NoError(t, fetchOnce(t, dir, simB), "registered: fetched")
+	require.Equal(t, []string{"Bearer token-b"}, b.requests())
+
+	entry.State = accounts.Removed
+	_, err = reg.Put(ctx, entry, rev)
+	require.NoError(t, err)
+	fresh := accounts.NewDirectory(reg, time.Hour, nil) // a directory that has not cached sim-b
+	err = fetchOnce(t, fresh, simB)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.Equal(t, ErrPermanent, appErr.Type())
+	require.ErrorContains(t, err, "removed from the registry")
+	require.Len(t, b.requests(), 1, "nothing sent for a removed platform")
 }
 
 // TestNotDeclaredQuotesAHostileName: a platform name from workflow input
@@ -195,33 +194,4 @@ func TestNotDeclaredQuotesAHostileName(t *testing.T) {
 	require.NotContains(t, msg, "\x07")
 	require.Less(t, len(msg), 600)
 	require.Contains(t, msg, "/etc/ordersync/platforms.yaml")
-}
-
-// TestConnectorCacheFollowsTheWatchedFile: an operator who changes the
-// endpoint in the platforms file is trusted at once (the cache looks at
-// the file again before refusing), and the old endpoint is refused from
-// then on.
-func TestConnectorCacheFollowsTheWatchedFile(t *testing.T) {
-	t.Setenv("ORDERSYNC_TEST_SHOP_TOKEN", "tok")
-	oldSrv, newSrv := newRecordingPlatform(t), newRecordingPlatform(t)
-	path := filepath.Join(t.TempDir(), "platforms.yaml")
-	write := func(endpoint string) {
-		yaml := "platforms:\n  shop:\n    kind: sim\n    endpoint: " + endpoint + "\n    credentials: {env: ORDERSYNC_TEST_SHOP_TOKEN}\n"
-		require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
-	}
-	write(oldSrv.srv.URL + "/shops/x")
-	watched, err := config.WatchFile(path, time.Hour, nil)
-	require.NoError(t, err)
-	p, ok := watched.Get("shop")
-	require.True(t, ok)
-	require.NoError(t, fetchOnce(t, watched, p))
-
-	// The size differs, so the change is seen even within one mtime tick.
-	write(newSrv.srv.URL + "/shops/renamed")
-	moved := p
-	moved.Endpoint = newSrv.srv.URL + "/shops/renamed"
-	require.NoError(t, fetchOnce(t, watched, moved))
-	require.Len(t, newSrv.requests(), 1)
-	require.ErrorContains(t, fetchOnce(t, watched, p), `field "endpoint" of the settings differs`)
-	require.Len(t, oldSrv.requests(), 1, "only the request made before the edit")
 }

@@ -1,0 +1,228 @@
+package accounts
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// DefaultPollInterval is how often a Directory asks the registry for
+// changes: a new account is served, and a removed one refused, within
+// about this long on every worker.
+const DefaultPollInterval = 2 * time.Second
+
+// maxCached bounds a Directory's memory: it caches the platforms this
+// worker fetched for, never the whole registry, so 100,000 registered but
+// quiet accounts cost a worker nothing.
+const maxCached = 20000
+
+// lookupTimeout bounds one registry read on an activity's path.
+const lookupTimeout = 10 * time.Second
+
+// Directory is one worker process's view of the registry's platforms: it
+// resolves a platform's settings by name (read through, cached, kept
+// fresh by polling the registry's changes) and tells the worker which task
+// queues the registered platforms use, so a new queue gets pollers
+// without a restart. It is safe for concurrent use.
+type Directory struct {
+	reg      Registry
+	interval time.Duration
+	logger   *slog.Logger
+
+	mu     sync.Mutex
+	seen   int64 // the last revision whose changes were applied
+	cached map[string]cachedPlatform
+	queues []string
+	watch  []func([]string)
+	poke   chan struct{}
+}
+
+type cachedPlatform struct {
+	entry    Entry
+	platform config.Platform
+}
+
+// NewDirectory returns a directory over reg that polls every interval
+// (0: DefaultPollInterval) once Run runs.
+func NewDirectory(reg Registry, interval time.Duration, logger *slog.Logger) *Directory {
+	if interval <= 0 {
+		interval = DefaultPollInterval
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Directory{reg: reg, interval: interval, logger: logger,
+		cached: map[string]cachedPlatform{}, poke: make(chan struct{}, 1)}
+}
+
+// Load reads the registry's revision and task queues: call it once before
+// Run, so the worker starts with every queue registered now.
+func (d *Directory) Load(ctx context.Context) error {
+	rev, err := d.reg.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("read the registry: %w", err)
+	}
+	queues, err := d.reg.TaskQueues(ctx, ClassPlatform)
+	if err != nil {
+		return fmt.Errorf("read the registry's task queues: %w", err)
+	}
+	d.mu.Lock()
+	d.seen, d.queues = rev, queues
+	d.mu.Unlock()
+	return nil
+}
+
+// TaskQueues lists the task queues of the registered platforms.
+func (d *Directory) TaskQueues() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.queues)
+}
+
+// OnTaskQueues calls f (from Run's goroutine) with the full queue list
+// whenever it changes.
+func (d *Directory) OnTaskQueues(f func([]string)) {
+	d.mu.Lock()
+	d.watch = append(d.watch, f)
+	d.mu.Unlock()
+}
+
+// Run polls the registry until ctx ends. A failed poll is logged and
+// retried at the next tick; the directory keeps its last view meanwhile.
+func (d *Directory) Run(ctx context.Context) {
+	t := time.NewTicker(d.interval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-d.poke:
+		}
+		if err := d.poll(ctx); err != nil {
+			if !failing && ctx.Err() == nil {
+				d.logger.Error("registry poll failed; serving the last view", "error", err)
+			}
+			failing = true
+			continue
+		}
+		if failing {
+			d.logger.Info("registry poll works again")
+		}
+		failing = false
+	}
+}
+
+// Refresh asks Run to poll at once (before a worker refuses a platform it
+// does not know, say).
+func (d *Directory) Refresh() {
+	select {
+	case d.poke <- struct{}{}:
+	default:
+	}
+}
+
+// poll applies the changes since the last revision seen.
+func (d *Directory) poll(ctx context.Context) error {
+	d.mu.Lock()
+	since := d.seen
+	d.mu.Unlock()
+	changed := false
+	for {
+		page, err := d.reg.Changes(ctx, since, MaxPage)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			break
+		}
+		changed = true
+		d.mu.Lock()
+		for _, e := range page {
+			if e.Class != ClassPlatform {
+				continue
+			}
+			if _, ok := d.cached[e.Name]; ok {
+				delete(d.cached, e.Name) // read again, with its new settings, when next asked
+			}
+		}
+		since = page[len(page)-1].Revision
+		d.seen = since
+		d.mu.Unlock()
+		if len(page) < MaxPage {
+			break
+		}
+	}
+	if !changed {
+		return nil
+	}
+	queues, err := d.reg.TaskQueues(ctx, ClassPlatform)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	same := slices.Equal(queues, d.queues)
+	d.queues = queues
+	watch := slices.Clone(d.watch)
+	d.mu.Unlock()
+	if !same {
+		for _, f := range watch {
+			f(slices.Clone(queues))
+		}
+	}
+	return nil
+}
+
+// Lookup resolves a platform by name: its settings and state. found is
+// false for a name the registry does not hold; a removed platform is
+// found, in state Removed.
+func (d *Directory) Lookup(ctx context.Context, name string) (config.Platform, State, bool, error) {
+	d.mu.Lock()
+	c, ok := d.cached[name]
+	seenBefore := d.seen
+	d.mu.Unlock()
+	if ok {
+		return c.platform, c.entry.State, true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	e, found, err := d.reg.Get(ctx, ClassPlatform, name)
+	if err != nil || !found {
+		return config.Platform{}, "", false, err
+	}
+	p, err := DecodePlatform(e)
+	if err != nil {
+		return config.Platform{}, "", false, err
+	}
+	d.mu.Lock()
+	if len(d.cached) >= maxCached {
+		for k := range d.cached { // evict one arbitrary entry: reads are cheap
+			delete(d.cached, k)
+			break
+		}
+	}
+	// A poll that ran during the read may have dropped a newer change
+	// this read missed: keep the read only if no poll ran meanwhile.
+	if d.seen == seenBefore {
+		d.cached[name] = cachedPlatform{entry: e, platform: p}
+	}
+	d.mu.Unlock()
+	return p, e.State, true, nil
+}
+
+// Get is Lookup for a platform that may be fetched for (active or
+// paused), in the form activities.DeclaredPlatforms asks.
+func (d *Directory) Get(name string) (config.Platform, bool) {
+	p, state, found, err := d.Lookup(context.Background(), name)
+	if err != nil {
+		d.logger.Error("registry lookup failed", "platform", name, "error", err)
+		return config.Platform{}, false
+	}
+	return p, found && state != Removed
+}
