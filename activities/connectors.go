@@ -12,17 +12,12 @@ import (
 	"github.com/ordersync/ordersync/connectors"
 )
 
-// DeclaredPlatforms is what a worker's own platforms file declares: the
-// settings a platform of that name may be fetched with. *config.File (a
-// fixed set) and *config.WatchedFile (follows edits) both satisfy it.
+// DeclaredPlatforms is where a worker finds the settings a platform of
+// that name is fetched with: the account registry (accounts.Directory) or
+// a fixed set (*config.File).
 type DeclaredPlatforms interface {
 	Get(name string) (config.Platform, bool)
 }
-
-// refresher is a DeclaredPlatforms that can look at its source again at
-// once (config.WatchedFile): asked before settings are refused, so an
-// operator's edit made a moment ago counts.
-type refresher interface{ Refresh() }
 
 // ConnectorCache builds one connector per platform and rebuilds it when the
 // platform's settings change (a `config` signal with a new page size or
@@ -112,12 +107,6 @@ func (c *ConnectorCache) resolve(p config.Platform) (config.Platform, error) {
 		return withIdentity(p, d), nil
 	}
 	d, ok := c.declared.Get(p.Name)
-	if !ok {
-		if r, ok := c.declared.(refresher); ok {
-			r.Refresh()
-			d, ok = c.declared.Get(p.Name)
-		}
-	}
 	if !ok {
 		return p, &NotDeclaredError{Platform: p.Name, File: declaredPath(c.declared)}
 	}

@@ -14,11 +14,12 @@ import (
 func newPlatformCommand(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "platform",
-		Short: "Start, pause, resume, inspect and reconfigure platform cursors",
+		Short: "Add, edit, remove, start, pause, resume and inspect platforms and their cursors",
 	}
 	cmd.AddCommand(newPlatformStartCommand(app), newPlatformListCommand(app),
 		newPlatformPauseCommand(app, true), newPlatformPauseCommand(app, false),
-		newPlatformStatusCommand(app), newPlatformApplyCommand(app))
+		newPlatformStatusCommand(app), newPlatformApplyCommand(app),
+		newPlatformAddCommand(app), newPlatformEditCommand(app), newPlatformRemoveCommand(app))
 	return cmd
 }
 
@@ -35,11 +36,7 @@ so this is safe to run on every deploy.`,
 			if len(args) == 0 && !all {
 				return Usage(fmt.Errorf("name the platforms to start, or pass --all"))
 			}
-			f, err := app.LoadPlatforms()
-			if err != nil {
-				return err
-			}
-			platforms, err := SelectPlatforms(f, args)
+			platforms, err := app.resolvePlatforms(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -66,6 +63,6 @@ so this is safe to run on every deploy.`,
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "start every platform in the file")
+	cmd.Flags().BoolVar(&all, "all", false, "start every registered platform (and the file's)")
 	return cmd
 }

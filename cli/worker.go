@@ -14,12 +14,13 @@ import (
 	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/internal/tclient"
+	"github.com/ordersync/ordersync/starter"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
 func newWorkerCommand(app *App) *cobra.Command {
-	var names []string
+	var names, queues []string
 	var stopTimeout time.Duration
 	var deploymentName, buildID string
 	cmd := &cobra.Command{
@@ -64,21 +65,31 @@ to the next version promoted. Without them it runs unversioned.`,
 			}
 			ctx, stop := SignalContext()
 			defer stop()
-			return app.RunWorker(ctx, names, stopTimeout)
+			return app.RunWorker(ctx, names, queues, stopTimeout)
 		},
 	}
-	cmd.Flags().StringSliceVar(&names, "platforms", nil, "comma-separated platform names to serve (default: all in the file)")
+	cmd.Flags().StringSliceVar(&names, "platforms", nil, "comma-separated platforms of the file whose task queues to serve (default: every registered platform's)")
+	cmd.Flags().StringSliceVar(&queues, "task-queues", nil, "comma-separated task queues to serve (default: every queue a registered platform uses)")
 	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", worker.DefaultStopTimeout, "how long running activities may finish on shutdown")
 	cmd.Flags().StringVar(&deploymentName, "deployment-name", "", "Temporal Worker Deployment this worker is a version of (default $ORDERSYNC_DEPLOYMENT_NAME; unset: unversioned)")
 	cmd.Flags().StringVar(&buildID, "build-id", "", "build ID of this worker's version (default $ORDERSYNC_BUILD_ID); set with --deployment-name")
 	return cmd
 }
 
-// RunWorker serves the named platforms until ctx is cancelled.
-func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Duration) error {
-	file, err := a.LoadPlatforms()
+// RunWorker serves the registry's platforms until ctx is cancelled: every
+// task queue they use (only queues, when given; only the named platforms'
+// queues, when names are given). A platforms file, when there is one, is
+// registered first (platforms the registry does not hold yet).
+func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout time.Duration) error {
+	file, err := a.loadPlatformsIfAny()
 	if err != nil {
 		return err
+	}
+	if file == nil {
+		file = &config.File{}
+		if len(names) > 0 {
+			return Usage(fmt.Errorf("--platforms names platforms of a platforms file, and there is none (%s); use --task-queues to pick queues", a.PlatformsFile))
+		}
 	}
 	platforms, err := SelectPlatforms(file, names)
 	if err != nil {
@@ -96,6 +107,10 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
+	reg, ok := registryOf(st)
+	if !ok {
+		return fmt.Errorf("this store keeps no account registry")
+	}
 	slots, err := quota.Open(ctx, a.Process.StoreDSN)
 	if err != nil {
 		return err
@@ -114,8 +129,19 @@ func (a *App) RunWorker(ctx context.Context, names []string, stopTimeout time.Du
 	if err := a.checkNamespaceReady(ctx, c); err != nil {
 		return err
 	}
+	if len(platforms) > 0 {
+		seed := &config.File{Path: file.Path, Platforms: platforms}
+		if err := SeedRegistry(ctx, reg, seed, starter.Engine{Client: c}, a.Logger.Info); err != nil {
+			return err
+		}
+	}
+	if len(names) > 0 {
+		for _, p := range platforms {
+			queues = append(queues, p.TaskQueue)
+		}
+	}
 	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew,
-		Client: c, Store: st, Platforms: platforms, PlatformsFile: file.Path, Alerter: a.Alerter(),
+		Client: c, Store: st, Platforms: platforms, Registry: reg, TaskQueues: queues, Alerter: a.Alerter(),
 		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, MetricsQueryRate: a.Process.MetricsQueryRate, RequestSlots: slots,
 		Feed: st, Destinations: file.Destinations, Version: a.workerVersion(),
 	})

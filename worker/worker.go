@@ -8,12 +8,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/metrics"
@@ -29,19 +32,24 @@ const DefaultStopTimeout = 30 * time.Second
 type Options struct {
 	Client client.Client
 	Store  activities.OrderStore
-	// Platforms are the platforms whose task queues this process serves.
-	// Without PlatformsFile they are also all its connectors trust: a
-	// fetch whose settings (from workflow input or a `config` signal)
-	// differ from them in an identity field is refused (see
+	// Platforms are platforms given to this process directly (tests, and
+	// processes without a registry): their task queues are served and,
+	// without Registry, they are all its connectors trust. A fetch takes
+	// a platform's identity (kind, endpoint, credentials, options) from
+	// here or the registry by name, never from workflow input (see
 	// activities.ConnectorCache).
 	Platforms []config.Platform
-	// PlatformsFile is the file Platforms came from. When set, the
-	// connectors trust what the file declares now instead: it is re-read
-	// when its size or modification time changes (looked at every
-	// config.ReloadCheckInterval at most, and before any refusal), so an
-	// operator's edit of an endpoint or credential reference needs no
-	// restart. The task queues served stay those of Platforms.
-	PlatformsFile string
+	// Registry, when set, is the account registry this process follows:
+	// it serves the task queues of every registered platform, starting
+	// pollers for a new queue within seconds (accounts.Directory), and
+	// resolves platforms by name from it.
+	Registry accounts.Registry
+	// RegistryPollInterval is how often the registry is asked for
+	// changes (default accounts.DefaultPollInterval).
+	RegistryPollInterval time.Duration
+	// TaskQueues, when set, restricts the queues served to these (a
+	// worker pool dedicated to a busy account's queue, say).
+	TaskQueues []string
 	Alerter       activities.Alerter
 	Logger        *slog.Logger
 	// StopTimeout bounds the drain on shutdown (default DefaultStopTimeout).
@@ -81,8 +89,14 @@ type Options struct {
 
 // Workers is a started set of task-queue workers.
 type Workers struct {
+	mu      sync.Mutex
 	queues  []string
 	workers []sdkworker.Worker
+	// newWorker starts one more task-queue worker (a queue that appeared
+	// in the registry); stopRegistry ends the registry poll.
+	newWorker    func(q string) (sdkworker.Worker, error)
+	stopRegistry func()
+	serves       func(q string) bool
 	// stopPoller ends the status poller and unregisters it (nil without metrics).
 	stopPoller func()
 	deliveries *activities.Deliveries
@@ -112,9 +126,10 @@ func addDestinationQueues(plan map[string]float64, dests []config.Destination) {
 	}
 }
 
-// Start starts one worker per task queue of the given platforms.
+// Start starts one worker per task queue of the given platforms, the
+// registry's platforms and the destinations.
 func Start(opts Options) (*Workers, error) {
-	if len(opts.Platforms) == 0 && len(opts.Destinations) == 0 {
+	if len(opts.Platforms) == 0 && len(opts.Destinations) == 0 && opts.Registry == nil {
 		return nil, fmt.Errorf("no platforms to serve")
 	}
 	if opts.StopTimeout == 0 {
@@ -124,9 +139,17 @@ func Start(opts Options) (*Workers, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	declared, err := declaredPlatforms(opts, logger)
-	if err != nil {
-		return nil, err
+	var declared activities.DeclaredPlatforms = &config.File{Platforms: opts.Platforms}
+	var dir *accounts.Directory
+	if opts.Registry != nil {
+		dir = accounts.NewDirectory(opts.Registry, opts.RegistryPollInterval, logger)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := dir.Load(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		declared = dir
 	}
 	acts := &activities.Activities{
 		Store:      opts.Store,
@@ -149,17 +172,30 @@ func Start(opts Options) (*Workers, error) {
 		acts.Feed, acts.Deliveries, ws.deliveries = opts.Feed, ds, ds
 		addDestinationQueues(plan, opts.Destinations)
 	}
-	for q := range plan {
-		ws.queues = append(ws.queues, q)
+	if dir != nil {
+		for _, q := range dir.TaskQueues() {
+			if _, ok := plan[q]; !ok {
+				// The accounts' own request rates are enforced per account
+				// (RequestSlots); a registry queue has no server-side rate.
+				plan[q] = 0
+			}
+		}
 	}
-	sort.Strings(ws.queues)
+	ws.serves = func(q string) bool { return len(opts.TaskQueues) == 0 || slices.Contains(opts.TaskQueues, q) }
+	var queues []string
+	for q := range plan {
+		if ws.serves(q) {
+			queues = append(queues, q)
+		}
+	}
+	sort.Strings(queues)
 	ws.ready = opts.Metrics.Readiness()
-	ws.ready.Expect(ws.queues)
+	ws.ready.Expect(queues)
 	var deployment sdkworker.DeploymentOptions
 	if opts.Version != (sdkworker.WorkerDeploymentVersion{}) {
 		deployment = sdkworker.DeploymentOptions{UseVersioning: true, Version: opts.Version}
 	}
-	for _, q := range ws.queues {
+	ws.newWorker = func(q string) (sdkworker.Worker, error) {
 		w := sdkworker.New(opts.Client, q, sdkworker.Options{
 			DeploymentOptions:            deployment,
 			TaskQueueActivitiesPerSecond: plan[q],
@@ -174,15 +210,33 @@ func Start(opts Options) (*Workers, error) {
 		workflows.Register(w)
 		w.RegisterActivity(acts)
 		if err := w.Start(); err != nil {
-			ws.Stop()
 			return nil, fmt.Errorf("start worker for task queue %s: %w", q, err)
 		}
-		ws.workers = append(ws.workers, w)
 		if deployment.UseVersioning {
 			logger.Info("worker polling", "task_queue", q, "activities_per_second", plan[q],
 				"deployment", opts.Version.DeploymentName, "build_id", opts.Version.BuildID)
 		} else {
 			logger.Info("worker polling", "task_queue", q, "activities_per_second", plan[q])
+		}
+		return w, nil
+	}
+	for _, q := range queues {
+		if err := ws.serve(q); err != nil {
+			ws.Stop()
+			return nil, err
+		}
+	}
+	if dir != nil {
+		dir.OnTaskQueues(ws.follow)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			dir.Run(ctx)
+		}()
+		ws.stopRegistry = func() {
+			cancel()
+			<-done
 		}
 	}
 	if opts.Metrics != nil {
@@ -194,17 +248,48 @@ func Start(opts Options) (*Workers, error) {
 	return ws, nil
 }
 
-// declaredPlatforms is what this process's connectors trust: its platforms
-// file, followed as it changes, or else the platforms it was given.
-func declaredPlatforms(opts Options, logger *slog.Logger) (activities.DeclaredPlatforms, error) {
-	if opts.PlatformsFile == "" {
-		return &config.File{Platforms: opts.Platforms}, nil
+// serve starts polling q, once.
+func (ws *Workers) serve(q string) error {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if slices.Contains(ws.queues, q) {
+		return nil
 	}
-	watched, err := config.WatchFile(opts.PlatformsFile, config.ReloadCheckInterval, logger)
+	w, err := ws.newWorker(q)
 	if err != nil {
-		return nil, fmt.Errorf("watch platforms file: %w", err)
+		return err
 	}
-	return watched, nil
+	ws.workers = append(ws.workers, w)
+	ws.queues = append(ws.queues, q)
+	sort.Strings(ws.queues)
+	return nil
+}
+
+// follow serves the registry's queues as they appear: a new account on a
+// queue no worker polled yet is served within a registry poll. A queue no
+// longer used keeps its pollers until the process restarts (idle pollers
+// cost one long poll each).
+func (ws *Workers) follow(queues []string) {
+	var added []string
+	for _, q := range queues {
+		if !ws.serves(q) {
+			continue
+		}
+		ws.mu.Lock()
+		known := slices.Contains(ws.queues, q)
+		ws.mu.Unlock()
+		if known {
+			continue
+		}
+		if err := ws.serve(q); err != nil {
+			ws.ready.Down(fmt.Sprintf("cannot serve task queue %s: %v", q, err))
+			continue
+		}
+		added = append(added, q)
+	}
+	if len(added) > 0 {
+		ws.ready.Expect(ws.Queues())
+	}
 }
 
 // startPoller exports the served platforms' cursor status as gauges.
@@ -231,7 +316,11 @@ func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
 }
 
 // Queues lists the task queues served.
-func (ws *Workers) Queues() []string { return ws.queues }
+func (ws *Workers) Queues() []string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return slices.Clone(ws.queues)
+}
 
 // Stop drains every worker: no new tasks are taken, running activities get
 // up to StopTimeout to finish.
@@ -241,7 +330,14 @@ func (ws *Workers) Stop() {
 		ws.stopPoller()
 		ws.stopPoller = nil
 	}
-	for _, w := range ws.workers {
+	if ws.stopRegistry != nil {
+		ws.stopRegistry()
+		ws.stopRegistry = nil
+	}
+	ws.mu.Lock()
+	workers := slices.Clone(ws.workers)
+	ws.mu.Unlock()
+	for _, w := range workers {
 		w.Stop()
 	}
 	if ws.deliveries != nil {

@@ -142,7 +142,14 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 		return err
 	}
 	defer c.Close()
-	ws, err := worker.Start(worker.Options{FutureSkew: app.Process.MaxFutureSkew, Client: c, Store: st, Platforms: file.Platforms, PlatformsFile: file.Path,
+	reg, ok := cli.RegistryOf(st)
+	if !ok {
+		return fmt.Errorf("this store keeps no account registry")
+	}
+	if err := cli.SeedRegistry(ctx, reg, file, starter.Engine{Client: c}, app.Logger.Info); err != nil {
+		return err
+	}
+	ws, err := worker.Start(worker.Options{FutureSkew: app.Process.MaxFutureSkew, Client: c, Store: st, Platforms: file.Platforms, Registry: reg,
 		Alerter: app.Alerter(), Logger: app.Logger, Metrics: rec, MetricsQueryRate: app.Process.MetricsQueryRate, RequestSlots: slots, Feed: st, Destinations: file.Destinations})
 	if err != nil {
 		return err
