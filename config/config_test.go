@@ -44,7 +44,7 @@ func TestParseMergesDefaultsFieldByField(t *testing.T) {
 
 	b, _ := f.Get("shop-b")
 	require.Equal(t, RateLimit{RPS: 1, Burst: 10}, b.RateLimit, "nested fields merge one by one")
-	require.Equal(t, "orders-shop-b", b.TaskQueue, "default task queue")
+	require.Equal(t, "orders-sim", b.TaskQueue, "default task queue: one per kind")
 	require.Equal(t, map[string]any{"api_version": "2024-01", "extra": "yes"}, b.Options)
 	require.Equal(t, map[string]any{"api_version": "2024-01"}, a.Options, "options of one platform do not leak into another")
 }

@@ -24,7 +24,7 @@ platforms:
 	}
 	p, _ := file.Get("shopify-acme")
 	fmt.Println(p.Interval, p.Retries, p.TaskQueue, p.Credentials)
-	// Output: 10m0s 3 orders-shopify-acme env:SHOPIFY_ACME_TOKEN
+	// Output: 10m0s 3 orders-shopify env:SHOPIFY_ACME_TOKEN
 }
 
 func ExampleParse_invalid() {

@@ -180,7 +180,7 @@ func Parse(b []byte) (*File, error) {
 		decodeInto(val, &p, name, "", ve, set)
 		applyKindDefaults(&p, set) // kinds.go: the platform's documented defaults for unset fields
 		if p.TaskQueue == "" {
-			p.TaskQueue = DefaultTaskQueue(name)
+			p.TaskQueue = DefaultTaskQueue(p.Kind)
 		}
 		ve.merge(p.Validate())
 		f.Platforms = append(f.Platforms, p)

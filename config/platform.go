@@ -120,8 +120,13 @@ func (p Platform) RateLimitWaitOrDefault() time.Duration {
 	return DefaultRateLimitWait
 }
 
-// DefaultTaskQueue is the task queue of a platform that names none.
-func DefaultTaskQueue(platform string) string { return "orders-" + platform }
+// DefaultTaskQueue is the task queue of a platform that names none: one
+// per kind, shared by every account of that kind, each with its own
+// fairness key (so a new account needs no new pollers, and one huge
+// account cannot starve the small ones). Before the registry the default
+// was orders-<platform>; a cursor still running there keeps its queue when
+// the platform is registered (accounts.Service.ApplyPlatforms).
+func DefaultTaskQueue(kind string) string { return "orders-" + kind }
 
 // maxSecretSize bounds a credential file: it holds one token or a small
 // JSON object, and a reference to a huge file (or /dev/zero) must not

@@ -80,7 +80,7 @@ func TestCLICommandsAgainstTheServer(t *testing.T) {
 
 	code, out, _ = s.runCLI("platform", "list")
 	require.Zero(t, code)
-	require.Regexp(t, `cli-a\s+sim\s+orders-cli-a\s+running`, out)
+	require.Regexp(t, `cli-a\s+sim\s+orders-sim\s+running`, out)
 
 	// Pause: the cursor says so and starts nothing new; resume continues.
 	code, out, errOut = s.runCLI("platform", "pause", "cli-b", "--reason", "maintenance")

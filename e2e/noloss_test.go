@@ -87,5 +87,5 @@ func testNoLoss(t *testing.T, st stack) {
 		require.Empty(t, r.LinesDiffer, "%s: orders whose stored lines are not the platform's", p)
 		t.Logf("%s: %d orders checked, 0 missing, 0 stale, 0 lines differ", p, r.Checked)
 	}
-	require.Equal(t, st.partitions, partitionsPolled(t, s.client, "orders-e2e-alpha"), "task-queue partitions in use")
+	require.Equal(t, st.partitions, partitionsPolled(t, s.client, "orders-sim"), "task-queue partitions in use")
 }

@@ -213,7 +213,7 @@ scrape_configs:
 	require.Equal(t, http.StatusServiceUnavailable, code, body)
 	waitFor(t, time.Minute, "the no-poller alert to fire", func() (bool, string) {
 		firing = firingAlerts(t, prom)
-		for _, q := range []string{"orders-p-good", "orders-p-bad"} {
+		for _, q := range []string{"orders-sim"} { // both platforms share their kind's queue
 			for _, kind := range []string{"workflow_task", "activity_task"} {
 				if !firing["OrdersyncTaskQueueNotPolled/"+q+"/"+kind] {
 					return false, fmt.Sprint(keys(firing))
