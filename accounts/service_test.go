@@ -31,7 +31,9 @@ func (f *fakeEngine) record(step, name string) error {
 	return nil
 }
 
-func (f *fakeEngine) Start(_ context.Context, p config.Platform) error { return f.record("start", p.Name) }
+func (f *fakeEngine) Start(_ context.Context, p config.Platform) error {
+	return f.record("start", p.Name)
+}
 func (f *fakeEngine) Reconfigure(_ context.Context, p config.Platform) error {
 	return f.record("reconfigure", p.Name)
 }

@@ -50,8 +50,8 @@ type Options struct {
 	// TaskQueues, when set, restricts the queues served to these (a
 	// worker pool dedicated to a busy account's queue, say).
 	TaskQueues []string
-	Alerter       activities.Alerter
-	Logger        *slog.Logger
+	Alerter    activities.Alerter
+	Logger     *slog.Logger
 	// StopTimeout bounds the drain on shutdown (default DefaultStopTimeout).
 	StopTimeout time.Duration
 	// Metrics, when set, receives the activities' counters and the served
