@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/textclip"
@@ -42,6 +43,8 @@ type platformStatus struct {
 func newPlatformStatusCommand(app *App) *cobra.Command {
 	var watch bool
 	var every time.Duration
+	var state string
+	filter := accounts.Filter{Class: accounts.ClassPlatform}
 	cmd := &cobra.Command{
 		Use:   "status [PLATFORM...]",
 		Short: "Show backfill progress, lag, in-flight slices, dead letters and why a cursor waits",
@@ -59,18 +62,25 @@ that is not a decimal), or a version stamped further ahead of now than
 ORDERSYNC_MAX_FUTURE_SKEW (it would pin the order); -o json splits them
 into counts.orders_rejected and counts.orders_future_stamped, and the
 worker logs each with platform and order id.
-Without a platforms file (none given, no platforms.yaml here) it shows every
-cursor running on the server. --watch refreshes; with -o json it writes one JSON document per line (no
+Without names it shows a page of the account registry (--limit, then --after
+the last name shown; --state and --kind filter); with nothing registered, the
+platforms file's platforms, or else every cursor running on the server. Each
+query has its own timeout: a cursor whose task queue no worker polls is one
+failed row, the others are shown. --watch refreshes; with -o json it writes one JSON document per line (no
 screen codes). In JSON, state is the STATE column and lag_seconds is
 computed when the status is read (as_of).`,
 		Example: "  ordersync platform status\n  ordersync platform status --watch\n  ordersync platform status sim-acme -o json",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			filter.State = accounts.State(state)
+			if state != "" && (filter.State != accounts.Active && filter.State != accounts.Paused) {
+				return Usage(fmt.Errorf("--state %q: want active or paused", state))
+			}
 			c, err := app.Dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			names, err := app.platformNames(cmd.Context(), c, args, api.CursorWorkflowType)
+			names, err := app.statusNames(cmd.Context(), c, args, filter)
 			if err != nil {
 				return err
 			}
@@ -114,6 +124,10 @@ computed when the status is read (as_of).`,
 			}
 		},
 	}
+	cmd.Flags().StringVar(&state, "state", "", "only registered platforms in this state: active or paused")
+	cmd.Flags().StringVar(&filter.Kind, "kind", "", "only registered platforms of this kind")
+	cmd.Flags().StringVar(&filter.After, "after", "", "start after this name (the last of the previous page)")
+	cmd.Flags().IntVar(&filter.Limit, "limit", 100, "platforms per page (at most 1000)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until Ctrl-C")
 	cmd.Flags().DurationVar(&every, "every", 2*time.Second, "refresh interval with --watch")
 	return cmd
@@ -123,6 +137,40 @@ computed when the status is read (as_of).`,
 // cannot be read gets a row with its error, and the errors are returned
 // beside the rows: one stuck workflow must not hide every other platform.
 // Rows are nil only when the context ended.
+// statusQueryTimeout bounds one query of a status: a cursor whose task
+// queue no worker polls costs its own row this long and is shown as
+// failed, never the rows of the others.
+const statusQueryTimeout = 5 * time.Second
+
+// statusNames is what status shows: the named platforms; else a page of
+// the registry (filtered); else, with nothing registered, the platforms
+// file's or the cursors running on the server.
+func (a *App) statusNames(ctx context.Context, c client.Client, args []string, filter accounts.Filter) ([]string, error) {
+	if len(args) > 0 {
+		return args, nil
+	}
+	reg, closeReg, err := a.openRegistry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeReg()
+	entries, err := reg.List(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) > 0 || filter.After != "" || filter.State != "" || filter.Kind != "" {
+		names := make([]string, len(entries))
+		for i, e := range entries {
+			names[i] = e.Name
+		}
+		if limit := min(max(filter.Limit, 1), accounts.MaxPage); len(entries) == limit {
+			fmt.Fprintf(a.Err, "more: ordersync platform status --after %s\n", entries[len(entries)-1].Name)
+		}
+		return names, nil
+	}
+	return a.platformNames(ctx, c, nil, api.CursorWorkflowType)
+}
+
 func collectStatus(ctx context.Context, c client.Client, names []string) ([]platformStatus, error) {
 	rows := make([]platformStatus, 0, len(names))
 	now := time.Now()
@@ -137,7 +185,9 @@ func collectStatus(ctx context.Context, c client.Client, names []string) ([]plat
 			return nil, ctx.Err()
 		}
 		row := platformStatus{Platform: n, State: "not started", AsOf: now.UTC()}
-		st, found, err := cursorStatus(ctx, c, n)
+		qctx, cancel := context.WithTimeout(ctx, statusQueryTimeout)
+		st, found, err := cursorStatus(qctx, c, n)
+		cancel()
 		if err != nil {
 			failed(row, err)
 			continue
@@ -149,7 +199,9 @@ func collectStatus(ctx context.Context, c client.Client, names []string) ([]plat
 				row.Progress = math.Max(0, math.Min(1, st.Watermark.Sub(st.Start).Seconds()/total.Seconds()))
 			}
 		}
-		dl, err := deadLetters(ctx, c, n)
+		qctx, cancel = context.WithTimeout(ctx, statusQueryTimeout)
+		dl, err := deadLetters(qctx, c, n)
+		cancel()
 		if err != nil {
 			failed(row, err)
 			continue
