@@ -134,13 +134,13 @@ func testRegistryExpect(t *testing.T, dsn string) {
 		require.Equal(t, before, regRevision(t, r), "a refused write takes no revision")
 	}
 
-	rev := regPut(t, r, regEntry("shop", accounts.Active), 0) // 0: the name is unused
-	conflict(regEntry("shop", accounts.Active), 0)          // 0 over an active entry
-	conflict(regEntry("shop", accounts.Paused), rev+1)      // a revision it is not at
-	conflict(regEntry("other", accounts.Active), 1)         // a revision, but no entry has the name
+	rev := regPut(t, r, regEntry("shop", accounts.Active), 0)  // 0: the name is unused
+	conflict(regEntry("shop", accounts.Active), 0)             // 0 over an active entry
+	conflict(regEntry("shop", accounts.Paused), rev+1)         // a revision it is not at
+	conflict(regEntry("other", accounts.Active), 1)            // a revision, but no entry has the name
 	rev = regPut(t, r, regEntry("shop", accounts.Paused), rev) // the revision it is at
-	conflict(regEntry("shop", accounts.Active), 0)          // 0 over a paused entry
-	conflict(regEntry("shop", accounts.Active), rev-1)      // a stale revision
+	conflict(regEntry("shop", accounts.Active), 0)             // 0 over a paused entry
+	conflict(regEntry("shop", accounts.Active), rev-1)         // a stale revision
 	rev2 := regPut(t, r, regEntry("shop", accounts.Active), accounts.Any)
 	require.Greater(t, rev2, rev, "Any writes whatever is stored")
 	regPut(t, r, regEntry("new", accounts.Active), accounts.Any) // and over nothing
