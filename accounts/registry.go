@@ -56,6 +56,8 @@ type Entry struct {
 
 // Filter selects a page of entries for List, in name order.
 type Filter struct {
+	// Class is required: pages run in name order, and a platform and a
+	// destination may share a name.
 	Class Class
 	// State, Kind and TaskQueue filter when set; without State removed
 	// entries are left out.
@@ -89,8 +91,8 @@ var (
 const Any int64 = -1
 
 // Registry is the store of accounts and destinations. Both stores
-// implement it (table registry, migration 0005). Every method is safe for
-// concurrent use by many processes.
+// implement it (table registry, migration 0005; store.RegistryOf). Every
+// method is safe for concurrent use by many processes.
 type Registry interface {
 	// Put writes e (its Class, Name, State, Kind, TaskQueue, Settings) as
 	// a new revision and returns that revision. expect guards the write:
@@ -107,9 +109,10 @@ type Registry interface {
 	List(ctx context.Context, f Filter) ([]Entry, error)
 	// Count counts the entries a filter selects (After and Limit ignored).
 	Count(ctx context.Context, f Filter) (int, error)
-	// Changes returns up to limit entries of any class whose revision is
-	// above since, in revision order, removed ones included: a cache
-	// that has seen revision since applies them and moves on.
+	// Changes returns up to limit entries (0 or above MaxPage: MaxPage)
+	// of any class whose revision is above since, in revision order,
+	// removed ones included: a cache that has seen revision since applies
+	// them and moves on. Each entry appears once, at its latest revision.
 	Changes(ctx context.Context, since int64, limit int) ([]Entry, error)
 	// Revision is the registry's latest revision (0 when empty).
 	Revision(ctx context.Context) (int64, error)

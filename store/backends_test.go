@@ -43,7 +43,7 @@ type backend struct {
 	// unavailable says why the backend cannot be tested; empty when it can.
 	unavailable func() string
 	// fresh returns the DSN of a new empty store.
-	fresh func(t *testing.T) string
+	fresh func(t testing.TB) string
 }
 
 var backends = []backend{
@@ -51,7 +51,7 @@ var backends = []backend{
 	{name: "postgres", unavailable: postgresUnavailable, fresh: freshPostgres},
 }
 
-func freshSQLite(t *testing.T) string {
+func freshSQLite(t testing.TB) string {
 	// A directory that does not exist yet, to prove Open creates it.
 	return "sqlite://" + filepath.Join(t.TempDir(), "state", "orders.db")
 }
@@ -89,7 +89,7 @@ func postgresUnavailable() string {
 
 // freshPostgres creates a uniquely named schema and returns the test DSN
 // with search_path pointing at it, so runs never see each other's rows.
-func freshPostgres(t *testing.T) string {
+func freshPostgres(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(postgresDSNEnv)
 	var b [6]byte

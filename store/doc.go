@@ -100,6 +100,27 @@
 // configured destination that has acknowledged nothing holds everything.
 // Seqs are never reused after compaction (Head.LastSeq keeps the newest).
 //
+// # Registry
+//
+// Both stores keep the account registry (accounts.Registry; RegistryOf
+// returns it): table registry, one row per (class, name) at its latest
+// revision, removed entries kept as tombstones. Every write takes the next
+// revision from the one row of registry_revision in its own transaction,
+// and that row's lock serialises writers until commit, so revisions
+// commit in order and a cache reading "revision > since" never misses one
+// committed later under a smaller number (a PostgreSQL sequence would
+// allow that; SQLite's single writer gives it anyway). On PostgreSQL the
+// write also sends NOTIFY ordersync_registry (RegistryChannel) with its
+// revision, delivered at commit. Put refuses what accounts.Entry.Check
+// refuses, and what the store cannot keep alike on both backends (a kind
+// or task queue over its bound, text that is not UTF-8 or holds a NUL
+// byte), wrapping ErrInvalidEntry; a refused or conflicting write takes
+// no revision. List pages in name order by keyset (After), at most
+// accounts.MaxPage entries, over indexes on (class, state, name), (class,
+// kind, name) and (class, task_queue, name); without a state filter it
+// walks the primary key and skips tombstones. BenchmarkRegistryScale
+// measures 100,000 entries (docs/performance.md).
+//
 // The SQLite store notices when its file is deleted, replaced or made
 // unwritable under a running process: the batch fails (a retryable store
 // error to the activity), the connection pool is closed and reopened on the

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ordersync/ordersync/accounts"
 )
 
 // restrictedRole creates a login role for the test and returns a DSN for
@@ -87,4 +89,10 @@ func TestPostgresRestrictedRoleOpensAMigratedStore(t *testing.T) {
 	require.Len(t, changes, 2)
 	require.NoError(t, s.AckChanges(ctx, "oms", 2))
 	require.Equal(t, "v1", get(t, s, "p", "2").Status)
+	// The registry's writes (its counter row, NOTIFY) need no more rights.
+	reg, ok := RegistryOf(s)
+	require.True(t, ok)
+	rev, err := reg.Put(ctx, accounts.Entry{Class: accounts.ClassPlatform, Name: "shop", State: accounts.Active, Settings: []byte(`{}`)}, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), rev)
 }
