@@ -32,16 +32,7 @@ func (a *App) openRegistry(ctx context.Context) (accounts.Registry, func(), erro
 }
 
 // registryOf is the store's account registry.
-func registryOf(st store.Store) (accounts.Registry, bool) {
-	r, ok := st.(interface{ Registry() accounts.Registry })
-	if !ok {
-		return nil, false
-	}
-	return r.Registry(), true
-}
-
-// RegistryOf is the store's account registry (for commands outside this package).
-func RegistryOf(st store.Store) (accounts.Registry, bool) { return registryOf(st) }
+func registryOf(st store.Store) (accounts.Registry, bool) { return store.RegistryOf(st) }
 
 // accountService is the registry plus the Temporal side, as the CLI and
 // the HTTP API use them.

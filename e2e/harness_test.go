@@ -111,8 +111,12 @@ func startSystemOn(t *testing.T, st stack, simCfg sim.Config, platformsYAML stri
 	t.Cleanup(func() { _ = s.store.Close() })
 	if st.workerProcesses > 0 {
 		env := st.env(s.srv.FrontendAddress(), s.storeDSN, s.platformsPath)
+		args := []string{"--stop-timeout", "5s"}
+		if len(st.servedQueues) > 0 {
+			args = append(args, "--task-queues", strings.Join(st.servedQueues, ","))
+		}
 		for i := range st.workerProcesses {
-			w := startWorkerProc(t, fmt.Sprintf("worker-%d", i+1), env, "--stop-timeout", "5s")
+			w := startWorkerProc(t, fmt.Sprintf("worker-%d", i+1), env, args...)
 			require.True(t, w.waitRunning(45*time.Second), "worker-%d did not start:\n%s", i+1, w.tail(4000))
 			s.procs = append(s.procs, w)
 		}
@@ -127,8 +131,14 @@ func startSystemOn(t *testing.T, st stack, simCfg sim.Config, platformsYAML stri
 func (s *system) startWorkers() {
 	s.t.Helper()
 	var err error
-	s.workers, err = worker.Start(worker.Options{Client: s.client, Store: s.store, Platforms: s.file.Platforms, StopTimeout: 5 * time.Second,
-		Feed: s.store, Destinations: s.file.Destinations})
+	opts := worker.Options{Client: s.client, Store: s.store, Platforms: s.file.Platforms, StopTimeout: 5 * time.Second,
+		Feed: s.store, Destinations: s.file.Destinations, TaskQueues: s.stack.servedQueues}
+	if s.stack.registry {
+		reg, ok := store.RegistryOf(s.store)
+		require.True(s.t, ok, "the store keeps a registry")
+		opts.Platforms, opts.Registry, opts.RegistryPollInterval = nil, reg, time.Second
+	}
+	s.workers, err = worker.Start(opts)
 	require.NoError(s.t, err)
 	ws := s.workers
 	s.t.Cleanup(ws.Stop)

@@ -56,6 +56,12 @@ type stack struct {
 	workerProcesses int
 	// partitions is the server's partition count per task queue.
 	partitions int
+	// registry makes the in-process workers follow the store's account
+	// registry (as `ordersync worker` processes always do) instead of
+	// serving the platforms file's platforms.
+	registry bool
+	// servedQueues, when set, are the only task queues the workers serve.
+	servedQueues []string
 }
 
 // temporalServer is either stack's server, as a test sees it (the stack

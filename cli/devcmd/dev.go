@@ -142,7 +142,7 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 		return err
 	}
 	defer c.Close()
-	reg, ok := cli.RegistryOf(st)
+	reg, ok := store.RegistryOf(st)
 	if !ok {
 		return fmt.Errorf("this store keeps no account registry")
 	}
