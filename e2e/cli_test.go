@@ -21,6 +21,7 @@ import (
 func (s *system) runCLI(args ...string) (code int, stdout, stderr string) {
 	s.t.Helper()
 	s.t.Setenv("ORDERSYNC_TEMPORAL_ADDRESS", s.srv.FrontendAddress())
+	s.t.Setenv("ORDERSYNC_TEMPORAL_NAMESPACE", s.stack.namespace)
 	s.t.Setenv("ORDERSYNC_STORE_DSN", s.storeDSN)
 	s.t.Setenv("ORDERSYNC_LOG_LEVEL", "error")
 	var out, errOut bytes.Buffer

@@ -77,7 +77,7 @@ func testOnboarding(t *testing.T, st stack) {
 		"--set", "timeout=3s", "--set", "retry_interval=200ms", "--set", "rate_limit={rps: 200, burst: 20}", "--set", "page_size=50"}
 
 	code, out, errOut := s.runCLI("platform", "apply")
-	require.Zero(t, code, "%s%s", out, errOut)
+	require.Zero(t, code, "apply: %s%s", out, errOut)
 	require.Contains(t, out, "on-base:")
 
 	added := time.Now()
