@@ -29,6 +29,7 @@ var registryCases = []struct {
 	{"impossible queries are refused", testRegistryBadQueries},
 	{"List pages and filters, Count counts alike", testRegistryListAndCount},
 	{"List caps its page", testRegistryPageCap},
+	{"name order is byte order on both stores", testRegistryByteOrder},
 	{"Changes in revision order", testRegistryChanges},
 	{"TaskQueues", testRegistryTaskQueues},
 	{"concurrent writers and a polling reader", testRegistryConcurrentWriters},
@@ -368,6 +369,30 @@ func testRegistryPageCap(t *testing.T, dsn string) {
 	n, err := r.Count(ctx, accounts.Filter{Class: accounts.ClassPlatform})
 	require.NoError(t, err)
 	require.Equal(t, accounts.MaxPage+2, n)
+}
+
+// testRegistryByteOrder: names sort by their bytes (Go's string order) on
+// both stores, whatever PostgreSQL's locale (which would sort "b" before
+// "C" and ignore punctuation), so pages are the same everywhere.
+func testRegistryByteOrder(t *testing.T, dsn string) {
+	r := openRegistry(t, dsn)
+	ctx := context.Background()
+	want := []string{"shop-b", "Shop-C", "shop_a", "shop.d", "shop-a", "éshop", "zshop", "Zshop", "shop", "sh-op"}
+	for _, name := range want {
+		regPut(t, r, regEntry(name, accounts.Active), 0)
+	}
+	slices.Sort(want)
+	var got []string
+	for after := ""; ; {
+		list, err := r.List(ctx, accounts.Filter{Class: accounts.ClassPlatform, After: after, Limit: 3})
+		require.NoError(t, err)
+		if len(list) == 0 {
+			break
+		}
+		got = append(got, regNames(list)...)
+		after = list[len(list)-1].Name
+	}
+	require.Equal(t, want, got)
 }
 
 func testRegistryChanges(t *testing.T, dsn string) {

@@ -145,7 +145,8 @@ func (r sqliteRegistry) Revision(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// TaskQueues implements accounts.Registry.
+// TaskQueues implements accounts.Registry. task_queue > '' rather than <>
+// '': a range skips the many entries on the default queue in the index.
 func (r sqliteRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([]string, error) {
 	s := r.s
 	if err := checkClass(class); err != nil {
@@ -155,7 +156,7 @@ func (r sqliteRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([
 	err := s.withPool(ctx, func(p *sqlitePool) error {
 		out = nil
 		rows, err := p.db.QueryContext(ctx, `SELECT DISTINCT task_queue FROM registry
-			WHERE class = ? AND task_queue <> '' AND state <> ? ORDER BY task_queue`, string(class), string(accounts.Removed))
+			WHERE class = ? AND task_queue > '' AND state <> ? ORDER BY task_queue`, string(class), string(accounts.Removed))
 		if err != nil {
 			return err
 		}
