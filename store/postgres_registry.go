@@ -140,8 +140,9 @@ func (r postgresRegistry) Revision(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// TaskQueues implements accounts.Registry. task_queue > '' rather than <>
-// '': a range skips the many entries on the default queue in the index.
+// TaskQueues implements accounts.Registry. It asks for a queue above the
+// empty string, not unequal to it: a range, so the index skips the many
+// entries on the default queue.
 func (r postgresRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([]string, error) {
 	if err := checkClass(class); err != nil {
 		return nil, fmt.Errorf("registry task queues: %w", err)

@@ -145,8 +145,9 @@ func (r sqliteRegistry) Revision(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// TaskQueues implements accounts.Registry. task_queue > '' rather than <>
-// '': a range skips the many entries on the default queue in the index.
+// TaskQueues implements accounts.Registry. It asks for a queue above the
+// empty string, not unequal to it: a range, so the index skips the many
+// entries on the default queue.
 func (r sqliteRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([]string, error) {
 	s := r.s
 	if err := checkClass(class); err != nil {
