@@ -5,30 +5,25 @@
 -- accident. settings is the validated JSON document (credential
 -- references, never secrets), kept as json (not jsonb) so it reads back
 -- byte for byte as written; kind and task_queue are copied out of it so
--- lists filter by them without decoding it. Text sorts by COLLATE "C"
--- (bytes), as SQLite and Go do: List's name order, and so its pages, are
--- the same on both stores whatever the database's locale.
+-- lists filter by them without decoding it.
 CREATE TABLE registry (
-	class      text COLLATE "C" NOT NULL, -- 'platform' or 'destination'
-	name       text COLLATE "C" NOT NULL,
-	revision   bigint           NOT NULL, -- registry-wide, from registry_revision
-	state      text COLLATE "C" NOT NULL, -- 'active', 'paused' or 'removed'
-	kind       text COLLATE "C" NOT NULL,
-	task_queue text COLLATE "C" NOT NULL, -- '' for the default queue
-	settings   json             NOT NULL,
-	updated_at timestamptz      NOT NULL,
+	class      text        NOT NULL, -- 'platform' or 'destination'
+	name       text        NOT NULL,
+	revision   bigint      NOT NULL, -- registry-wide, from registry_revision
+	state      text        NOT NULL, -- 'active', 'paused' or 'removed'
+	kind       text        NOT NULL,
+	task_queue text        NOT NULL, -- '' for the default queue
+	settings   json        NOT NULL,
+	updated_at timestamptz NOT NULL,
 	PRIMARY KEY (class, name)
 );
 -- Changes reads "revision > since" in revision order.
 CREATE UNIQUE INDEX registry_by_revision ON registry (revision);
--- List pages in name order under its filters (the primary key when no
--- filter is set), Count counts under them, and TaskQueues reads the
--- distinct queues of a class. Each index also carries the other filter
--- columns, so that a second filter, and a count, can be checked in the
--- index without reading the row.
-CREATE INDEX registry_by_state ON registry (class, state, name) INCLUDE (kind, task_queue);
-CREATE INDEX registry_by_kind ON registry (class, kind, name) INCLUDE (state, task_queue);
-CREATE INDEX registry_by_task_queue ON registry (class, task_queue, name) INCLUDE (state, kind);
+-- List pages in name order under its filters; TaskQueues reads distinct
+-- queues of a class.
+CREATE INDEX registry_by_state ON registry (class, state, name);
+CREATE INDEX registry_by_kind ON registry (class, kind, name);
+CREATE INDEX registry_by_task_queue ON registry (class, task_queue, name);
 
 -- registry_revision is the last revision handed out. Not a sequence: a
 -- sequence hands out numbers when asked, not at commit, so a write holding
