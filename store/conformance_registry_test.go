@@ -29,10 +29,12 @@ var registryCases = []struct {
 	{"impossible queries are refused", testRegistryBadQueries},
 	{"List pages and filters, Count counts alike", testRegistryListAndCount},
 	{"List caps its page", testRegistryPageCap},
+	{"name order is byte order on both stores", testRegistryByteOrder},
 	{"Changes in revision order", testRegistryChanges},
 	{"TaskQueues", testRegistryTaskQueues},
 	{"concurrent writers and a polling reader", testRegistryConcurrentWriters},
 	{"concurrent guarded writes lose nothing", testRegistryConcurrentGuarded},
+	{"a registry written before migration 6 upgrades", testRegistryUpgrade},
 }
 
 func TestConformanceRegistry(t *testing.T) {
@@ -370,6 +372,30 @@ func testRegistryPageCap(t *testing.T, dsn string) {
 	require.Equal(t, accounts.MaxPage+2, n)
 }
 
+// testRegistryByteOrder: names sort by their bytes (Go's string order) on
+// both stores, whatever PostgreSQL's locale (which would sort "b" before
+// "C" and ignore punctuation), so pages are the same everywhere.
+func testRegistryByteOrder(t *testing.T, dsn string) {
+	r := openRegistry(t, dsn)
+	ctx := context.Background()
+	want := []string{"shop-b", "Shop-C", "shop_a", "shop.d", "shop-a", "éshop", "zshop", "Zshop", "shop", "sh-op"}
+	for _, name := range want {
+		regPut(t, r, regEntry(name, accounts.Active), 0)
+	}
+	slices.Sort(want)
+	var got []string
+	for after := ""; ; {
+		list, err := r.List(ctx, accounts.Filter{Class: accounts.ClassPlatform, After: after, Limit: 3})
+		require.NoError(t, err)
+		if len(list) == 0 {
+			break
+		}
+		got = append(got, regNames(list)...)
+		after = list[len(list)-1].Name
+	}
+	require.Equal(t, want, got)
+}
+
 func testRegistryChanges(t *testing.T, dsn string) {
 	r := openRegistry(t, dsn)
 	ctx := context.Background()
@@ -561,4 +587,46 @@ func testRegistryConcurrentGuarded(t *testing.T, dsn string) {
 	got := regGet(t, handles[0], accounts.ClassPlatform, "contested")
 	require.JSONEq(t, fmt.Sprintf(`{"edits":%d}`, writers*edits), string(got.Settings), "no edit lost")
 	require.Equal(t, int64(1+writers*edits), got.Revision, "one revision per successful write, none for a refused one")
+}
+
+// testRegistryUpgrade opens a store whose registry was written under
+// migration 5 alone (6 undone by hand): migration 6 rebuilds the indexes
+// (and, on PostgreSQL, the collation) around the entries, which read back
+// unchanged, and the registry goes on numbering from where it was.
+func testRegistryUpgrade(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	require.NoError(t, err)
+	r, _ := RegistryOf(s)
+	regPut(t, r, regEntry("shop-b", accounts.Active), 0)
+	e := regEntry("Shop-a", accounts.Paused)
+	e.TaskQueue = "orders-a"
+	regPut(t, r, e, 0)
+	before, err := r.List(ctx, accounts.Filter{Class: accounts.ClassPlatform})
+	require.NoError(t, err)
+	undo := []string{
+		`DROP INDEX registry_by_state`, `DROP INDEX registry_by_kind`, `DROP INDEX registry_by_task_queue`,
+		`CREATE INDEX registry_by_state ON registry (class, state, name)`,
+		`CREATE INDEX registry_by_kind ON registry (class, kind, name)`,
+		`CREATE INDEX registry_by_task_queue ON registry (class, task_queue, name)`,
+		`DELETE FROM schema_migrations WHERE version = 6`,
+	}
+	if dialectOf(dsn) == "postgres" {
+		undo = append(undo, `ALTER TABLE registry ALTER COLUMN class TYPE text COLLATE "default",
+			ALTER COLUMN name TYPE text COLLATE "default", ALTER COLUMN state TYPE text COLLATE "default",
+			ALTER COLUMN kind TYPE text COLLATE "default", ALTER COLUMN task_queue TYPE text COLLATE "default"`)
+	}
+	for _, stmt := range undo {
+		execRaw(t, s, stmt)
+	}
+	require.NoError(t, s.Close())
+
+	r = openRegistry(t, dsn)
+	after, err := r.List(ctx, accounts.Filter{Class: accounts.ClassPlatform})
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	queues, err := r.TaskQueues(ctx, accounts.ClassPlatform)
+	require.NoError(t, err)
+	require.Equal(t, []string{"orders-a"}, queues)
+	require.Equal(t, int64(3), regPut(t, r, regEntry("shop-c", accounts.Active), 0))
 }

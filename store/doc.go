@@ -117,8 +117,10 @@
 // byte), wrapping ErrInvalidEntry; a refused or conflicting write takes
 // no revision. List pages in name order by keyset (After), at most
 // accounts.MaxPage entries, over indexes on (class, state, name), (class,
-// kind, name) and (class, task_queue, name); without a state filter it
-// walks the primary key and skips tombstones. BenchmarkRegistryScale
+// kind, name) and (class, task_queue, name) that also carry the other
+// filter columns (migration 0006); without a state filter it walks the
+// primary key and skips tombstones. PostgreSQL sorts the registry's text
+// by bytes (COLLATE "C"), as SQLite does, so pages match on both. BenchmarkRegistryScale
 // measures 100,000 entries (docs/performance.md).
 //
 // The SQLite store notices when its file is deleted, replaced or made

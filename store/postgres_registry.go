@@ -140,13 +140,15 @@ func (r postgresRegistry) Revision(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// TaskQueues implements accounts.Registry.
+// TaskQueues implements accounts.Registry. It asks for a queue above the
+// empty string, not unequal to it: a range, so the index skips the many
+// entries on the default queue.
 func (r postgresRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([]string, error) {
 	if err := checkClass(class); err != nil {
 		return nil, fmt.Errorf("registry task queues: %w", err)
 	}
 	rows, err := r.s.pool.Query(ctx, `SELECT DISTINCT task_queue FROM registry
-		WHERE class = $1 AND task_queue <> '' AND state <> $2 ORDER BY task_queue`, string(class), string(accounts.Removed))
+		WHERE class = $1 AND task_queue > '' AND state <> $2 ORDER BY task_queue`, string(class), string(accounts.Removed))
 	if err != nil {
 		return nil, fmt.Errorf("read task queues of %s entries: %w", class, err)
 	}
