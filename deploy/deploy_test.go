@@ -532,6 +532,7 @@ func TestTemporalDynamicConfig(t *testing.T) {
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key().String():              true,
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key().String(): true,
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key().String():            true,
+		dynamicconfig.MatchingEnableFairness.Key().String():                             true,
 	}
 	require.NotEmpty(t, dc)
 	for key, values := range dc {
@@ -540,6 +541,9 @@ func TestTemporalDynamicConfig(t *testing.T) {
 		require.Len(t, values, 1, key)
 		require.Equal(t, true, values[0].Value, key)
 	}
+	// Without it the accounts sharing a task queue are served first come,
+	// first served (internal/fairness).
+	require.Contains(t, dc, dynamicconfig.MatchingEnableFairness.Key().String(), "the compose server must turn fairness on")
 }
 
 // TestPromtool runs Prometheus's own checks: the rules parse, their unit
