@@ -264,7 +264,15 @@ func main() {
 		fair = &r
 	}
 	rep.finish()
-	rep.printTable(os.Stdout)
+	// B9 alone writes only its own file: latest.json keeps the last run
+	// of the other cases.
+	onlyFairness := len(want) > 0
+	for c := range want {
+		onlyFairness = onlyFairness && (c == "b9" || c == "fairness")
+	}
+	if !onlyFairness {
+		rep.printTable(os.Stdout)
+	}
 	if fair != nil {
 		printFairness(os.Stdout, *fair)
 		if err := writeFairness(*out, *fair); err != nil {
@@ -276,8 +284,10 @@ func main() {
 			fatal(err)
 		}
 	}
-	if err := rep.write(*out); err != nil {
-		fatal(err)
+	if !onlyFairness {
+		if err := rep.write(*out); err != nil {
+			fatal(err)
+		}
 	}
 	if failed > 0 {
 		// Missed targets are results; a case that could not run is a failure.
