@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
@@ -34,6 +35,7 @@ func (a *Activities) RecordDeadLetter(ctx context.Context, in RecordDeadLetterIn
 		api.SignalDeadLetterAdd, in.Entry,
 		client.StartWorkflowOptions{
 			TaskQueue:             in.Platform.TaskQueue,
+			Priority:              fairness.Priority(in.Platform.Name),
 			TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Platform.ValueSet(in.Platform.Name)),
 		},
 		api.DeadLetterWorkflowType, api.DeadLetterInput{Platform: in.Platform})

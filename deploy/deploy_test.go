@@ -532,14 +532,20 @@ func TestTemporalDynamicConfig(t *testing.T) {
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key().String():              true,
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key().String(): true,
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key().String():            true,
+		dynamicconfig.MatchingEnableFairness.Key().String():                             true,
 	}
 	require.NotEmpty(t, dc)
+	set := map[string]bool{}
 	for key, values := range dc {
+		set[strings.ToLower(key)] = true
 		// The server's keys are case-insensitive; Key() is lower case.
 		require.True(t, known[strings.ToLower(key)], "%s is not a dynamic config key ordersync sets", key)
 		require.Len(t, values, 1, key)
 		require.Equal(t, true, values[0].Value, key)
 	}
+	// Without it the accounts sharing a task queue are served first come,
+	// first served (internal/fairness).
+	require.True(t, set[dynamicconfig.MatchingEnableFairness.Key().String()], "the compose server must turn fairness on")
 }
 
 // TestPromtool runs Prometheus's own checks: the rules parse, their unit

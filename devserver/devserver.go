@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,6 +49,10 @@ type Options struct {
 	// to a file instead of stderr.
 	LogLevel string
 	LogFile  string
+	// DynamicConfig overrides keys of the single-node dynamic config;
+	// ordersync-bench's fairness case turns fairness off or sets the
+	// partitions of a cluster to compare. Nil keeps the defaults.
+	DynamicConfig dynamicconfig.StaticClient
 }
 
 const (
@@ -147,7 +152,7 @@ func buildConfig(opts *Options) (tserver.Options, error) {
 			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
 		},
 		UINamespace:   opts.Namespace,
-		DynamicConfig: singleNodeDynamicConfig(),
+		DynamicConfig: singleNodeDynamicConfig(opts.DynamicConfig),
 		LogLevel:      opts.LogLevel,
 		LogFile:       opts.LogFile,
 	}, nil
@@ -177,9 +182,11 @@ func createNamespace(opts *Options, sqlCfg *config.SQL, clusterName string) erro
 // immediate search-attribute visibility, and worker-deployment drainage
 // reported within seconds instead of the server's 3-minute grace plus
 // 3-minute refresh (they cover visibility lag across a cluster; this
-// server's SQLite visibility is written with the workflow).
-func singleNodeDynamicConfig() dynamicconfig.StaticClient {
-	return dynamicconfig.StaticClient{
+// server's SQLite visibility is written with the workflow); fairness
+// across the accounts of a queue (tserver.FairnessDynamicConfig). The
+// overrides replace keys of these.
+func singleNodeDynamicConfig(overrides dynamicconfig.StaticClient) dynamicconfig.StaticClient {
+	dc := dynamicconfig.StaticClient{
 		dynamicconfig.VersionDrainageStatusVisibilityGracePeriod.Key():         drainageCheckInterval,
 		dynamicconfig.VersionDrainageStatusRefreshInterval.Key():               drainageCheckInterval,
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():                 1,
@@ -188,6 +195,9 @@ func singleNodeDynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key():              true,
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): true,
 	}
+	maps.Copy(dc, tserver.FairnessDynamicConfig())
+	maps.Copy(dc, overrides)
+	return dc
 }
 
 // drainageCheckInterval is how soon, and how often, the dev server checks

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/workflows"
 )
 
@@ -23,6 +24,7 @@ func EnsureDelivery(ctx context.Context, c client.Client, d config.Destination) 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                d.TaskQueue,
+		Priority:                 fairness.Priority(d.Name),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 	}, api.DeliveryWorkflowType, api.DeliveryInput{Destination: d, MaxBatchesPerRun: workflows.DefaultMaxBatchesPerRun})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/workflows"
 )
@@ -41,6 +42,7 @@ func EnsureCursor(ctx context.Context, c client.Client, p config.Platform, now t
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                p.TaskQueue,
+		Priority:                 fairness.Priority(p.Name),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/slicequeue"
 	"github.com/ordersync/ordersync/internal/textclip"
@@ -248,6 +249,7 @@ func (c *cursor) startChild(ctx workflow.Context, s slicequeue.Slice) {
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            s.ID,
 		TaskQueue:             c.platform.TaskQueue,
+		Priority:              fairness.Priority(c.platform.Name),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		// A slice finishes its fetch even if its cursor is terminated; storing is idempotent.
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
@@ -407,6 +408,7 @@ func (d *deadLetter) startSlice(ctx workflow.Context, id string, start, end time
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
 		TaskQueue:             d.platform.TaskQueue,
+		Priority:              fairness.Priority(d.platform.Name),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		TypedSearchAttributes: temporal.NewSearchAttributes(

@@ -13,6 +13,7 @@ import (
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -428,6 +429,7 @@ func clip(s string, n int) string { return textclip.Clip(s, n) }
 func (d *delivery) feedActivityContext(ctx workflow.Context) workflow.Context {
 	opts := workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
+		Priority:            fairness.Priority(d.dest.Name),
 		StartToCloseTimeout: deliveryLongPoll + 30*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	}
@@ -446,6 +448,7 @@ func (d *delivery) feedActivityContext(ctx workflow.Context) workflow.Context {
 func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context {
 	opts := workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
+		Priority:            fairness.Priority(d.dest.Name),
 		StartToCloseTimeout: d.dest.Timeout.D() + 5*time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        d.dest.RetryInterval.D(),
@@ -464,6 +467,7 @@ func (d *delivery) deliverActivityContext(ctx workflow.Context) workflow.Context
 func (d *delivery) bookkeepingContext(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           d.dest.TaskQueue,
+		Priority:            fairness.Priority(d.dest.Name),
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})

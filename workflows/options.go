@@ -8,6 +8,7 @@ import (
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/fairness"
 )
 
 // acts is how workflows name activities: method values on a nil pointer.
@@ -23,6 +24,7 @@ func pageActivityContext(ctx workflow.Context, p config.Platform) workflow.Conte
 func pageActivityOptions(p config.Platform) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           p.TaskQueue,
+		Priority:            fairness.Priority(p.Name),
 		StartToCloseTimeout: p.Timeout.D(),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        p.RetryInterval.D(),
@@ -64,6 +66,7 @@ func pageRetryActivityContext(ctx workflow.Context, p config.Platform) workflow.
 func bookkeepingActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           p.TaskQueue,
+		Priority:            fairness.Priority(p.Name),
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,

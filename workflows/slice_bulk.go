@@ -10,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/internal/searchattr"
 )
 
@@ -212,6 +213,7 @@ func (s *sliceRun) cancelBulk(ctx workflow.Context, in activities.BulkInput) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
 		TaskQueue:           s.in.Platform.TaskQueue,
+		Priority:            fairness.Priority(s.in.Platform.Name),
 		StartToCloseTimeout: max(s.in.Platform.Timeout.D(), 10*time.Second),
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrPermanent}},
 	})

@@ -287,6 +287,14 @@ const (
 // (workflow.SetCurrentDetails) are answered by a query, never recorded.
 // No decision depends on either.
 //
+// Not versioned either: the fairness key (internal/fairness) on child
+// starts and scheduled activities. Priority rides on the command, which
+// the SDK's replayer matches by ID and type only (and the replay tests by
+// ID, input, queue, policies and search attributes), so a history
+// recorded without keys replays unchanged; checked over every recorded
+// history by `go test -run 'Replay|Version' ./workflows/`. The key only
+// orders the task queue's backlog; no workflow decision reads it.
+//
 // Recorded verdicts: a check that may grow stricter between releases
 // (settings validation) does not run in workflow code as such. Updates
 // judge in their validator, which never replays; signals record the

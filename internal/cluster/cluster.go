@@ -2,7 +2,8 @@
 // does, in one process: PostgreSQL persistence (the postgres12_pgx plugin),
 // SQL visibility on PostgreSQL, a schema set up by Temporal's own schema
 // tool code (SetupSchema), the server's default of 4 partitions per task
-// queue, and no namespace or search attribute made behind the operator's
+// queue, the server's dynamic config but for fairness by key (which a
+// production cluster serving ordersync sets too), and no namespace or search attribute made behind the operator's
 // back: `ordersync setup` does that through the frontend, as against any
 // cluster.
 //
@@ -140,7 +141,11 @@ func buildConfig(o *Options) tserver.Options {
 			},
 		},
 		UINamespace: o.DefaultNamespace,
-		LogLevel:    o.LogLevel,
-		LogFile:     o.LogFile,
+		// The server's defaults but for fairness across the accounts of
+		// a task queue, which an operator's cluster needs too
+		// (deploy/README.md, "Fairness across accounts").
+		DynamicConfig: tserver.FairnessDynamicConfig(),
+		LogLevel:      o.LogLevel,
+		LogFile:       o.LogFile,
 	}
 }

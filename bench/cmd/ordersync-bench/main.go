@@ -15,6 +15,9 @@
 //	                 GraphQL (-cases b7; not in the default set)
 //	B8 delivery      change feed -> webhook receiver / JetStream: changes/s
 //	                 and commit-to-confirmation lag (-cases b8; delivery.go)
+//	B9 fairness      one huge and 20 small accounts on one task queue: how
+//	                 long the small ones wait, with fairness keys and without
+//	                 (-cases b9; not in the default set; fairness.go)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -123,6 +126,8 @@ func main() {
 	p.register(flag.CommandLine)
 	var dp deliveryParams
 	dp.register(flag.CommandLine)
+	var fp fairnessParams
+	fp.register(flag.CommandLine)
 	flag.Parse()
 
 	env := &benchEnv{gcPercent: gcPercent, profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
@@ -250,15 +255,39 @@ func main() {
 		}
 		bulk = &r
 	}
+	var fair *fairnessResult
+	if want["b9"] || want["fairness"] {
+		r, err := runFairness(ctx, env, &fp)
+		if err != nil {
+			failure("B9", err)
+		}
+		fair = &r
+	}
 	rep.finish()
-	rep.printTable(os.Stdout)
+	// B9 alone writes only its own file: latest.json keeps the last run
+	// of the other cases.
+	onlyFairness := len(want) > 0
+	for c := range want {
+		onlyFairness = onlyFairness && (c == "b9" || c == "fairness")
+	}
+	if !onlyFairness {
+		rep.printTable(os.Stdout)
+	}
+	if fair != nil {
+		printFairness(os.Stdout, *fair)
+		if err := writeFairness(*out, *fair); err != nil {
+			fatal(err)
+		}
+	}
 	if bulk != nil {
 		if err := printBulk(os.Stdout, *bulk); err != nil {
 			fatal(err)
 		}
 	}
-	if err := rep.write(*out); err != nil {
-		fatal(err)
+	if !onlyFairness {
+		if err := rep.write(*out); err != nil {
+			fatal(err)
+		}
 	}
 	if failed > 0 {
 		// Missed targets are results; a case that could not run is a failure.
