@@ -132,11 +132,11 @@ func (e Entry) Check() error {
 	case len(e.Name) > MaxNameLength:
 		return fmt.Errorf("registry entry: name is %d bytes, longer than %d", len(e.Name), MaxNameLength)
 	case !e.State.Valid():
-		return fmt.Errorf("registry entry %s: state %q is not active, paused or removed", e.Name, e.State)
+		return fmt.Errorf("registry entry %q: state %q is not active, paused or removed", e.Name, e.State)
 	case !json.Valid(e.Settings):
-		return fmt.Errorf("registry entry %s: settings are not valid JSON", e.Name)
+		return fmt.Errorf("registry entry %q: settings are not valid JSON", e.Name)
 	case len(e.Settings) > MaxSettingsSize:
-		return fmt.Errorf("registry entry %s: settings are %d bytes, more than %d", e.Name, len(e.Settings), MaxSettingsSize)
+		return fmt.Errorf("registry entry %q: settings are %d bytes, more than %d", e.Name, len(e.Settings), MaxSettingsSize)
 	}
 	return nil
 }
