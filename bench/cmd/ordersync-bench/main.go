@@ -18,6 +18,9 @@
 //	B9 fairness      one huge and 20 small accounts on one task queue: how
 //	                 long the small ones wait, with fairness keys and without
 //	                 (-cases b9; not in the default set; fairness.go)
+//	B10 registry     100,000 registered accounts, one worker process: add,
+//	                 first slice, remove, list, status, apply, worker memory
+//	                 (-cases b10; not in the default set; registry.go)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -128,6 +131,8 @@ func main() {
 	dp.register(flag.CommandLine)
 	var fp fairnessParams
 	fp.register(flag.CommandLine)
+	var rp registryParams
+	rp.register(flag.CommandLine)
 	flag.Parse()
 
 	env := &benchEnv{gcPercent: gcPercent, profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
@@ -263,12 +268,26 @@ func main() {
 		}
 		fair = &r
 	}
+	var registry *registryResult
+	if want["b10"] || want["registry"] {
+		r, err := runRegistry(ctx, env, &rp)
+		if err != nil {
+			r.Note = failure("B10", err)
+		}
+		registry = &r
+	}
 	rep.finish()
-	// B9 alone writes only its own file: latest.json keeps the last run
-	// of the other cases.
+	// B9 and B10 alone write only their own files: latest.json keeps the
+	// last run of the other cases.
 	onlyFairness := len(want) > 0
 	for c := range want {
-		onlyFairness = onlyFairness && (c == "b9" || c == "fairness")
+		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry")
+	}
+	if registry != nil {
+		printRegistry(os.Stdout, *registry)
+		if err := writeRegistry(*out, *registry); err != nil {
+			fatal(err)
+		}
 	}
 	if !onlyFairness {
 		rep.printTable(os.Stdout)
