@@ -12,9 +12,11 @@
 // Every command that creates a task sets it explicitly: the cursor and
 // Delivery starts, the dead-letter workflow's signal-with-start, slice
 // children, page, bulk and bookkeeping activities. The server would
-// inherit a workflow's priority into its activities and children, but a
-// cursor started before keys existed has none to hand on; setting it on
-// every command gives that cursor's new slices their key too.
+// inherit a workflow's priority into its activities and children (and
+// into the next run on continue-as-new), but a cursor started before keys
+// existed has none to hand on; setting it on every command gives that
+// cursor's new slices their key too. Local activities run inside the
+// workflow task and take no queue slot, so they carry none.
 //
 // # Size
 //
