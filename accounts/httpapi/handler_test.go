@@ -35,7 +35,9 @@ func (f *fakeEngine) record(step, name string) error {
 	return f.fail[step]
 }
 
-func (f *fakeEngine) Start(_ context.Context, p config.Platform) error { return f.record("start", p.Name) }
+func (f *fakeEngine) Start(_ context.Context, p config.Platform) error {
+	return f.record("start", p.Name)
+}
 func (f *fakeEngine) Reconfigure(_ context.Context, p config.Platform) error {
 	return f.record("reconfigure", p.Name)
 }
@@ -46,7 +48,9 @@ func (f *fakeEngine) Resume(_ context.Context, name string) error { return f.rec
 func (f *fakeEngine) Stop(_ context.Context, name string, discard bool) error {
 	return f.record("stop", fmt.Sprintf("%s discard=%v", name, discard))
 }
-func (f *fakeEngine) RunningQueue(context.Context, string) (string, bool, error) { return "", false, nil }
+func (f *fakeEngine) RunningQueue(context.Context, string) (string, bool, error) {
+	return "", false, nil
+}
 
 func (f *fakeEngine) took() []string {
 	f.mu.Lock()
