@@ -45,8 +45,9 @@ type Handler struct {
 // route is one endpoint: docs/openapi.yaml lists exactly these.
 type route struct {
 	method, path string
-	public       bool // no token needed
-	serve        func(w http.ResponseWriter, r *http.Request) error
+	public       bool     // no token needed
+	params       []string // the query parameters it takes; others are refused
+	serve        func(w http.ResponseWriter, r *http.Request, q map[string]string) error
 }
 
 // New builds the handler. It refuses an empty or short token: an API
@@ -71,12 +72,12 @@ func New(svc *accounts.Service, opts Options) (*Handler, error) {
 func (h *Handler) routes() []route {
 	return []route{
 		{method: http.MethodGet, path: "/healthz", public: true, serve: h.health},
-		{method: http.MethodGet, path: "/v1/platforms", serve: h.list},
-		{method: http.MethodPost, path: "/v1/platforms", serve: h.add},
-		{method: http.MethodPost, path: "/v1/platforms:apply", serve: h.apply},
+		{method: http.MethodGet, path: "/v1/platforms", params: []string{"state", "kind", "task_queue", "after", "limit"}, serve: h.list},
+		{method: http.MethodPost, path: "/v1/platforms", params: []string{"reuse_removed", "paused"}, serve: h.add},
+		{method: http.MethodPost, path: "/v1/platforms:apply", params: []string{"prune", "dry_run", "reuse_removed", "discard_dead_letters"}, serve: h.apply},
 		{method: http.MethodGet, path: "/v1/platforms/{name}", serve: h.get},
-		{method: http.MethodPatch, path: "/v1/platforms/{name}", serve: h.edit},
-		{method: http.MethodDelete, path: "/v1/platforms/{name}", serve: h.remove},
+		{method: http.MethodPatch, path: "/v1/platforms/{name}", params: []string{"revision"}, serve: h.edit},
+		{method: http.MethodDelete, path: "/v1/platforms/{name}", params: []string{"discard_dead_letters"}, serve: h.remove},
 		{method: http.MethodPost, path: "/v1/platforms/{name}/pause", serve: h.pause},
 		{method: http.MethodPost, path: "/v1/platforms/{name}/resume", serve: h.resume},
 	}
@@ -125,13 +126,17 @@ func (h *Handler) authorized(r *http.Request) bool {
 
 func (h *Handler) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := rt.serve(w, r); err != nil {
+		q, err := query(r, rt.params...)
+		if err == nil {
+			err = rt.serve(w, r, q)
+		}
+		if err != nil {
 			h.fail(w, r, err)
 		}
 	})
 }
 
-func (h *Handler) health(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) health(w http.ResponseWriter, _ *http.Request, _ map[string]string) error {
 	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 

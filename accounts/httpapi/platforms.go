@@ -48,11 +48,7 @@ type page struct {
 }
 
 // list: GET /v1/platforms?state=&kind=&task_queue=&after=&limit=
-func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "state", "kind", "task_queue", "after", "limit")
-	if err != nil {
-		return err
-	}
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, q map[string]string) error {
 	f := accounts.Filter{Class: accounts.ClassPlatform, State: accounts.State(q["state"]), Kind: q["kind"],
 		TaskQueue: q["task_queue"], After: q["after"], Limit: 100}
 	if f.State != "" && !f.State.Valid() {
@@ -91,10 +87,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 
 // get: GET /v1/platforms/{name}, removed platforms included (their
 // tombstone says when the name was given up).
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
-	if _, err := query(r); err != nil {
-		return err
-	}
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
 	name := r.PathValue("name")
 	e, found, err := h.svc.Registry.Get(r.Context(), accounts.ClassPlatform, name)
 	switch {
@@ -129,11 +122,8 @@ func (h *Handler) live(ctx context.Context, name string) (accounts.Entry, error)
 
 // add: POST /v1/platforms?reuse_removed=&paused= with one platform's
 // settings (a platforms-file entry as JSON) and its "name".
-func (h *Handler) add(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "reuse_removed", "paused")
-	if err != nil {
-		return err
-	}
+func (h *Handler) add(w http.ResponseWriter, r *http.Request, q map[string]string) error {
+	var err error
 	var opts accounts.AddOptions
 	if opts.ReuseRemoved, err = boolParam(q, "reuse_removed"); err != nil {
 		return err
@@ -179,11 +169,7 @@ func takeName(m map[string]any, field string) (string, error) {
 // edit: PATCH /v1/platforms/{name}, a JSON merge patch (RFC 7386) of the
 // registered settings: a key set to null goes back to unset. If-Match
 // (or ?revision=) guards it with the revision the caller read.
-func (h *Handler) edit(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "revision")
-	if err != nil {
-		return err
-	}
+func (h *Handler) edit(w http.ResponseWriter, r *http.Request, q map[string]string) error {
 	expect, err := revisionGuard(r, q)
 	if err != nil {
 		return err
@@ -269,10 +255,7 @@ func mergePatch(target, patch map[string]any) {
 const maxReason = 200
 
 // pause: POST /v1/platforms/{name}/pause with an optional {"reason": "..."}.
-func (h *Handler) pause(w http.ResponseWriter, r *http.Request) error {
-	if _, err := query(r); err != nil {
-		return err
-	}
+func (h *Handler) pause(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
 	body, err := decodeBody(w, r, MaxBody, true)
 	if err != nil {
 		return err
@@ -298,12 +281,13 @@ func (h *Handler) pause(w http.ResponseWriter, r *http.Request) error {
 }
 
 // resume: POST /v1/platforms/{name}/resume.
-func (h *Handler) resume(w http.ResponseWriter, r *http.Request) error {
-	if _, err := query(r); err != nil {
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	body, err := decodeBody(w, r, MaxBody, true)
+	if err != nil {
 		return err
 	}
-	if _, err := decodeBody(w, r, MaxBody, true); err != nil {
-		return err
+	for k := range body {
+		return badRequest(k, "unknown field; resume takes no body")
 	}
 	return h.setPaused(w, r, false, "")
 }
@@ -321,11 +305,8 @@ func (h *Handler) setPaused(w http.ResponseWriter, r *http.Request, paused bool,
 }
 
 // remove: DELETE /v1/platforms/{name}?discard_dead_letters=
-func (h *Handler) remove(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "discard_dead_letters")
-	if err != nil {
-		return err
-	}
+func (h *Handler) remove(w http.ResponseWriter, r *http.Request, q map[string]string) error {
+	var err error
 	var opts accounts.RemoveOptions
 	if opts.DiscardDeadLetters, err = boolParam(q, "discard_dead_letters"); err != nil {
 		return err
@@ -350,11 +331,8 @@ type applyResult struct {
 // apply: POST /v1/platforms:apply?prune=&dry_run=&reuse_removed=&discard_dead_letters=
 // with {"default": {...}, "platforms": [{"name": ..., ...}, ...]}: a
 // platforms file as JSON, applied like `platform apply -f`.
-func (h *Handler) apply(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "prune", "dry_run", "reuse_removed", "discard_dead_letters")
-	if err != nil {
-		return err
-	}
+func (h *Handler) apply(w http.ResponseWriter, r *http.Request, q map[string]string) error {
+	var err error
 	var opts accounts.ApplyOptions
 	for k, dst := range map[string]*bool{"prune": &opts.Prune, "dry_run": &opts.DryRun,
 		"reuse_removed": &opts.ReuseRemoved, "discard_dead_letters": &opts.DiscardDeadLetters} {
