@@ -83,8 +83,9 @@ func EditSettings(p *config.Platform, change func(settings map[string]any) error
 	return nil
 }
 
-// DecodeObject decodes one JSON object keeping numbers exact
-// (json.Number), so a large integer option survives an edit.
+// DecodeObject decodes one JSON object with its numbers as json.Number,
+// so they are written on exactly as they were read (no float64 detour
+// between the caller and config's strict decoding).
 func DecodeObject(b []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
