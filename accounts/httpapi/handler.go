@@ -242,13 +242,18 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
+// writeJSON writes v indented, without HTML escaping (<token> reads as
+// itself; control characters are still escaped by encoding/json).
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b.Bytes())
 	return nil
 }

@@ -181,6 +181,7 @@ func TestAddGetList(t *testing.T) {
 	require.Equal(t, `"1"`, a.header.Get("ETag"))
 	require.Equal(t, "active", a.body["state"])
 	require.Equal(t, "orders-sim", a.body["task_queue"], "the kind's default task queue")
+	require.NotEmpty(t, a.body["updated_at"], "the answer is the stored entry")
 	require.Equal(t, []string{"start sim-a"}, f.eng.took())
 
 	got := f.do(t, http.MethodGet, "/v1/platforms/sim-a", nil)

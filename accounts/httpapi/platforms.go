@@ -24,13 +24,22 @@ type entryView struct {
 	State     accounts.State  `json:"state"`
 	Revision  int64           `json:"revision"`
 	TaskQueue string          `json:"task_queue"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	UpdatedAt time.Time       `json:"updated_at,omitzero"`
 	Settings  json.RawMessage `json:"settings,omitempty"`
 }
 
 func view(e accounts.Entry) entryView {
 	return entryView{Name: e.Name, Kind: e.Kind, State: e.State, Revision: e.Revision, TaskQueue: e.TaskQueue,
 		UpdatedAt: e.UpdatedAt, Settings: e.Settings}
+}
+
+// stored is e as the registry holds it (with its update time, which the
+// service's answer lacks), unless it changed again meanwhile.
+func (h *Handler) stored(ctx context.Context, e accounts.Entry) accounts.Entry {
+	if got, found, err := h.svc.Registry.Get(ctx, accounts.ClassPlatform, e.Name); err == nil && found && got.Revision == e.Revision {
+		return got
+	}
+	return e
 }
 
 // writeEntry answers with an entry and its revision as the ETag, which
@@ -148,7 +157,7 @@ func (h *Handler) add(w http.ResponseWriter, r *http.Request, q map[string]strin
 		return err
 	}
 	w.Header().Set("Location", "/v1/platforms/"+url.PathEscape(e.Name))
-	return writeEntry(w, http.StatusCreated, e)
+	return writeEntry(w, http.StatusCreated, h.stored(r.Context(), e))
 }
 
 // takeName removes the "name" key from a platform's settings and returns
@@ -205,7 +214,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, q map[string]stri
 	if err != nil {
 		return err
 	}
-	return writeEntry(w, http.StatusOK, e)
+	return writeEntry(w, http.StatusOK, h.stored(r.Context(), e))
 }
 
 // revisionGuard reads If-Match ("7" or 7, as the ETag gives it) or
@@ -301,7 +310,7 @@ func (h *Handler) setPaused(w http.ResponseWriter, r *http.Request, paused bool,
 	if err != nil {
 		return err
 	}
-	return writeEntry(w, http.StatusOK, e)
+	return writeEntry(w, http.StatusOK, h.stored(r.Context(), e))
 }
 
 // remove: DELETE /v1/platforms/{name}?discard_dead_letters=
@@ -319,7 +328,7 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, q map[string]st
 	if err != nil {
 		return err
 	}
-	return writeEntry(w, http.StatusOK, e)
+	return writeEntry(w, http.StatusOK, h.stored(r.Context(), e))
 }
 
 // applyResult is the answer of POST /v1/platforms:apply.
