@@ -14,6 +14,7 @@ import (
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // MaxBody bounds a request body (an apply's: config.MaxFileSize). One
@@ -132,6 +133,12 @@ func (h *Handler) wrap(rt route) http.Handler {
 		}
 		if err != nil {
 			h.fail(w, r, err)
+			return
+		}
+		if r.Method != http.MethodGet {
+			// An audit line per change: what was asked, of which platform.
+			h.log.Info("accounts changed", "method", r.Method, "path", clean(r.URL.Path, textclip.ValueMax),
+				"query", clean(r.URL.RawQuery, textclip.ValueMax), "remote", r.RemoteAddr)
 		}
 	})
 }
