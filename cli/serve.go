@@ -50,7 +50,7 @@ SIGINT or SIGTERM stops it after the requests in flight finish.`,
   ordersync serve --listen 0.0.0.0:8790 --allow-remote   # behind a TLS proxy`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("listen") {
+			if listen == "" {
 				listen = app.Process.APIListen
 			}
 			token, err := app.Process.ReadAPIToken()
@@ -103,7 +103,7 @@ SIGINT or SIGTERM stops it after the requests in flight finish.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8790", "address to listen on (default $ORDERSYNC_API_LISTEN or 127.0.0.1:8790)")
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default $ORDERSYNC_API_LISTEN or 127.0.0.1:8790)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --listen address (plaintext HTTP: put TLS in front)")
 	return cmd
 }

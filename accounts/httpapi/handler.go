@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/config"
@@ -25,6 +27,10 @@ const MaxBody = 1 << 20
 // levels deep (options may nest a little more); a deeply nested body is an
 // attack on the decoder, not a platform.
 const maxDepth = 16
+
+// writeTimeout bounds a write once started, whether or not the caller
+// still waits (an apply of thousands of platforms starts a cursor each).
+const writeTimeout = 10 * time.Minute
 
 // Options configure a Handler.
 type Options struct {
@@ -127,6 +133,15 @@ func (h *Handler) authorized(r *http.Request) bool {
 
 func (h *Handler) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			// A write is the registry first, then Temporal: a caller that
+			// hangs up in between must not leave a registered platform
+			// whose cursor never started. Writes finish on their own
+			// clock, bounded.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), writeTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		q, err := query(r, rt.params...)
 		if err == nil {
 			err = rt.serve(w, r, q)

@@ -536,3 +536,19 @@ func TestUnknownRoutesAndMethodsAnswerJSON(t *testing.T) {
 	require.Equal(t, "application/json", a.header.Get("Content-Type"))
 	require.Zero(t, f.revision(t))
 }
+
+// A caller that hangs up after the registry write does not cut the
+// Temporal step that follows it.
+func TestWriteOutlivesTheCaller(t *testing.T) {
+	f := newFixture(t)
+	b, err := json.Marshal(simPlatform("sim-a"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequest(http.MethodPost, "/v1/platforms", bytes.NewReader(b)).WithContext(ctx)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	require.Equal(t, []string{"start sim-a"}, f.eng.took())
+}
