@@ -35,7 +35,11 @@ func (f *fakeEngine) record(step, name string) error {
 	return f.fail[step]
 }
 
-func (f *fakeEngine) Start(_ context.Context, p config.Platform) error {
+// Start fails on a cancelled context, as a Temporal call would.
+func (f *fakeEngine) Start(ctx context.Context, p config.Platform) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return f.record("start", p.Name)
 }
 func (f *fakeEngine) Reconfigure(_ context.Context, p config.Platform) error {
