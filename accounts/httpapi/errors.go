@@ -24,8 +24,8 @@ type apiError struct {
 	Hint string `json:"hint,omitempty"`
 	// Fix and Entry come with a 502: the registry holds Entry, and Fix is
 	// what to run to finish the Temporal step that failed.
-	Fix   string     `json:"fix,omitempty"`
-	Entry *entryView `json:"entry,omitempty"`
+	Fix   string          `json:"fix,omitempty"`
+	Entry *accounts.Entry `json:"entry,omitempty"`
 	// Changes an apply made before it failed.
 	Changes []accounts.Change `json:"changes,omitempty"`
 }
@@ -65,8 +65,7 @@ func asAPIError(err error) *apiError {
 	case errors.As(err, &ve):
 		return validationError(ve)
 	case errors.As(err, &ee):
-		v := view(ee.Entry)
-		return &apiError{Status: http.StatusBadGateway, Message: err.Error(), Fix: ee.Fix, Entry: &v}
+		return &apiError{Status: http.StatusBadGateway, Message: err.Error(), Fix: ee.Fix, Entry: &ee.Entry}
 	case errors.Is(err, accounts.ErrNotFound):
 		return &apiError{Status: http.StatusNotFound, Message: err.Error()}
 	case errors.Is(err, accounts.ErrRemovedName):
@@ -103,7 +102,12 @@ func validationError(ve *config.ValidationError) *apiError {
 
 // fail writes err as JSON and logs it; 5xx answers are logged as errors.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	h.write(w, r, asAPIError(err))
+	ae := asAPIError(err)
+	if ae.Entry != nil {
+		e := h.stored(r.Context(), *ae.Entry)
+		ae.Entry = &e
+	}
+	h.write(w, r, ae)
 }
 
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, ae *apiError) {

@@ -9,70 +9,26 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ordersync/ordersync/accounts"
+	"github.com/ordersync/ordersync/accounts/accountstest"
 	"github.com/ordersync/ordersync/config"
 )
 
 const testToken = "test-token-0123456789abcdef"
 
-// fakeEngine records what the service asks of Temporal; fail makes one
-// step fail.
-type fakeEngine struct {
-	mu    sync.Mutex
-	calls []string
-	fail  map[string]error
-}
-
-func (f *fakeEngine) record(step, name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, step+" "+name)
-	return f.fail[step]
-}
-
-// Start fails on a cancelled context, as a Temporal call would.
-func (f *fakeEngine) Start(ctx context.Context, p config.Platform) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return f.record("start", p.Name)
-}
-func (f *fakeEngine) Reconfigure(_ context.Context, p config.Platform) error {
-	return f.record("reconfigure", p.Name)
-}
-func (f *fakeEngine) Pause(_ context.Context, name, reason string) error {
-	return f.record("pause", name+" ("+reason+")")
-}
-func (f *fakeEngine) Resume(_ context.Context, name string) error { return f.record("resume", name) }
-func (f *fakeEngine) Stop(_ context.Context, name string, discard bool) error {
-	return f.record("stop", fmt.Sprintf("%s discard=%v", name, discard))
-}
-func (f *fakeEngine) RunningQueue(context.Context, string) (string, bool, error) {
-	return "", false, nil
-}
-
-func (f *fakeEngine) took() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := f.calls
-	f.calls = nil
-	return out
-}
-
 type fixture struct {
 	h   *Handler
 	reg *accounts.Memory
-	eng *fakeEngine
+	eng *accountstest.Engine
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	reg, eng := accounts.NewMemory(), &fakeEngine{fail: map[string]error{}}
+	reg, eng := accounts.NewMemory(), &accountstest.Engine{}
 	h, err := New(&accounts.Service{Registry: reg, Engine: eng}, Options{Token: testToken})
 	require.NoError(t, err)
 	return &fixture{h: h, reg: reg, eng: eng}
@@ -141,7 +97,7 @@ func (a answer) problems() []string {
 }
 
 func TestNewRefusesShortToken(t *testing.T) {
-	_, err := New(&accounts.Service{Registry: accounts.NewMemory(), Engine: &fakeEngine{}}, Options{Token: "short"})
+	_, err := New(&accounts.Service{Registry: accounts.NewMemory(), Engine: &accountstest.Engine{}}, Options{Token: "short"})
 	require.Error(t, err)
 }
 
@@ -171,7 +127,7 @@ func TestAuthRefusesAndWritesNothing(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, f.do(t, http.MethodGet, "/v1/secret", nil, "Authorization", auth).status)
 	}
 	require.Zero(t, f.revision(t), "a refused request wrote the registry")
-	require.Empty(t, f.eng.took(), "a refused request reached the engine")
+	require.Empty(t, f.eng.Took(), "a refused request reached the engine")
 }
 
 func TestAddGetList(t *testing.T) {
@@ -186,7 +142,7 @@ func TestAddGetList(t *testing.T) {
 	require.Equal(t, "active", a.body["state"])
 	require.Equal(t, "orders-sim", a.body["task_queue"], "the kind's default task queue")
 	require.NotEmpty(t, a.body["updated_at"], "the answer is the stored entry")
-	require.Equal(t, []string{"start sim-a"}, f.eng.took())
+	require.Equal(t, []string{"start sim-a"}, f.eng.Took())
 
 	got := f.do(t, http.MethodGet, "/v1/platforms/sim-a", nil)
 	require.Equal(t, http.StatusOK, got.status)
@@ -207,7 +163,7 @@ func TestAddGetList(t *testing.T) {
 	for _, n := range []string{"sim-b", "sim-c", "sim-d"} {
 		require.Equal(t, http.StatusCreated, f.do(t, http.MethodPost, "/v1/platforms?paused="+fmt.Sprint(n == "sim-c"), simPlatform(n)).status)
 	}
-	require.Contains(t, f.eng.took(), "pause sim-c (added paused)")
+	require.Contains(t, f.eng.Took(), "pause sim-c (added paused)")
 
 	page := f.do(t, http.MethodGet, "/v1/platforms?limit=2", nil)
 	require.Equal(t, http.StatusOK, page.status)
@@ -270,7 +226,7 @@ func TestAddValidationNamesTheField(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, a.status, "%q: %s", body, a.raw)
 	}
 	require.Zero(t, f.revision(t))
-	require.Empty(t, f.eng.took())
+	require.Empty(t, f.eng.Took())
 }
 
 func merge(a, b map[string]any) map[string]any {
@@ -291,7 +247,7 @@ func TestAddExistingAndRemovedNames(t *testing.T) {
 	require.Equal(t, http.StatusOK, del.status, "%s", del.raw)
 	require.Equal(t, "removed", del.body["state"])
 	rev := f.revision(t)
-	f.eng.took()
+	f.eng.Took()
 
 	// A removed name is not taken again by accident...
 	a = f.do(t, http.MethodPost, "/v1/platforms", simPlatform("sim-a"))
@@ -300,7 +256,7 @@ func TestAddExistingAndRemovedNames(t *testing.T) {
 	a = f.do(t, http.MethodPost, "/v1/platforms:apply", map[string]any{"platforms": []any{simPlatform("sim-a")}})
 	require.Equal(t, http.StatusConflict, a.status, "%s", a.raw)
 	require.Equal(t, rev, f.revision(t))
-	require.Empty(t, f.eng.took())
+	require.Empty(t, f.eng.Took())
 	// ...and edits, pauses and removals of it are refused.
 	for _, m := range [][2]string{{http.MethodPatch, "/v1/platforms/sim-a"}, {http.MethodPost, "/v1/platforms/sim-a/pause"},
 		{http.MethodPost, "/v1/platforms/sim-a/resume"}, {http.MethodDelete, "/v1/platforms/sim-a"}} {
@@ -318,14 +274,14 @@ func TestAddExistingAndRemovedNames(t *testing.T) {
 	a = f.do(t, http.MethodPost, "/v1/platforms?reuse_removed=true", simPlatform("sim-a"))
 	require.Equal(t, http.StatusCreated, a.status, "%s", a.raw)
 	require.Equal(t, "active", a.body["state"])
-	require.Equal(t, []string{"start sim-a"}, f.eng.took())
+	require.Equal(t, []string{"start sim-a"}, f.eng.Took())
 	require.Equal(t, http.StatusBadRequest, f.do(t, http.MethodPost, "/v1/platforms?reuse_removed=maybe", simPlatform("sim-b")).status)
 }
 
 func TestEditMergeAndIfMatch(t *testing.T) {
 	f := newFixture(t)
 	require.Equal(t, http.StatusCreated, f.do(t, http.MethodPost, "/v1/platforms", merge(simPlatform("sim-a"), map[string]any{"lag_alert": "30m"})).status)
-	f.eng.took()
+	f.eng.Took()
 	read := f.do(t, http.MethodGet, "/v1/platforms/sim-a", nil)
 	etag := read.header.Get("ETag")
 
@@ -338,7 +294,7 @@ func TestEditMergeAndIfMatch(t *testing.T) {
 	require.Equal(t, 2.0, settings["rate_limit"].(map[string]any)["rps"])
 	require.NotZero(t, settings["rate_limit"].(map[string]any)["burst"], "burst kept by the merge")
 	require.Nil(t, settings["lag_alert"])
-	require.Equal(t, []string{"reconfigure sim-a"}, f.eng.took())
+	require.Equal(t, []string{"reconfigure sim-a"}, f.eng.Took())
 	rev := f.revision(t)
 
 	// The stale ETag is now a conflict, and nothing is written.
@@ -348,7 +304,7 @@ func TestEditMergeAndIfMatch(t *testing.T) {
 	a = f.do(t, http.MethodPatch, "/v1/platforms/sim-a?revision=1", map[string]any{"interval": "7m"})
 	require.Equal(t, http.StatusConflict, a.status)
 	require.Equal(t, rev, f.revision(t))
-	require.Empty(t, f.eng.took())
+	require.Empty(t, f.eng.Took())
 
 	// Refusals that name the field.
 	for _, c := range []struct {
@@ -370,7 +326,7 @@ func TestEditMergeAndIfMatch(t *testing.T) {
 		require.Contains(t, a.problems(), c.field, "%s", a.raw)
 	}
 	require.Equal(t, rev, f.revision(t))
-	require.Empty(t, f.eng.took())
+	require.Empty(t, f.eng.Took())
 
 	// The current revision goes through, quoted or not.
 	a = f.do(t, http.MethodPatch, "/v1/platforms/sim-a", map[string]any{"interval": "7m"}, "If-Match", fmt.Sprint(rev))
@@ -381,36 +337,36 @@ func TestEditMergeAndIfMatch(t *testing.T) {
 func TestPauseResumeRemove(t *testing.T) {
 	f := newFixture(t)
 	require.Equal(t, http.StatusCreated, f.do(t, http.MethodPost, "/v1/platforms", simPlatform("sim-a")).status)
-	f.eng.took()
+	f.eng.Took()
 
 	a := f.do(t, http.MethodPost, "/v1/platforms/sim-a/pause", map[string]any{"reason": "merchant\x1b[2J on holiday"})
 	require.Equal(t, http.StatusOK, a.status, "%s", a.raw)
 	require.Equal(t, "paused", a.body["state"])
-	require.Equal(t, []string{"pause sim-a (merchant [2J on holiday)"}, f.eng.took(), "the reason reaches history as one clean line")
+	require.Equal(t, []string{"pause sim-a (merchant [2J on holiday)"}, f.eng.Took(), "the reason reaches history as one clean line")
 	require.Equal(t, http.StatusBadRequest, f.do(t, http.MethodPost, "/v1/platforms/sim-a/pause", map[string]any{"why": "x"}).status)
 	require.Equal(t, http.StatusBadRequest, f.do(t, http.MethodPost, "/v1/platforms/sim-a/pause", map[string]any{"reason": strings.Repeat("x", 201)}).status)
 
 	a = f.do(t, http.MethodPost, "/v1/platforms/sim-a/resume", nil)
 	require.Equal(t, http.StatusOK, a.status)
 	require.Equal(t, "active", a.body["state"])
-	require.Equal(t, []string{"resume sim-a"}, f.eng.took())
+	require.Equal(t, []string{"resume sim-a"}, f.eng.Took())
 
 	a = f.do(t, http.MethodDelete, "/v1/platforms/sim-a?discard_dead_letters=true", nil)
 	require.Equal(t, http.StatusOK, a.status, "%s", a.raw)
 	require.Equal(t, "removed", a.body["state"])
-	require.Equal(t, []string{"stop sim-a discard=true"}, f.eng.took())
+	require.Equal(t, []string{"stop sim-a discard=true"}, f.eng.Took())
 
 	for _, p := range []string{"/v1/platforms/sim-zz/pause", "/v1/platforms/sim-zz/resume"} {
 		require.Equal(t, http.StatusNotFound, f.do(t, http.MethodPost, p, nil).status)
 	}
 	require.Equal(t, http.StatusNotFound, f.do(t, http.MethodDelete, "/v1/platforms/sim-zz", nil).status)
-	require.Empty(t, f.eng.took())
+	require.Empty(t, f.eng.Took())
 }
 
 func TestApply(t *testing.T) {
 	f := newFixture(t)
 	require.Equal(t, http.StatusCreated, f.do(t, http.MethodPost, "/v1/platforms", simPlatform("sim-old")).status)
-	f.eng.took()
+	f.eng.Took()
 	rev := f.revision(t)
 	file := map[string]any{
 		"default":   map[string]any{"kind": "sim", "interval": "15m"},
@@ -421,12 +377,12 @@ func TestApply(t *testing.T) {
 	require.Equal(t, true, a.body["dry_run"])
 	require.Equal(t, []any{map[string]any{"platform": "sim-a", "action": "add"}, map[string]any{"platform": "sim-old", "action": "remove"}}, a.body["changes"])
 	require.Equal(t, rev, f.revision(t), "a dry run writes nothing")
-	require.Empty(t, f.eng.took())
+	require.Empty(t, f.eng.Took())
 
 	a = f.do(t, http.MethodPost, "/v1/platforms:apply?prune=true", file)
 	require.Equal(t, http.StatusOK, a.status, "%s", a.raw)
 	require.Len(t, a.body["changes"], 2)
-	require.ElementsMatch(t, []string{"start sim-a", "stop sim-old discard=false"}, f.eng.took())
+	require.ElementsMatch(t, []string{"start sim-a", "stop sim-old discard=false"}, f.eng.Took())
 	got := f.do(t, http.MethodGet, "/v1/platforms/sim-a", nil)
 	require.Equal(t, "15m0s", got.body["settings"].(map[string]any)["interval"], "the default block applies")
 
@@ -448,7 +404,7 @@ func TestApply(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", body, a.raw)
 		require.Contains(t, a.problems(), field, "%s: %s", body, a.raw)
 	}
-	require.Empty(t, f.eng.took())
+	require.Empty(t, f.eng.Took())
 }
 
 func TestBodyTooLarge(t *testing.T) {
@@ -461,7 +417,7 @@ func TestBodyTooLarge(t *testing.T) {
 	a = f.do(t, http.MethodPost, "/v1/platforms:apply", map[string]any{"platforms": []any{map[string]any{"name": "a", "pad": strings.Repeat("x", config.MaxFileSize)}}})
 	require.Equal(t, http.StatusRequestEntityTooLarge, a.status)
 	require.Zero(t, f.revision(t))
-	require.Empty(t, f.eng.took())
+	require.Empty(t, f.eng.Took())
 }
 
 // A name holding escape sequences, and long, comes back escaped and
@@ -518,7 +474,7 @@ func collect(v any, b *strings.Builder) {
 // what is registered and what to run.
 func TestEngineFailureIs502WithFix(t *testing.T) {
 	f := newFixture(t)
-	f.eng.fail["start"] = errors.New("temporal: connection refused")
+	f.eng.FailStep("start", errors.New("temporal: connection refused"))
 	a := f.do(t, http.MethodPost, "/v1/platforms", simPlatform("sim-a"))
 	require.Equal(t, http.StatusBadGateway, a.status, "%s", a.raw)
 	require.Contains(t, a.body["fix"], "ordersync platform start sim-a")
@@ -554,5 +510,5 @@ func TestWriteOutlivesTheCaller(t *testing.T) {
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
-	require.Equal(t, []string{"start sim-a"}, f.eng.took())
+	require.Equal(t, []string{"start sim-a"}, f.eng.Took())
 }

@@ -2,36 +2,17 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
-
-// entryView is how a registered platform is shown: its settings hold
-// credential references, never secrets.
-type entryView struct {
-	Name      string          `json:"name"`
-	Kind      string          `json:"kind"`
-	State     accounts.State  `json:"state"`
-	Revision  int64           `json:"revision"`
-	TaskQueue string          `json:"task_queue"`
-	UpdatedAt time.Time       `json:"updated_at,omitzero"`
-	Settings  json.RawMessage `json:"settings,omitempty"`
-}
-
-func view(e accounts.Entry) entryView {
-	return entryView{Name: e.Name, Kind: e.Kind, State: e.State, Revision: e.Revision, TaskQueue: e.TaskQueue,
-		UpdatedAt: e.UpdatedAt, Settings: e.Settings}
-}
 
 // stored is e as the registry holds it (with its update time, which the
 // service's answer lacks), unless it changed again meanwhile.
@@ -42,16 +23,17 @@ func (h *Handler) stored(ctx context.Context, e accounts.Entry) accounts.Entry {
 	return e
 }
 
-// writeEntry answers with an entry and its revision as the ETag, which
-// If-Match takes back.
+// writeEntry answers with an entry as the registry holds it (settings
+// hold credential references, never secrets) and its revision as the
+// ETag, which If-Match takes back.
 func writeEntry(w http.ResponseWriter, status int, e accounts.Entry) error {
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(e.Revision, 10)))
-	return writeJSON(w, status, view(e))
+	return writeJSON(w, status, e)
 }
 
 // page is the answer of GET /v1/platforms.
 type page struct {
-	Platforms []entryView `json:"platforms"`
+	Platforms []accounts.Entry `json:"platforms"`
 	// Next is the `after` of the next page; absent on the last one.
 	Next string `json:"next,omitempty"`
 }
@@ -83,14 +65,12 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, q map[string]stri
 	if err != nil {
 		return err
 	}
-	out := page{Platforms: []entryView{}}
+	out := page{Platforms: []accounts.Entry{}}
 	if len(entries) > want || (len(entries) == accounts.MaxPage && want == accounts.MaxPage) {
 		entries = entries[:want]
 		out.Next = entries[want-1].Name
 	}
-	for _, e := range entries {
-		out.Platforms = append(out.Platforms, view(e))
-	}
+	out.Platforms = append(out.Platforms, entries...)
 	return writeJSON(w, http.StatusOK, out)
 }
 
