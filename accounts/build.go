@@ -3,7 +3,9 @@ package accounts
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -48,11 +50,22 @@ func BuildPlatforms(defaults map[string]any, platforms map[string]map[string]any
 		return nil, fmt.Errorf("encode settings: %w", err)
 	}
 	f, err := config.Parse(b)
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		// The lines are those of the document built here, which the
+		// caller never saw: name the field only.
+		for i := range ve.Problems {
+			ve.Problems[i].Reason = yamlLine.ReplaceAllString(ve.Problems[i].Reason, "")
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return f.Platforms, nil
 }
+
+// yamlLine is the " (line N)" config.Parse adds to a problem.
+var yamlLine = regexp.MustCompile(` \(line \d+\)`)
 
 // EditSettings applies change to a platform's settings as the registry
 // stores them (its JSON as a mapping) and decodes the result as strictly

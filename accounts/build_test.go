@@ -63,6 +63,9 @@ func TestBuildPlatformsWithDefaultsAndProblems(t *testing.T) {
 	}
 	require.Contains(t, fields, "sim-a/interval")
 	require.Contains(t, fields, "sim-a/bogus")
+	for _, p := range ve.Problems {
+		require.NotContains(t, p.Reason, "line", "a line of a document the caller never saw")
+	}
 }
 
 func TestEditSettings(t *testing.T) {
