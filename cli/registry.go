@@ -99,8 +99,8 @@ func SeedRegistry(ctx context.Context, reg accounts.Registry, f *config.File, en
 }
 
 // platformFromFlags builds a validated platform from add's flags, through
-// the same merge and checks as a platforms file (built-in and kind
-// defaults, then the flags), so an added account and a filed one agree.
+// accounts.BuildPlatform: the same merge and checks as a platforms file
+// (built-in and kind defaults, then the flags) and as the HTTP API's add.
 func platformFromFlags(name, kind, endpoint string, cred config.CredentialRef, sets []string) (config.Platform, error) {
 	entry := map[string]any{}
 	if kind != "" {
@@ -120,48 +120,25 @@ func platformFromFlags(name, kind, endpoint string, cred config.CredentialRef, s
 			return config.Platform{}, err
 		}
 	}
-	doc, err := yaml.Marshal(map[string]any{"platforms": map[string]any{name: entry}})
-	if err != nil {
-		return config.Platform{}, err
-	}
-	f, err := config.Parse(doc)
-	if err != nil {
-		return config.Platform{}, err
-	}
-	return f.Platforms[0], nil
+	return accounts.BuildPlatform(name, entry)
 }
 
 // editPlatform applies --set and --unset to registered settings (as JSON)
-// and decodes the result strictly.
+// through accounts.EditSettings, as the HTTP API's PATCH does.
 func editPlatform(p *config.Platform, sets, unsets []string) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	for _, s := range sets {
-		if err := setPath(m, s); err != nil {
-			return err
+	return accounts.EditSettings(p, func(m map[string]any) error {
+		for _, s := range sets {
+			if err := setPath(m, s); err != nil {
+				return err
+			}
 		}
-	}
-	for _, key := range unsets {
-		if err := unsetPath(m, key); err != nil {
-			return err
+		for _, key := range unsets {
+			if err := unsetPath(m, key); err != nil {
+				return err
+			}
 		}
-	}
-	b, err = json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	edited, err := config.DecodePlatformJSON(b)
-	if err != nil {
-		return err
-	}
-	*p = edited
-	return nil
+		return nil
+	})
 }
 
 // setPath applies one key=value, the key a dotted path (rate_limit.rps,

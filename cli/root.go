@@ -79,6 +79,7 @@ platforms come from a YAML file (--platforms-file, ORDERSYNC_PLATFORMS_FILE).`,
 	root.AddCommand(newWorkerCommand(app), newSimCommand(app), newPlatformCommand(app), newConfigCommand(app),
 		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app), newSetupCommand(app), newChangesCommand(app), newDeliveriesCommand(app),
 		newReceiverCommand(app), newDeploymentCommand(app), newMigrateCommand(app))
+	root.AddCommand(newServeCommand(app))
 	return root
 }
 

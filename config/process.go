@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -63,6 +65,15 @@ type Process struct {
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
+
+	// APIToken (or the file APITokenFile holds) is the bearer token every
+	// request to `ordersync serve` must carry; serve refuses to start
+	// without one. Set one of the two, not both.
+	APIToken     string `envconfig:"API_TOKEN"`
+	APITokenFile string `envconfig:"API_TOKEN_FILE"`
+	// APIListen is the address `ordersync serve` listens on: loopback by
+	// default, since it speaks plaintext HTTP (put TLS in front).
+	APIListen string `envconfig:"API_LISTEN" default:"127.0.0.1:8790"`
 }
 
 // LoadProcess reads the process settings from the environment.
@@ -106,4 +117,48 @@ func LoadProcess() (Process, error) {
 // UsesTLS reports whether the Temporal connection needs TLS.
 func (p Process) UsesTLS() bool {
 	return p.TemporalTLS || p.TemporalAPIKey != "" || p.TemporalTLSCert != "" || p.TemporalTLSCA != ""
+}
+
+// MinAPITokenLength is the shortest bearer token serve accepts: a short
+// token can be guessed (`openssl rand -hex 32` makes a good one).
+const MinAPITokenLength = 16
+
+// maxAPITokenFile bounds the token file read: a token is a line, not a
+// file to slurp.
+const maxAPITokenFile = 4 << 10
+
+// ReadAPIToken returns the HTTP API's bearer token from ORDERSYNC_API_TOKEN
+// or the file ORDERSYNC_API_TOKEN_FILE names (surrounding white space
+// trimmed). The error names the variable and never quotes the token.
+func (p Process) ReadAPIToken() (string, error) {
+	var tok string
+	switch {
+	case p.APIToken != "" && p.APITokenFile != "":
+		return "", fmt.Errorf("%s_API_TOKEN and %s_API_TOKEN_FILE are both set; set one", EnvPrefix, EnvPrefix)
+	case p.APIToken != "":
+		tok = strings.TrimSpace(p.APIToken)
+	case p.APITokenFile != "":
+		fh, err := os.Open(p.APITokenFile)
+		if err != nil {
+			return "", fmt.Errorf("%s_API_TOKEN_FILE: %w", EnvPrefix, err)
+		}
+		defer fh.Close()
+		b, err := io.ReadAll(io.LimitReader(fh, maxAPITokenFile+1))
+		if err != nil {
+			return "", fmt.Errorf("%s_API_TOKEN_FILE: read %s: %w", EnvPrefix, p.APITokenFile, err)
+		}
+		if len(b) > maxAPITokenFile {
+			return "", fmt.Errorf("%s_API_TOKEN_FILE: %s is larger than %d bytes; it should hold the token only", EnvPrefix, p.APITokenFile, maxAPITokenFile)
+		}
+		tok = strings.TrimSpace(string(b))
+	default:
+		return "", fmt.Errorf("no API token: set %s_API_TOKEN or %s_API_TOKEN_FILE (e.g. `export %s_API_TOKEN=$(openssl rand -hex 32)`)", EnvPrefix, EnvPrefix, EnvPrefix)
+	}
+	switch {
+	case len(tok) < MinAPITokenLength:
+		return "", fmt.Errorf("the API token is %d characters; it needs at least %d (e.g. `openssl rand -hex 32`)", len(tok), MinAPITokenLength)
+	case strings.ContainsFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return "", fmt.Errorf("the API token holds white space or control characters; a bearer token is one word (e.g. `openssl rand -hex 32`)")
+	}
+	return tok, nil
 }

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync/accounts/httpapi"
+)
+
+// serveShutdownGrace is how long serve lets requests in flight finish on
+// SIGINT/SIGTERM: an add writes the registry, then starts the cursor, and
+// cutting it between the two would leave a 502's fix to run by hand.
+const serveShutdownGrace = 30 * time.Second
+
+func newServeCommand(app *App) *cobra.Command {
+	var listen string
+	var allowRemote bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the accounts HTTP API (onboard and offboard platforms from a back office)",
+		Long: `Serves the HTTP API a back office uses to add, edit, pause, resume, remove
+and declaratively apply platforms: the same service, validation and errors
+as ` + "`ordersync platform add|edit|pause|resume|remove|apply`" + `. The routes are
+described in docs/openapi.yaml; errors are JSON naming the field.
+
+Every request but GET /healthz needs Authorization: Bearer <token>, the token
+from ORDERSYNC_API_TOKEN or the file ORDERSYNC_API_TOKEN_FILE names (at least
+16 characters; serve refuses to start without one).
+
+It listens on 127.0.0.1:8790 by default (--listen, ORDERSYNC_API_LISTEN). It
+speaks plaintext HTTP, so the bearer token would cross the network in the
+clear: a non-loopback address needs --allow-remote, and then TLS in front
+(a reverse proxy or a service mesh). It reads and writes the registry in the
+store (ORDERSYNC_STORE_DSN) and starts, signals and ends cursors on Temporal.
+SIGINT or SIGTERM stops it after the requests in flight finish.`,
+		Example: `  export ORDERSYNC_API_TOKEN=$(openssl rand -hex 32)
+  ordersync serve
+  curl -sS -H "Authorization: Bearer $ORDERSYNC_API_TOKEN" -H 'Content-Type: application/json' \
+      -d '{"name":"shopify-acme","kind":"shopify","endpoint":"https://acme.myshopify.com",
+           "credentials":{"env":"SHOPIFY_ACME_TOKEN"},"interval":"10m"}' \
+      http://127.0.0.1:8790/v1/platforms
+  curl -sS -H "Authorization: Bearer $ORDERSYNC_API_TOKEN" 'http://127.0.0.1:8790/v1/platforms?state=active&limit=50'
+  ordersync serve --listen 0.0.0.0:8790 --allow-remote   # behind a TLS proxy`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listen == "" {
+				listen = app.Process.APIListen
+			}
+			token, err := app.Process.ReadAPIToken()
+			if err != nil {
+				return Usage(fmt.Errorf("serve: %w", err))
+			}
+			if err := checkListen(listen, allowRemote); err != nil {
+				return Usage(err)
+			}
+			ctx, stop := SignalContext()
+			defer stop()
+			svc, _, done, err := app.accountService(ctx)
+			if err != nil {
+				return err
+			}
+			defer done()
+			h, err := httpapi.New(svc, httpapi.Options{Token: token, Logger: app.Logger.With("component", "httpapi")})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("serve: listen on %s: %w", listen, err)
+			}
+			srv := &http.Server{
+				Handler:           h,
+				ReadHeaderTimeout: 10 * time.Second,
+				ReadTimeout:       time.Minute,
+				IdleTimeout:       2 * time.Minute,
+				MaxHeaderBytes:    64 << 10,
+				// No WriteTimeout: an apply of thousands of platforms
+				// starts a cursor each and may take minutes.
+			}
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ln) }()
+			fmt.Fprintf(app.Out, "serving the accounts API on http://%s (routes: docs/openapi.yaml; Ctrl-C stops)\n", ln.Addr())
+			select {
+			case err := <-served:
+				return fmt.Errorf("serve: %w", err)
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), serveShutdownGrace)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				return fmt.Errorf("serve: shut down: %w", err)
+			}
+			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default $ORDERSYNC_API_LISTEN or 127.0.0.1:8790)")
+	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --listen address (plaintext HTTP: put TLS in front)")
+	return cmd
+}
+
+// checkListen refuses an address other machines can reach unless
+// allowRemote: serve speaks plaintext HTTP, and the bearer token would
+// cross the network readable by anyone on the path.
+func checkListen(listen string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:8790", clipText(listen, 100))
+	}
+	if allowRemote || isLoopback(host) {
+		return nil
+	}
+	shown := host
+	if shown == "" {
+		shown = "every interface"
+	}
+	return fmt.Errorf("--listen %s listens on %s, reachable from other machines: serve speaks plaintext HTTP, so the bearer token "+
+		"would cross the network in the clear. Listen on 127.0.0.1 and put TLS in front (a reverse proxy), "+
+		"or pass --allow-remote once TLS terminates in front of it", clipText(listen, 100), clipText(shown, 100))
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
