@@ -199,7 +199,7 @@ func (s *Service) current(ctx context.Context, name string) (Entry, config.Platf
 	case !found:
 		return Entry{}, config.Platform{}, fmt.Errorf("platform %q: %w", name, ErrNotFound)
 	case e.State == Removed:
-		return Entry{}, config.Platform{}, fmt.Errorf("platform %s was removed at revision %d; add it again with --reuse-removed", name, e.Revision)
+		return Entry{}, config.Platform{}, fmt.Errorf("platform %s: %w at revision %d (add it again, explicitly reusing the name)", name, ErrRemovedName, e.Revision)
 	}
 	p, err := DecodePlatform(e)
 	return e, p, err

@@ -4,56 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ordersync/ordersync/accounts"
+	"github.com/ordersync/ordersync/accounts/accountstest"
 	"github.com/ordersync/ordersync/config"
 )
-
-// fakeEngine records what the service asked of Temporal.
-type fakeEngine struct {
-	mu      sync.Mutex
-	calls   []string
-	running map[string]string // platform -> task queue of a running cursor
-	fail    string            // a step that fails ("start", ...)
-}
-
-func (f *fakeEngine) record(step, name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, step+" "+name)
-	if f.fail == step {
-		return fmt.Errorf("temporal unreachable")
-	}
-	return nil
-}
-
-func (f *fakeEngine) Start(_ context.Context, p config.Platform) error {
-	return f.record("start", p.Name)
-}
-func (f *fakeEngine) Reconfigure(_ context.Context, p config.Platform) error {
-	return f.record("reconfigure", p.Name)
-}
-func (f *fakeEngine) Pause(_ context.Context, name, _ string) error { return f.record("pause", name) }
-func (f *fakeEngine) Resume(_ context.Context, name string) error   { return f.record("resume", name) }
-func (f *fakeEngine) Stop(_ context.Context, name string, discard bool) error {
-	return f.record(fmt.Sprintf("stop(discard=%v)", discard), name)
-}
-func (f *fakeEngine) RunningQueue(_ context.Context, name string) (string, bool, error) {
-	q, ok := f.running[name]
-	return q, ok, nil
-}
-
-func (f *fakeEngine) took() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := f.calls
-	f.calls = nil
-	return out
-}
 
 func platform(t *testing.T, name string) config.Platform {
 	t.Helper()
@@ -63,8 +21,8 @@ func platform(t *testing.T, name string) config.Platform {
 	return f.Platforms[0]
 }
 
-func newService() (*accounts.Service, *accounts.Memory, *fakeEngine) {
-	reg, eng := accounts.NewMemory(), &fakeEngine{running: map[string]string{}}
+func newService() (*accounts.Service, *accounts.Memory, *accountstest.Engine) {
+	reg, eng := accounts.NewMemory(), &accountstest.Engine{}
 	return &accounts.Service{Registry: reg, Engine: eng}, reg, eng
 }
 
@@ -77,7 +35,7 @@ func TestAddEditPauseRemoveLifeCycle(t *testing.T) {
 	e, err := svc.AddPlatform(ctx, p, accounts.AddOptions{})
 	require.NoError(t, err)
 	require.Equal(t, accounts.Active, e.State)
-	require.Equal(t, []string{"start shop-a"}, eng.took())
+	require.Equal(t, []string{"start shop-a"}, eng.Took())
 	_, err = svc.AddPlatform(ctx, p, accounts.AddOptions{})
 	require.ErrorIs(t, err, accounts.ErrExists)
 
@@ -87,12 +45,12 @@ func TestAddEditPauseRemoveLifeCycle(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Greater(t, edited.Revision, e.Revision, "every change is a new revision")
-	require.Equal(t, []string{"reconfigure shop-a"}, eng.took())
+	require.Equal(t, []string{"reconfigure shop-a"}, eng.Took())
 
 	same, err := svc.EditPlatform(ctx, "shop-a", 0, func(*config.Platform) error { return nil })
 	require.NoError(t, err)
 	require.Equal(t, edited.Revision, same.Revision, "an edit that changes nothing writes nothing")
-	require.Empty(t, eng.took())
+	require.Empty(t, eng.Took())
 
 	_, err = svc.EditPlatform(ctx, "shop-a", e.Revision, func(p *config.Platform) error { p.Retries = 1; return nil })
 	require.ErrorIs(t, err, accounts.ErrConflict, "an edit guarded by a stale revision")
@@ -105,12 +63,12 @@ func TestAddEditPauseRemoveLifeCycle(t *testing.T) {
 	paused, err := svc.SetPaused(ctx, "shop-a", true, "maintenance")
 	require.NoError(t, err)
 	require.Equal(t, accounts.Paused, paused.State)
-	require.Equal(t, []string{"pause shop-a"}, eng.took())
+	require.Equal(t, []string{"pause shop-a (maintenance)"}, eng.Took())
 
 	removed, err := svc.RemovePlatform(ctx, "shop-a", accounts.RemoveOptions{DiscardDeadLetters: true})
 	require.NoError(t, err)
 	require.Equal(t, accounts.Removed, removed.State)
-	require.Equal(t, []string{"stop(discard=true) shop-a"}, eng.took())
+	require.Equal(t, []string{"stop shop-a discard=true"}, eng.Took())
 	queues, err := reg.TaskQueues(ctx, accounts.ClassPlatform)
 	require.NoError(t, err)
 	require.Empty(t, queues, "a removed platform's queue is no longer served")
@@ -129,7 +87,7 @@ func TestAddEditPauseRemoveLifeCycle(t *testing.T) {
 func TestEngineFailureKeepsTheRegistration(t *testing.T) {
 	ctx := context.Background()
 	svc, reg, eng := newService()
-	eng.fail = "start"
+	eng.FailStep("start", fmt.Errorf("temporal unreachable"))
 	_, err := svc.AddPlatform(ctx, platform(t, "shop-a"), accounts.AddOptions{})
 	var ee *accounts.EngineError
 	require.True(t, errors.As(err, &ee), "%v", err)
@@ -143,7 +101,7 @@ func TestApplyAddsUpdatesPrunesAndKeepsRunningQueues(t *testing.T) {
 	ctx := context.Background()
 	svc, reg, eng := newService()
 	a, b, c := platform(t, "shop-a"), platform(t, "shop-b"), platform(t, "shop-c")
-	eng.running["shop-b"] = "orders-shop-b" // a cursor from before the registry
+	eng.SetRunning("shop-b", "orders-shop-b") // a cursor from before the registry
 
 	changes, err := svc.ApplyPlatforms(ctx, []config.Platform{a, b}, accounts.ApplyOptions{DryRun: true})
 	require.NoError(t, err)
@@ -151,7 +109,7 @@ func TestApplyAddsUpdatesPrunesAndKeepsRunningQueues(t *testing.T) {
 	n, err := reg.Count(ctx, accounts.Filter{Class: accounts.ClassPlatform})
 	require.NoError(t, err)
 	require.Zero(t, n, "a dry run writes nothing")
-	require.Empty(t, eng.took())
+	require.Empty(t, eng.Took())
 
 	changes, err = svc.ApplyPlatforms(ctx, []config.Platform{a, b}, accounts.ApplyOptions{})
 	require.NoError(t, err)
@@ -159,24 +117,24 @@ func TestApplyAddsUpdatesPrunesAndKeepsRunningQueues(t *testing.T) {
 	require.Contains(t, changes[1].Note, "keeps task queue orders-shop-b")
 	e, _, _ := reg.Get(ctx, accounts.ClassPlatform, "shop-b")
 	require.Equal(t, "orders-shop-b", e.TaskQueue, "the running cursor's queue is kept")
-	eng.took()
+	eng.Took()
 
 	a.Retries = 1
 	changes, err = svc.ApplyPlatforms(ctx, []config.Platform{a, c}, accounts.ApplyOptions{Prune: true, DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{accounts.ActionUpdate, accounts.ActionAdd, accounts.ActionRemove}, actions(changes))
 	require.Equal(t, []string{"retries"}, changes[0].Fields)
-	require.Empty(t, eng.took())
+	require.Empty(t, eng.Took())
 
 	changes, err = svc.ApplyPlatforms(ctx, []config.Platform{a, c}, accounts.ApplyOptions{Prune: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{accounts.ActionUpdate, accounts.ActionAdd, accounts.ActionRemove}, actions(changes))
-	require.Equal(t, []string{"reconfigure shop-a", "start shop-c", "stop(discard=false) shop-b"}, eng.took())
+	require.Equal(t, []string{"reconfigure shop-a", "start shop-c", "stop shop-b discard=false"}, eng.Took())
 
 	changes, err = svc.ApplyPlatforms(ctx, []config.Platform{a, c}, accounts.ApplyOptions{})
 	require.NoError(t, err)
 	require.Equal(t, []string{accounts.ActionUnchanged, accounts.ActionUnchanged}, actions(changes))
-	require.Equal(t, []string{"start shop-a", "start shop-c"}, eng.took(), "an unchanged platform's cursor is started if it does not run")
+	require.Equal(t, []string{"start shop-a", "start shop-c"}, eng.Took(), "an unchanged platform's cursor is started if it does not run")
 
 	_, err = svc.ApplyPlatforms(ctx, []config.Platform{b}, accounts.ApplyOptions{})
 	require.ErrorIs(t, err, accounts.ErrRemovedName, "a pruned name comes back only explicitly")
