@@ -56,7 +56,7 @@ platforms:
 
 	code, out, errOut = runCommand(t, &silentClient{}, "platform", "apply", "--dry-run", "-f", file)
 	require.Equal(t, ExitOK, code, "apply runs where the secrets are not: %s", errOut)
-	require.Contains(t, out, "b: would be updated")
+	require.Contains(t, out, "b: would be started")
 }
 
 // TestValidateWarnsOfLegacyAPIs: a platform on an API its platform is
