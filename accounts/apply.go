@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"sync"
 
 	"github.com/ordersync/ordersync/config"
 )
@@ -64,13 +65,9 @@ func (s *Service) ApplyPlatforms(ctx context.Context, platforms []config.Platfor
 			return nil, ve
 		}
 	}
-	var changes []Change
-	for _, p := range platforms {
-		ch, err := s.applyOne(ctx, p, opts)
-		if err != nil {
-			return changes, err
-		}
-		changes = append(changes, ch)
+	changes, err := s.applyEach(ctx, platforms, opts)
+	if err != nil {
+		return changes, err
 	}
 	if !opts.Prune {
 		return changes, nil
@@ -101,6 +98,38 @@ func (s *Service) ApplyPlatforms(ctx context.Context, platforms []config.Platfor
 			ch.Revision = e.Revision
 		}
 		changes = append(changes, ch)
+	}
+	return changes, nil
+}
+
+// applyConcurrency is how many platforms an apply works on at once: each
+// is a few round trips to the store and to Temporal, so a file of
+// thousands takes minutes one by one.
+const applyConcurrency = 8
+
+// applyEach applies every platform, applyConcurrency at a time, and
+// returns the changes in the file's order. On an error it returns the
+// changes of the platforms before the first one that failed, and that
+// error (platforms after it may have been applied too: an apply is
+// idempotent, run it again).
+func (s *Service) applyEach(ctx context.Context, platforms []config.Platform, opts ApplyOptions) ([]Change, error) {
+	changes := make([]Change, len(platforms))
+	errs := make([]error, len(platforms))
+	sem := make(chan struct{}, applyConcurrency)
+	var wg sync.WaitGroup
+	for i, p := range platforms {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			changes[i], errs[i] = s.applyOne(ctx, p, opts)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return changes[:i], err
+		}
 	}
 	return changes, nil
 }
