@@ -3,14 +3,23 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/ordersync/ordersync/accounts"
+	"github.com/ordersync/ordersync/accounts/httpapi"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/starter"
+	"github.com/ordersync/ordersync/store"
 )
 
 // The file holds one platform; the others are onboarded while the
@@ -38,7 +47,7 @@ func onboardingSim() sim.Config {
 	cfg := sim.DefaultConfig()
 	cfg.Seed = 25
 	cfg.Shops = []sim.ShopConfig{{Name: "base", Token: "base-token"}, {Name: "a", Token: "a-token"},
-		{Name: "c", Token: "c-token"}}
+		{Name: "c", Token: "c-token"}, {Name: "h", Token: "h-token"}}
 	cfg.History = 2 * time.Minute
 	cfg.HistoryOrders = 120
 	cfg.LiveRate = 1
@@ -47,8 +56,8 @@ func onboardingSim() sim.Config {
 }
 
 // TestOnboardingAtRuntime: with workers running (and never restarted), a
-// platform added through the CLI starts fetching within 30 s and ends
-// with 0 missing; one on a task queue no worker serves breaks neither
+// platform added through the CLI and one through the HTTP API start
+// fetching within 30 s and end with 0 missing; one on a task queue no worker serves breaks neither
 // status nor list for the others; a removed one stops within 30 s and
 // nothing of it is fetched afterwards; its name is not reused by accident.
 func TestOnboardingAtRuntime(t *testing.T) {
@@ -93,6 +102,24 @@ func testOnboarding(t *testing.T, st stack) {
 	})
 	t.Logf("on-a fetched its first slice %s after its add", time.Since(added).Round(100*time.Millisecond))
 
+	// And one through the HTTP API a back office uses (ordersync serve).
+	httpAPI := startAccountsAPI(t, s)
+	added = time.Now()
+	body := fmt.Sprintf(`{"name": "on-h", "kind": "sim", "endpoint": %q, "credentials": {"env": "ORDERSYNC_E2E_H_TOKEN"},
+		"start": %q, "interval": "10s", "overlap": "3s", "settle": "1s", "timeout": "3s", "retry_interval": "200ms",
+		"rate_limit": {"rps": 200, "burst": 20}, "page_size": 50}`, s.simSrv.URL+"/shops/h", from)
+	status, answer := httpAPI.do(t, http.MethodPost, "/v1/platforms", body)
+	require.Equal(t, http.StatusCreated, status, answer)
+	require.Contains(t, answer, `"task_queue": "orders-sim"`)
+	eventually(t, 30*time.Second, "on-h's first slice within 30 s of its add", func() bool {
+		st, err := tryStatus(s.client, "on-h")
+		return err == nil && st.Counts.SlicesCompleted > 0
+	})
+	t.Logf("on-h (HTTP API) fetched its first slice %s after its add", time.Since(added).Round(100*time.Millisecond))
+	status, answer = httpAPI.do(t, http.MethodPost, "/v1/platforms", strings.Replace(body, `"kind": "sim"`, `"kind": "sim", "intervall": "1m"`, 1))
+	require.Equal(t, http.StatusBadRequest, status, answer)
+	require.Contains(t, answer, "intervall", "the error names the field")
+
 	// A platform on a queue no worker polls: its own rows fail, no other.
 	args = append([]string{"platform", "add", "on-c", "--kind", "sim", "--endpoint", s.simSrv.URL + "/shops/c",
 		"--credentials-env", "ORDERSYNC_E2E_C_TOKEN", "--set", "task_queue=orders-unserved"}, tuning...)
@@ -110,7 +137,7 @@ func testOnboarding(t *testing.T, st stack) {
 	for i, r := range rows {
 		byName[r.Platform] = i
 	}
-	require.Len(t, rows, 3, out)
+	require.Len(t, rows, 4, out)
 	require.True(t, rows[byName["on-a"]].Running, out)
 	require.True(t, rows[byName["on-base"]].Running, out)
 	require.NotEmpty(t, rows[byName["on-c"]].Error, out)
@@ -121,10 +148,10 @@ func testOnboarding(t *testing.T, st stack) {
 
 	// No loss for the platforms onboarded at runtime.
 	stopped := s.sim.StopCreating()
-	for _, p := range []string{"on-base", "on-a"} {
+	for _, p := range []string{"on-base", "on-a", "on-h"} {
 		s.waitWatermark(p, stopped.Add(5*time.Second), 2*time.Minute)
 	}
-	for p, shop := range map[string]string{"on-base": "base", "on-a": "a"} {
+	for p, shop := range map[string]string{"on-base": "base", "on-a": "a", "on-h": "h"} {
 		r := s.verify(p, shop)
 		require.Greater(t, r.Checked, 100, "%s: the simulator made orders", p)
 		require.Empty(t, r.Missing, "%s: missing orders", p)
@@ -149,6 +176,11 @@ func testOnboarding(t *testing.T, st stack) {
 	time.Sleep(8 * time.Second) // several slice intervals
 	require.Equal(t, before, s.sim.Stats().Shops["a"].Requests, "nothing of on-a is fetched after its removal")
 
+	// Removal through the API: the same as through the CLI.
+	status, answer = httpAPI.do(t, http.MethodDelete, "/v1/platforms/on-h", "")
+	require.Equal(t, http.StatusOK, status, answer)
+	require.Contains(t, answer, `"state": "removed"`)
+
 	code, out, _ = s.runCLI("platform", "list", "--state", "removed", "--no-cursors")
 	require.Zero(t, code)
 	require.Regexp(t, `on-a\s+sim\s+orders-sim\s+-\s+-\s+removed`, out)
@@ -157,4 +189,35 @@ func testOnboarding(t *testing.T, st stack) {
 	code, _, errOut = s.runCLI(args...)
 	require.Equal(t, 2, code, "a removed name is not reused by accident")
 	require.Contains(t, errOut, "--reuse-removed")
+}
+
+// accountsAPI is `ordersync serve`'s handler over the system's registry.
+type accountsAPI struct {
+	url, token string
+}
+
+func startAccountsAPI(t *testing.T, s *system) accountsAPI {
+	t.Helper()
+	reg, ok := store.RegistryOf(s.store)
+	require.True(t, ok)
+	const token = "e2e-accounts-api-token"
+	h, err := httpapi.New(&accounts.Service{Registry: reg, Engine: starter.Engine{Client: s.client}}, httpapi.Options{Token: token})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return accountsAPI{url: srv.URL, token: token}
+}
+
+func (a accountsAPI) do(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, a.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
 }
