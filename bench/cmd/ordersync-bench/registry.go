@@ -50,6 +50,11 @@ type registryResult struct {
 	// (each after the worker's registry poll caught up and a settle).
 	WorkerRSSBeforeMiB float64 `json:"worker_rss_before_mib"`
 	WorkerRSSAfterMiB  float64 `json:"worker_rss_after_mib"`
+	// WorkerHeap is the Go heap in use (go_memstats_heap_inuse_bytes), which
+	// shows what the process holds; RSS keeps pages a transient read used
+	// until the runtime returns them minutes later.
+	WorkerHeapBeforeMiB float64 `json:"worker_heap_before_mib"`
+	WorkerHeapAfterMiB  float64 `json:"worker_heap_after_mib"`
 	// Timings in milliseconds (p50 / max over the measured operations).
 	AddMS        []float64 `json:"add_ms"`
 	FirstSliceMS []float64 `json:"first_slice_ms"`
@@ -93,6 +98,9 @@ func runRegistry(ctx context.Context, env *benchEnv, p *registryParams) (registr
 		return r, err
 	}
 	r.WorkerRSSBeforeMiB = before.RSSMiB
+	if r.WorkerHeapBeforeMiB, err = heapInUse(ctx, s.metricsURLs[0]); err != nil {
+		return r, err
+	}
 
 	// The fleet: paused accounts (registered, not fetching), put straight
 	// into the registry as `platform apply` of many files would.
@@ -117,7 +125,11 @@ func runRegistry(ctx context.Context, env *benchEnv, p *registryParams) (registr
 		return r, err
 	}
 	r.WorkerRSSAfterMiB = after.RSSMiB
-	env.logf("B10: worker RSS %.0f MiB before, %.0f MiB after %d registered accounts", before.RSSMiB, after.RSSMiB, p.Accounts)
+	if r.WorkerHeapAfterMiB, err = heapInUse(ctx, s.metricsURLs[0]); err != nil {
+		return r, err
+	}
+	env.logf("B10: worker RSS %.0f MiB before, %.0f MiB after %d registered accounts (heap in use %.0f / %.0f MiB)",
+		before.RSSMiB, after.RSSMiB, p.Accounts, r.WorkerHeapBeforeMiB, r.WorkerHeapAfterMiB)
 
 	// Add accounts while the worker runs: the add itself, then until the
 	// account's first slice completed (its onboarding latency).
@@ -218,6 +230,7 @@ func printRegistry(w io.Writer, r registryResult) {
 	fmt.Fprintf(tw, "B10 registry\t%d accounts registered (%d fetching)\n", r.Params.Accounts, r.Params.Active)
 	fmt.Fprintf(tw, "  fill\t%.0f puts/s\n", r.FillPerSecond)
 	fmt.Fprintf(tw, "  worker RSS\t%.0f MiB before, %.0f MiB after\n", r.WorkerRSSBeforeMiB, r.WorkerRSSAfterMiB)
+	fmt.Fprintf(tw, "  worker Go heap in use\t%.0f MiB before, %.0f MiB after\n", r.WorkerHeapBeforeMiB, r.WorkerHeapAfterMiB)
 	for _, row := range []struct {
 		name string
 		v    []float64
@@ -241,4 +254,18 @@ func writeRegistry(dir string, r registryResult) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "registry-latest.json"), append(b, '\n'), 0o644)
+}
+
+// heapInUse reads the worker's Go heap in use from its /metrics, in MiB.
+func heapInUse(ctx context.Context, url string) (float64, error) {
+	v := -1.0
+	err := scrapeSeries(ctx, url, func(name, _ string, x float64) {
+		if name == "go_memstats_heap_inuse_bytes" {
+			v = x / (1 << 20)
+		}
+	})
+	if err == nil && v < 0 {
+		err = fmt.Errorf("%s has no go_memstats_heap_inuse_bytes", url)
+	}
+	return v, err
 }
