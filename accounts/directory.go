@@ -148,9 +148,7 @@ func (d *Directory) poll(ctx context.Context) error {
 			if e.Class != ClassPlatform {
 				continue
 			}
-			if _, ok := d.cached[e.Name]; ok {
-				delete(d.cached, e.Name) // read again, with its new settings, when next asked
-			}
+			delete(d.cached, e.Name) // read again, with its new settings, when next asked
 		}
 		since = page[len(page)-1].Revision
 		d.seen = since

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/starter"
 )
 
@@ -310,16 +309,6 @@ Credentials need not resolve on the machine that runs apply.
 	cmd.Flags().BoolVar(&opts.DiscardDeadLetters, "discard-dead-letters", false, "with --prune: end the removed platforms' dead-letter workflows too")
 	addTimeoutFlag(cmd, &timeout)
 	return cmd
-}
-
-// sameSettings compares settings as their JSON (what the cursor received).
-func sameSettings(running, file config.Platform) bool {
-	a, _ := json.Marshal(running)
-	b, _ := json.Marshal(file)
-	var x, y any
-	_ = json.Unmarshal(a, &x)
-	_ = json.Unmarshal(b, &y)
-	return reflect.DeepEqual(x, y)
 }
 
 func writeJSON(app *App, v any) error {
