@@ -176,3 +176,30 @@ func (s *postgresStore) readRegistry(ctx context.Context, query string, args ...
 	})
 	return out, err
 }
+
+// Watch implements accounts.Watcher: it LISTENs on RegistryChannel on a
+// connection of its own and calls changed for every notification, until
+// ctx ends or the connection fails (the caller listens again; its polls
+// keep it right meanwhile).
+func (r postgresRegistry) Watch(ctx context.Context, changed func()) error {
+	conn, err := r.s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("listen for registry changes: %w", err)
+	}
+	// A connection that listened is not handed back to the pool: closing
+	// it ends the LISTEN with it.
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(ctx, "LISTEN "+RegistryChannel); err != nil {
+		return fmt.Errorf("listen for registry changes: %w", err)
+	}
+	for {
+		if _, err := pc.WaitForNotification(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("wait for registry changes: %w", err)
+		}
+		changed()
+	}
+}

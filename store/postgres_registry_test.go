@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -44,4 +45,42 @@ func TestPostgresRegistryNotifies(t *testing.T) {
 	defer cancelShort()
 	_, err = conn.WaitForNotification(short)
 	require.Error(t, err, "no notification for the refused write")
+}
+
+// TestPostgresDirectoryFollowsNotifications: a worker's directory over the
+// PostgreSQL registry learns a new task queue from NOTIFY, not from its
+// poll (which here would come an hour later).
+func TestPostgresDirectoryFollowsNotifications(t *testing.T) {
+	b := backends[1]
+	skipUnavailable(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := openRegistry(t, b.fresh(t))
+	dir := accounts.NewDirectory(r, time.Hour, nil)
+	require.NoError(t, dir.Load(ctx))
+	queues := make(chan []string, 10)
+	dir.OnTaskQueues(func(q []string) { queues <- q })
+	go dir.Run(ctx)
+
+	e := regEntry("shop", accounts.Active)
+	e.TaskQueue = "orders-shopify"
+	// The listener may not be up the moment Run starts: write until one
+	// notification arrives (each write is a new revision).
+	var rev int64
+	for {
+		if rev == 0 {
+			rev = regPut(t, r, e, 0)
+		} else {
+			e.TaskQueue = fmt.Sprintf("orders-shopify-%d", rev)
+			rev = regPut(t, r, e, rev)
+		}
+		select {
+		case q := <-queues:
+			require.Len(t, q, 1)
+			return
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("no notification reached the directory")
+		}
+	}
 }
