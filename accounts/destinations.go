@@ -228,6 +228,9 @@ func (s *Service) RemoveDestination(ctx context.Context, name string) (Entry, er
 // settings) if it does not run, and with Prune those the file lost are
 // removed and their hold on the feed released.
 func (s *Service) ApplyDestinations(ctx context.Context, dests []config.Destination, opts ApplyOptions) ([]DestinationChange, error) {
+	if len(dests) == 0 && !opts.Prune {
+		return nil, nil
+	}
 	eng, err := s.deliveryEngine()
 	if err != nil {
 		return nil, err

@@ -90,6 +90,27 @@ func testDestinationOnboarding(t *testing.T, st stack) {
 	require.Zero(t, code, out)
 	require.Regexp(t, `e2e-dest\s+`, out)
 
+	// An edit that moves it to another task queue: the workers serve the
+	// new queue, and delivery goes on from where it was.
+	code, out, errOut = s.runCLI("deliveries", "edit", "e2e-dest", "--set", "task_queue=deliveries-e2e")
+	require.Zero(t, code, "%s%s", out, errOut)
+	require.Contains(t, out, "task queue deliveries-e2e")
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	desc, err := s.client.DescribeWorkflowExecution(dctx, api.DeliveryWorkflowID("e2e-dest"), "")
+	cancel()
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
+	require.Equal(t, "deliveries-e2e", desc.GetWorkflowExecutionInfo().GetTaskQueue())
+	var later store.FeedHead
+	eventually(t, time.Minute, "new changes after the move", func() bool {
+		later, err = s.store.Head(ctx)
+		return err == nil && later.LastSeq > head.LastSeq
+	})
+	eventually(t, 30*time.Second, "e2e-dest to go on from the new queue", func() bool {
+		return acked(t, s.store)["e2e-dest"] >= later.LastSeq
+	})
+	require.GreaterOrEqual(t, rcv.Stats().Changes, later.LastSeq, "nothing skipped across the move")
+
 	// Paused, it holds the feed: compaction keeps every change after its
 	// acknowledgement, however old.
 	code, out, errOut = s.runCLI("deliveries", "pause", "e2e-dest")
@@ -116,8 +137,8 @@ func testDestinationOnboarding(t *testing.T, st stack) {
 	require.Contains(t, out, "e2e-dest: removed at revision")
 	t.Logf("remove returned after %s", time.Since(removed).Round(100*time.Millisecond))
 	// remove returns once the Delivery has ended and the row is released.
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	desc, err := s.client.DescribeWorkflowExecution(dctx, api.DeliveryWorkflowID("e2e-dest"), "")
+	dctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	desc, err = s.client.DescribeWorkflowExecution(dctx, api.DeliveryWorkflowID("e2e-dest"), "")
 	cancel()
 	require.NoError(t, err)
 	status := desc.GetWorkflowExecutionInfo().GetStatus()

@@ -39,8 +39,36 @@ func (e Engine) StartDelivery(ctx context.Context, d config.Destination) error {
 // cursors: it is durable once the server takes it, so a Delivery whose
 // queue has no worker right now still gets it. The workflow checks it
 // (name, validation) as it checks the update of `deliveries` commands.
+//
+// A new task queue cannot be signalled: the workflow's own tasks stay on
+// the queue it was started on, which workers started later no longer
+// poll once no destination uses it. Such a Delivery is ended (as
+// StopDelivery does) and started again on the new queue; the new run
+// resumes after the store's record of the destination's acknowledgement,
+// which stays below its oldest set-aside change, so nothing is skipped.
 func (e Engine) ReconfigureDelivery(ctx context.Context, d config.Destination) error {
-	return e.signal(ctx, api.DeliveryWorkflowID(d.Name), api.SignalDeliveryConfig, d)
+	id := api.DeliveryWorkflowID(d.Name)
+	desc, err := e.Client.DescribeWorkflowExecution(ctx, id, "")
+	switch {
+	case isNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("describe %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil
+	}
+	if q := info.GetTaskQueue(); q != "" && q != d.TaskQueue {
+		if err := e.StopDelivery(ctx, d.Name); err != nil {
+			return fmt.Errorf("move %s from task queue %s to %s: %w", id, q, d.TaskQueue, err)
+		}
+		if _, err := EnsureDelivery(ctx, e.Client, d); err != nil {
+			return fmt.Errorf("move %s from task queue %s to %s: %w", id, q, d.TaskQueue, err)
+		}
+		return nil
+	}
+	return e.signal(ctx, id, api.SignalDeliveryConfig, d)
 }
 
 // StopDelivery implements accounts.DeliveryEngine. It cancels the
