@@ -9,36 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ordersync/ordersync/accounts"
+	"github.com/ordersync/ordersync/accounts/accountstest"
 	"github.com/ordersync/ordersync/config"
 )
-
-// The fake engine's delivery side (accounts.DeliveryEngine).
-func (f *fakeEngine) StartDelivery(_ context.Context, d config.Destination) error {
-	return f.record("start-delivery", d.Name)
-}
-func (f *fakeEngine) ReconfigureDelivery(_ context.Context, d config.Destination) error {
-	return f.record("reconfigure-delivery", d.Name)
-}
-func (f *fakeEngine) StopDelivery(_ context.Context, name string) error {
-	return f.record("stop-delivery", name)
-}
-
-// fakeFeed records releases in the engine's log, so a test sees their
-// order relative to the Delivery's stop.
-type fakeFeed struct {
-	eng  *fakeEngine
-	fail bool
-}
-
-func (f fakeFeed) ReleaseConsumer(_ context.Context, name string) (bool, error) {
-	if err := f.eng.record("release", name); err != nil {
-		return false, err
-	}
-	if f.fail {
-		return false, fmt.Errorf("store unreachable")
-	}
-	return true, nil
-}
 
 func destination(t *testing.T, name string) config.Destination {
 	t.Helper()
@@ -48,9 +21,11 @@ func destination(t *testing.T, name string) config.Destination {
 	return d
 }
 
-func newDestService() (*accounts.Service, *accounts.Memory, *fakeEngine) {
+// newDestService is a service whose engine also records the releases of
+// consumer rows, in order with its calls.
+func newDestService() (*accounts.Service, *accounts.Memory, *accountstest.Engine) {
 	svc, reg, eng := newService()
-	svc.Feed = fakeFeed{eng: eng}
+	svc.Feed = eng
 	return svc, reg, eng
 }
 
@@ -69,7 +44,7 @@ func TestDestinationLifeCycle(t *testing.T) {
 	require.Equal(t, accounts.ClassDestination, e.Class)
 	require.Equal(t, accounts.Active, e.State)
 	require.Equal(t, config.DefaultDeliveryTaskQueue, e.TaskQueue)
-	require.Equal(t, []string{"start-delivery oms"}, eng.took())
+	require.Equal(t, []string{"start-delivery oms"}, eng.Took())
 	queues, err := reg.TaskQueues(ctx, accounts.ClassDestination)
 	require.NoError(t, err)
 	require.Equal(t, []string{"deliveries"}, queues, "workers learn the queue to serve")
@@ -82,11 +57,11 @@ func TestDestinationLifeCycle(t *testing.T) {
 	edited, err := svc.EditDestination(ctx, "oms", 0, func(d *config.Destination) error { d.BatchSize = 50; return nil })
 	require.NoError(t, err)
 	require.Greater(t, edited.Revision, e.Revision)
-	require.Equal(t, []string{"reconfigure-delivery oms"}, eng.took())
+	require.Equal(t, []string{"reconfigure-delivery oms"}, eng.Took())
 	same, err := svc.EditDestination(ctx, "oms", 0, func(*config.Destination) error { return nil })
 	require.NoError(t, err)
 	require.Equal(t, edited.Revision, same.Revision, "an edit that changes nothing writes nothing")
-	require.Empty(t, eng.took())
+	require.Empty(t, eng.Took())
 	_, err = svc.EditDestination(ctx, "oms", e.Revision, func(d *config.Destination) error { d.Retries = 1; return nil })
 	require.ErrorIs(t, err, accounts.ErrConflict)
 	_, err = svc.EditDestination(ctx, "oms", 0, func(d *config.Destination) error { d.URL = "ftp://oms"; return nil })
@@ -101,7 +76,7 @@ func TestDestinationLifeCycle(t *testing.T) {
 	removed, err := svc.RemoveDestination(ctx, "oms")
 	require.NoError(t, err)
 	require.Equal(t, accounts.Removed, removed.State)
-	require.Equal(t, []string{"stop-delivery oms", "release oms"}, eng.took(), "stopped, then released")
+	require.Equal(t, []string{"stop-delivery oms", "release oms"}, eng.Took(), "stopped, then released")
 	queues, err = reg.TaskQueues(ctx, accounts.ClassDestination)
 	require.NoError(t, err)
 	require.Empty(t, queues)
@@ -113,7 +88,7 @@ func TestDestinationLifeCycle(t *testing.T) {
 	again, err := svc.AddDestination(ctx, d, accounts.AddOptions{ReuseRemoved: true})
 	require.NoError(t, err, "but explicitly")
 	require.Equal(t, accounts.Active, again.State)
-	require.Equal(t, []string{"start-delivery oms"}, eng.took())
+	require.Equal(t, []string{"start-delivery oms"}, eng.Took())
 
 	_, err = svc.RemoveDestination(ctx, "nobody")
 	require.ErrorIs(t, err, accounts.ErrNotFound)
@@ -132,26 +107,26 @@ func TestDestinationRemovalFinishesLater(t *testing.T) {
 	svc, reg, eng := newDestService()
 	_, err := svc.AddDestination(ctx, destination(t, "oms"), accounts.AddOptions{})
 	require.NoError(t, err)
-	eng.took()
+	eng.Took()
 
-	eng.fail = "stop-delivery"
+	eng.FailStep("stop-delivery", fmt.Errorf("temporal unreachable"))
 	_, err = svc.RemoveDestination(ctx, "oms")
 	var ee *accounts.EngineError
 	require.True(t, errors.As(err, &ee), "%v", err)
 	require.Equal(t, "stop", ee.Step)
 	require.Contains(t, err.Error(), "its Delivery's stop failed")
 	require.Contains(t, err.Error(), "ordersync deliveries remove oms")
-	require.Equal(t, []string{"stop-delivery oms"}, eng.took(), "not released while the Delivery may run")
+	require.Equal(t, []string{"stop-delivery oms"}, eng.Took(), "not released while the Delivery may run")
 	e, _, _ := reg.Get(ctx, accounts.ClassDestination, "oms")
 	require.Equal(t, accounts.Removed, e.State, "the registry holds the removal: workers refuse the destination")
 
-	eng.fail = ""
+	eng.FailStep("stop-delivery", nil)
 	again, err := svc.RemoveDestination(ctx, "oms")
 	require.NoError(t, err)
 	require.Equal(t, e.Revision, again.Revision, "finishing writes no new revision")
-	require.Equal(t, []string{"stop-delivery oms", "release oms"}, eng.took())
+	require.Equal(t, []string{"stop-delivery oms", "release oms"}, eng.Took())
 
-	svc.Feed = fakeFeed{eng: eng, fail: true}
+	eng.FailStep("release", fmt.Errorf("store unreachable"))
 	_, err = svc.RemoveDestination(ctx, "oms")
 	require.True(t, errors.As(err, &ee), "%v", err)
 	require.Equal(t, "release", ee.Step)
@@ -175,14 +150,14 @@ func (r *releasingRegistry) ReleaseConsumer(_ context.Context, name string) (boo
 func TestDestinationReleaseThroughTheRegistry(t *testing.T) {
 	ctx := context.Background()
 	reg := &releasingRegistry{Memory: accounts.NewMemory()}
-	svc := &accounts.Service{Registry: reg, Engine: &fakeEngine{}}
+	svc := &accounts.Service{Registry: reg, Engine: &accountstest.Engine{}}
 	_, err := svc.AddDestination(ctx, destination(t, "oms"), accounts.AddOptions{})
 	require.NoError(t, err)
 	_, err = svc.RemoveDestination(ctx, "oms")
 	require.NoError(t, err)
 	require.Equal(t, []string{"oms"}, reg.released)
 
-	bare := &accounts.Service{Registry: accounts.NewMemory(), Engine: &fakeEngine{}}
+	bare := &accounts.Service{Registry: accounts.NewMemory(), Engine: &accountstest.Engine{}}
 	_, err = bare.AddDestination(ctx, destination(t, "oms"), accounts.AddOptions{})
 	require.NoError(t, err)
 	_, err = bare.RemoveDestination(ctx, "oms")
@@ -202,31 +177,31 @@ func TestApplyDestinations(t *testing.T) {
 	n, err := reg.Count(ctx, accounts.Filter{Class: accounts.ClassDestination})
 	require.NoError(t, err)
 	require.Zero(t, n, "a dry run writes nothing")
-	require.Empty(t, eng.took())
+	require.Empty(t, eng.Took())
 
 	_, err = svc.ApplyDestinations(ctx, []config.Destination{a, b}, accounts.ApplyOptions{})
 	require.NoError(t, err)
-	require.Equal(t, []string{"start-delivery hook-a", "start-delivery hook-b"}, eng.took())
+	require.Equal(t, []string{"start-delivery hook-a", "start-delivery hook-b"}, eng.Took())
 
 	a.BatchSize = 7
 	changes, err = svc.ApplyDestinations(ctx, []config.Destination{a, c}, accounts.ApplyOptions{Prune: true, DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{accounts.ActionUpdate, accounts.ActionAdd, accounts.ActionRemove}, destActions(changes))
 	require.Equal(t, []string{"batch_size"}, changes[0].Fields)
-	require.Empty(t, eng.took())
+	require.Empty(t, eng.Took())
 
 	changes, err = svc.ApplyDestinations(ctx, []config.Destination{a, c}, accounts.ApplyOptions{Prune: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{accounts.ActionUpdate, accounts.ActionAdd, accounts.ActionRemove}, destActions(changes))
 	require.Equal(t, []string{"reconfigure-delivery hook-a", "start-delivery hook-a", "start-delivery hook-c",
-		"stop-delivery hook-b", "release hook-b"}, eng.took())
+		"stop-delivery hook-b", "release hook-b"}, eng.Took())
 	e, _, _ := reg.Get(ctx, accounts.ClassDestination, "hook-b")
 	require.Equal(t, accounts.Removed, e.State, "pruned")
 
 	changes, err = svc.ApplyDestinations(ctx, []config.Destination{a, c}, accounts.ApplyOptions{})
 	require.NoError(t, err)
 	require.Equal(t, []string{accounts.ActionUnchanged, accounts.ActionUnchanged}, destActions(changes))
-	require.Equal(t, []string{"start-delivery hook-a", "start-delivery hook-c"}, eng.took(),
+	require.Equal(t, []string{"start-delivery hook-a", "start-delivery hook-c"}, eng.Took(),
 		"an unchanged destination's Delivery is started if it does not run")
 
 	_, err = svc.ApplyDestinations(ctx, []config.Destination{b}, accounts.ApplyOptions{})
