@@ -40,6 +40,11 @@ type Directory struct {
 	queues []string
 	watch  []func([]string)
 	poke   chan struct{}
+	// The destinations' side (directory_destinations.go).
+	dests      map[string]cachedDestination
+	destQueues []string
+	destWatch  []func([]string)
+	destStale  bool // a read of destQueues failed: read again next poll
 }
 
 type cachedPlatform struct {
@@ -57,7 +62,7 @@ func NewDirectory(reg Registry, interval time.Duration, logger *slog.Logger) *Di
 		logger = slog.Default()
 	}
 	return &Directory{reg: reg, interval: interval, logger: logger,
-		cached: map[string]cachedPlatform{}, poke: make(chan struct{}, 1)}
+		cached: map[string]cachedPlatform{}, dests: map[string]cachedDestination{}, poke: make(chan struct{}, 1)}
 }
 
 // Load reads the registry's revision and task queues: call it once before
@@ -71,8 +76,12 @@ func (d *Directory) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the registry's task queues: %w", err)
 	}
+	destQueues, err := d.reg.TaskQueues(ctx, ClassDestination)
+	if err != nil {
+		return fmt.Errorf("read the registry's delivery task queues: %w", err)
+	}
 	d.mu.Lock()
-	d.seen, d.queues = rev, queues
+	d.seen, d.queues, d.destQueues = rev, queues, destQueues
 	d.mu.Unlock()
 	return nil
 }
@@ -157,12 +166,16 @@ func (d *Directory) Refresh() {
 	}
 }
 
+// Sync applies the registry's changes now, in the caller's goroutine (a
+// test, or a process that must see its own write before it goes on).
+func (d *Directory) Sync(ctx context.Context) error { return d.poll(ctx) }
+
 // poll applies the changes since the last revision seen.
 func (d *Directory) poll(ctx context.Context) error {
 	d.mu.Lock()
 	since := d.seen
 	d.mu.Unlock()
-	changed := false
+	changed := map[Class]bool{}
 	for {
 		page, err := d.reg.Changes(ctx, since, MaxPage)
 		if err != nil {
@@ -171,13 +184,15 @@ func (d *Directory) poll(ctx context.Context) error {
 		if len(page) == 0 {
 			break
 		}
-		changed = true
 		d.mu.Lock()
 		for _, e := range page {
-			if e.Class != ClassPlatform {
-				continue
+			changed[e.Class] = true
+			// Read again, with its new settings, when next asked.
+			if e.Class == ClassDestination {
+				delete(d.dests, e.Name)
+			} else {
+				delete(d.cached, e.Name)
 			}
-			delete(d.cached, e.Name) // read again, with its new settings, when next asked
 		}
 		since = page[len(page)-1].Revision
 		d.seen = since
@@ -186,7 +201,12 @@ func (d *Directory) poll(ctx context.Context) error {
 			break
 		}
 	}
-	if !changed {
+	if changed[ClassDestination] || d.destQueuesStale() {
+		if err := d.pollDestinationQueues(ctx); err != nil {
+			return err
+		}
+	}
+	if !changed[ClassPlatform] {
 		return nil
 	}
 	queues, err := d.reg.TaskQueues(ctx, ClassPlatform)

@@ -35,6 +35,9 @@ type Engine interface {
 type Service struct {
 	Registry Registry
 	Engine   Engine
+	// Feed releases a removed destination's consumer row (the store's
+	// change feed); nil uses the Registry when it can (destinations.go).
+	Feed ConsumerReleaser
 }
 
 // EngineError is a registry change that was written but whose follow-up
@@ -48,8 +51,12 @@ type EngineError struct {
 }
 
 func (e *EngineError) Error() string {
-	return fmt.Sprintf("%s is registered at revision %d, but its cursor's %s failed: %v (%s)",
-		e.Entry.Name, e.Entry.Revision, e.Step, e.Err, e.Fix)
+	what := "cursor"
+	if e.Entry.Class == ClassDestination {
+		what = "Delivery"
+	}
+	return fmt.Sprintf("%s is registered at revision %d, but its %s's %s failed: %v (%s)",
+		e.Entry.Name, e.Entry.Revision, what, e.Step, e.Err, e.Fix)
 }
 
 func (e *EngineError) Unwrap() error { return e.Err }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/textclip"
@@ -38,15 +39,26 @@ type ChangeFeed interface {
 	Acks(ctx context.Context) (map[string]int64, error)
 }
 
-// Deliveries holds what delivery activities need besides the feed: the
-// destinations this worker's platforms file declares (a workflow names a
-// destination; its URL and secret reference come from here, so workflow
-// input cannot point a secret elsewhere) and their open senders.
+// Deliveries holds what delivery activities need besides the feed: where
+// a destination's settings come from (a workflow names a destination; its
+// URL and secret reference come from here, so workflow input cannot point
+// a secret elsewhere) and the open senders.
 type Deliveries struct {
+	// Registry, when set, resolves destinations by name from the account
+	// registry (accounts.Directory): one added at runtime is delivered to
+	// without a restart, and a removed one is refused.
+	Registry DestinationLookup
+	// Destinations are the ones this worker was given directly (its
+	// platforms file): used for a name the registry does not hold.
 	Destinations map[string]config.Destination
 
 	mu      sync.Mutex
 	senders map[string]senderEntry
+}
+
+// DestinationLookup resolves a destination by name (accounts.Directory).
+type DestinationLookup interface {
+	LookupDestination(ctx context.Context, name string) (config.Destination, accounts.State, bool, error)
 }
 
 type senderEntry struct {
@@ -101,7 +113,7 @@ var senderKinds = map[string]func(config.Destination) (sender, error){
 // the destination's acknowledged seq in the store, so compaction keeps
 // everything after it.
 func (a *Activities) NextBatch(ctx context.Context, req api.NextBatchRequest) (api.NextBatchResult, error) {
-	d, err := a.destination(req.Destination)
+	d, err := a.destination(ctx, req.Destination)
 	if err != nil {
 		return api.NextBatchResult{}, err
 	}
@@ -245,7 +257,7 @@ func (a *Activities) readChanges(ctx context.Context, d config.Destination, q st
 // workflow sets (workflows, deliverActivityContext), not after the
 // start-to-close one.
 func (a *Activities) DeliverChanges(ctx context.Context, req api.DeliverRequest) (api.DeliverResult, error) {
-	d, err := a.destination(req.Destination)
+	d, err := a.destination(ctx, req.Destination)
 	if err != nil {
 		return api.DeliverResult{}, err
 	}
@@ -318,9 +330,25 @@ func checkLaneRequest(req api.DeliverRequest) error {
 	return nil
 }
 
-func (a *Activities) destination(name string) (config.Destination, error) {
+func (a *Activities) destination(ctx context.Context, name string) (config.Destination, error) {
 	if a.Deliveries == nil || a.Feed == nil {
 		return config.Destination{}, temporal.NewNonRetryableApplicationError("this worker delivers no changes (no store feed or destinations)", ErrPermanent, nil)
+	}
+	if r := a.Deliveries.Registry; r != nil {
+		d, state, found, err := r.LookupDestination(ctx, name)
+		switch {
+		case err != nil:
+			return config.Destination{}, temporal.NewApplicationError(
+				textclip.Message(fmt.Sprintf("destination %s: look it up in the registry: %v", printableName(name), err)), ErrStore)
+		case found && state == accounts.Removed:
+			// Nothing is sent or acknowledged for a removed destination:
+			// its consumer row is being released.
+			return config.Destination{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("destination %s was removed from the registry; nothing is delivered to it (add it again to deliver)", printableName(name)),
+				ErrPermanent, nil)
+		case found:
+			return d, nil
+		}
 	}
 	d, ok := a.Deliveries.Destinations[name]
 	if !ok {
@@ -329,7 +357,8 @@ func (a *Activities) destination(name string) (config.Destination, error) {
 		// after it re-reads its file) has the destination. Failing the
 		// Delivery workflow here would stop delivery for good.
 		return config.Destination{}, temporal.NewApplicationError(
-			fmt.Sprintf("destination %q is not in this worker's platforms file (retried until a worker that has it takes the task)", name), ErrTransient)
+			fmt.Sprintf("destination %s is neither registered nor in this worker's platforms file (retried until it is registered: ordersync deliveries add)",
+				printableName(name)), ErrTransient)
 	}
 	return d, nil
 }

@@ -181,7 +181,7 @@ func TestDeliveryActivityGuards(t *testing.T) {
 	a := webhookActivities(t, st, "http://127.0.0.1:1")
 	ctx := context.Background()
 	_, err := a.DeliverChanges(ctx, api.DeliverRequest{Destination: "elsewhere", SeqRange: api.SeqRange{To: 3}, Expect: 2})
-	require.ErrorContains(t, err, `destination "elsewhere" is not in this worker's platforms file`)
+	require.ErrorContains(t, err, `destination elsewhere is neither registered nor in this worker's platforms file`)
 	var unknown *temporal.ApplicationError
 	require.True(t, errors.As(err, &unknown))
 	require.False(t, unknown.NonRetryable(), "a worker without the destination must not end the Delivery workflow")

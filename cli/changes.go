@@ -75,8 +75,10 @@ func newChangesCompactCommand(app *App) *cobra.Command {
 		Short: "Remove changes older than the retention that every destination has acknowledged",
 		Long: `Removes changes committed more than the retention ago (--retention, default
 $ORDERSYNC_CHANGE_RETENTION, 168h) that every destination has acknowledged:
-those recorded in the store, and those of the platforms file's destinations
-block, which hold every change until they acknowledge one.`,
+those recorded in the store, and the registered destinations and those of
+the platforms file's destinations block, which hold every change until they
+acknowledge one. A removed destination holds nothing: a consumer row it
+left is released first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if retention == 0 {
@@ -92,7 +94,7 @@ block, which hold every change until they acknowledge one.`,
 				return fmt.Errorf("open store: %w", err)
 			}
 			defer st.Close()
-			n, err := st.CompactChanges(ctx, store.Compaction{Before: time.Now().Add(-retention), Consumers: consumers})
+			n, err := compactOnce(ctx, st, consumers, retention, app.Logger.Info)
 			if err != nil {
 				return err
 			}

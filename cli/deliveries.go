@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/starter"
@@ -21,32 +22,90 @@ import (
 func newDeliveriesCommand(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deliveries",
-		Short: "Start, inspect and steer the Delivery workflows of the platforms file's destinations",
-		Long: `Each destination of the platforms file's destinations block has one Delivery
-workflow (ID delivery/<destination>) that sends it the change feed, from
-its acknowledged sequence number on.`,
+		Short: "Add, remove, start, inspect and steer destinations and their Delivery workflows",
+		Long: `Each destination has one Delivery workflow (ID delivery/<destination>) that
+sends it the change feed, from its acknowledged sequence number on.
+Destinations are registry data: add, edit and remove them at runtime
+(deliveries add|edit|remove, or platform apply -f with a destinations
+block); the running workers follow. A platforms file's destinations not
+registered yet are used too.`,
 	}
-	cmd.AddCommand(newDeliveriesStartCommand(app), newDeliveriesListCommand(app), newDeliveriesStatusCommand(app),
+	cmd.AddCommand(newDeliveriesAddCommand(app), newDeliveriesEditCommand(app), newDeliveriesRemoveCommand(app),
+		newDeliveriesStartCommand(app), newDeliveriesListCommand(app), newDeliveriesStatusCommand(app),
 		newDeliveriesMessageCommand(app, api.SignalDeliveryPause), newDeliveriesMessageCommand(app, api.SignalDeliveryResume),
 		newDeliveriesMessageCommand(app, api.SignalDeliveryRetry), newDeliveriesMessageCommand(app, api.SignalDeliverySkip))
 	return cmd
 }
 
-// selectDestinations returns the named destinations of the file, all when
-// names is empty.
-func (a *App) selectDestinations(names []string) ([]config.Destination, error) {
-	f, err := a.LoadPlatforms()
+// selectDestinations returns the named destinations, all when names is
+// empty: from the registry (its settings win), else from the platforms
+// file (one not registered yet). A removed destination is not selected.
+func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.Destination, error) {
+	f, err := a.loadPlatformsIfAny()
 	if err != nil {
 		return nil, err
 	}
+	if f == nil {
+		f = &config.File{}
+	}
+	reg, closeReg, err := a.openRegistry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeReg()
 	if len(names) == 0 {
-		return f.Destinations, nil
+		var out []config.Destination
+		seen := map[string]bool{}
+		for after := ""; ; {
+			page, err := reg.List(ctx, accounts.Filter{Class: accounts.ClassDestination, After: after, Limit: accounts.MaxPage})
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range page {
+				d, err := accounts.DecodeDestination(e)
+				if err != nil {
+					return nil, err
+				}
+				out, seen[d.Name] = append(out, d), true
+			}
+			if len(page) < accounts.MaxPage {
+				break
+			}
+			after = page[len(page)-1].Name
+		}
+		for _, d := range f.Destinations {
+			if seen[d.Name] {
+				continue
+			}
+			if e, found, err := reg.Get(ctx, accounts.ClassDestination, d.Name); err != nil {
+				return nil, err
+			} else if !found || e.State != accounts.Removed {
+				out = append(out, d)
+			}
+		}
+		return out, nil
 	}
 	var out []config.Destination
 	for _, n := range names {
+		e, found, err := reg.Get(ctx, accounts.ClassDestination, n)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case found && e.State == accounts.Removed:
+			return nil, Usage(fmt.Errorf("destination %s was removed at revision %d", term(n), e.Revision))
+		case found:
+			d, err := accounts.DecodeDestination(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+			continue
+		}
 		d, ok := f.Destination(n)
 		if !ok {
-			return nil, Usage(fmt.Errorf("unknown destination %q (configured: %s)", n, strings.Join(f.DestinationNames(), ", ")))
+			return nil, Usage(fmt.Errorf("unknown destination %q: not registered (ordersync deliveries add) and not in a platforms file (%s)",
+				clipText(n, 100), joinOrNone(f.DestinationNames())))
 		}
 		out = append(out, d)
 	}
@@ -59,7 +118,7 @@ func newDeliveriesStartCommand(app *App) *cobra.Command {
 		Short:   "Start the Delivery workflows of the named destinations (all without names) that are not running",
 		Example: "  ordersync deliveries start\n  ordersync deliveries start oms",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dests, err := app.selectDestinations(args)
+			dests, err := app.selectDestinations(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -180,7 +239,7 @@ a script can wait for "all delivered".`,
 }
 
 func (a *App) printDeliveryReports(ctx context.Context, names []string, strict bool) error {
-	dests, err := a.selectDestinations(names)
+	dests, err := a.selectDestinations(ctx, names)
 	if err != nil {
 		return err
 	}

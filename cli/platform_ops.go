@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/starter"
 )
 
 func newPlatformListCommand(app *App) *cobra.Command {
@@ -215,7 +212,11 @@ end; --discard-dead-letters ends their dead-letter workflows too). With
 nothing.
 
 A platform registered for the first time whose cursor already runs keeps
-the task queue it runs on. Destinations are started or updated as before.
+the task queue it runs on. The destinations block is applied the same way:
+a new destination is registered and its Delivery started, a changed one
+written and its Delivery reconfigured, and with --prune a registered
+destination the file lost is removed (its Delivery ends and it no longer
+holds the change feed).
 Credentials need not resolve on the machine that runs apply.
 
 ` + updateWaitHelp,
@@ -226,7 +227,7 @@ Credentials need not resolve on the machine that runs apply.
 			if err != nil {
 				return err
 			}
-			svc, c, done, err := app.accountService(cmd.Context())
+			svc, _, done, err := app.accountService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -255,37 +256,23 @@ Credentials need not resolve on the machine that runs apply.
 				}
 				return registryError(err)
 			}
-			for _, d := range f.Destinations {
-				dst, running, err := deliveryStatus(cmd.Context(), c, d.Name)
-				if err != nil {
-					return err
+			// The destinations block goes through the registry too (with
+			// --prune, registered destinations the file lost are removed).
+			dapplied, err := svc.ApplyDestinations(cmd.Context(), f.Destinations, opts)
+			for _, ch := range dapplied {
+				action := map[string]string{accounts.ActionAdd: "delivery started", accounts.ActionUpdate: "delivery settings updated",
+					accounts.ActionUnchanged: "delivery unchanged", accounts.ActionRemove: "delivery removed"}[ch.Action]
+				if dryRun {
+					action = map[string]string{accounts.ActionAdd: "delivery would be started", accounts.ActionUpdate: "delivery settings would be updated",
+						accounts.ActionUnchanged: "delivery unchanged", accounts.ActionRemove: "delivery would be removed"}[ch.Action]
 				}
-				action := "delivery unchanged"
-				switch {
-				case !running && dryRun:
-					action = "delivery would be started"
-				case !running:
-					action = "delivery started"
-					if _, err := starter.EnsureDelivery(cmd.Context(), c, d); err != nil {
-						return err
-					}
-				case reflect.DeepEqual(dst.Settings, d):
-				case dryRun:
-					action = "delivery settings would be updated"
-				default:
-					uctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-					h, err := c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{WorkflowID: api.DeliveryWorkflowID(d.Name),
-						UpdateName: api.SignalDeliveryConfig, Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted})
-					if err == nil {
-						err = h.Get(uctx, nil)
-					}
-					cancel()
-					if err != nil {
-						return fmt.Errorf("config %s: %w", api.DeliveryWorkflowID(d.Name), err)
-					}
-					action = "delivery settings updated"
+				changes = append(changes, change{"destination " + ch.Destination, action, ch.Fields, ch.Revision, ""})
+			}
+			if err != nil {
+				for _, ch := range changes {
+					fmt.Fprintf(app.Out, "%s: %s\n", ch.Platform, ch.Action)
 				}
-				changes = append(changes, change{Platform: "destination " + d.Name, Action: action})
+				return registryError(err)
 			}
 			if app.Output == "json" {
 				return writeJSON(app, changes)
@@ -304,8 +291,8 @@ Credentials need not resolve on the machine that runs apply.
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only say what would change")
-	cmd.Flags().BoolVar(&opts.Prune, "prune", false, "remove registered platforms the file does not list")
-	cmd.Flags().BoolVar(&opts.ReuseRemoved, "reuse-removed", false, "let the file take names of removed platforms")
+	cmd.Flags().BoolVar(&opts.Prune, "prune", false, "remove registered platforms and destinations the file does not list")
+	cmd.Flags().BoolVar(&opts.ReuseRemoved, "reuse-removed", false, "let the file take names of removed platforms and destinations")
 	cmd.Flags().BoolVar(&opts.DiscardDeadLetters, "discard-dead-letters", false, "with --prune: end the removed platforms' dead-letter workflows too")
 	addTimeoutFlag(cmd, &timeout)
 	return cmd

@@ -58,7 +58,8 @@ func (a *App) accountService(ctx context.Context) (*accounts.Service, client.Cli
 //
 // A platform whose cursor already runs keeps the task queue it runs on
 // (a file without task_queue meant orders-<platform> before the registry),
-// so the upgrade strands no cursor.
+// so the upgrade strands no cursor. The file's destinations are
+// registered the same way (SeedDestinations).
 func SeedRegistry(ctx context.Context, reg accounts.Registry, f *config.File, engine accounts.Engine, logf func(msg string, args ...any)) error {
 	for _, p := range f.Platforms {
 		e, found, err := reg.Get(ctx, accounts.ClassPlatform, p.Name)
@@ -95,7 +96,7 @@ func SeedRegistry(ctx context.Context, reg accounts.Registry, f *config.File, en
 		}
 		logf("registered platform from the platforms file", "platform", p.Name, "revision", rev, "task_queue", p.TaskQueue)
 	}
-	return nil
+	return SeedDestinations(ctx, reg, f, logf)
 }
 
 // platformFromFlags builds a validated platform from add's flags, through

@@ -68,14 +68,19 @@ const compactedPoison = "(compacted)"
 // fails (exit 1) when a change accepted before the cutoff is neither
 // delivered nor set aside.
 func (a *App) verifyDestination(ctx context.Context, name, until string, settle time.Duration) error {
-	f, err := a.LoadPlatforms()
+	f, err := a.loadPlatformsIfAny()
 	if err != nil {
 		return err
 	}
-	d, ok := f.Destination(name)
-	if !ok {
-		return Usage(fmt.Errorf("unknown destination %q (configured: %s)", name, joinOrNone(f.DestinationNames())))
+	if f == nil {
+		f = &config.File{}
 	}
+	// The registry's settings, or the file's for one not registered yet.
+	dests, err := a.selectDestinations(ctx, []string{name})
+	if err != nil {
+		return err
+	}
+	d := dests[0]
 	if settle < 0 {
 		return Usage(fmt.Errorf("--settle %s: must not be negative", settle))
 	}

@@ -185,7 +185,7 @@ func TestVerifyDestination(t *testing.T) {
 			args []string
 			want string
 		}{
-			{[]string{"--destination", "nope"}, `unknown destination "nope" (configured: hook, only-a)`},
+			{[]string{"--destination", "nope"}, `unknown destination "nope": not registered (ordersync deliveries add) and not in a platforms file (hook, only-a)`},
 			{[]string{"--destination", "hook", "--platform", "a"}, "give --platform or --destination, not both"},
 			{[]string{"--platform", "a", "--settle", "1m"}, "--settle is for --destination"},
 			{[]string{"--destination", "hook", "--settle", "-1m"}, "--settle -1m0s: must not be negative"},

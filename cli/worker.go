@@ -129,8 +129,8 @@ func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout
 	if err := a.checkNamespaceReady(ctx, c); err != nil {
 		return err
 	}
-	if len(platforms) > 0 {
-		seed := &config.File{Path: file.Path, Platforms: platforms}
+	if len(platforms) > 0 || len(file.Destinations) > 0 {
+		seed := &config.File{Path: file.Path, Platforms: platforms, Destinations: file.Destinations}
 		if err := SeedRegistry(ctx, reg, seed, starter.Engine{Client: c}, a.Logger.Info); err != nil {
 			return err
 		}
@@ -175,11 +175,14 @@ const feedCompactInterval = time.Hour
 
 // CompactFeed removes, at start and then every feedCompactInterval until
 // ctx ends, the changes older than ORDERSYNC_CHANGE_RETENTION that every
-// destination has acknowledged. Every process that runs workers (`ordersync
-// worker`, `ordersync dev`) runs it; several at once is harmless.
+// destination has acknowledged: the registry's destinations that are not
+// removed and the platforms file's (destinations). A removed destination's
+// leftover consumer row is released first. Every process that runs
+// workers (`ordersync worker`, `ordersync dev`) runs it; several at once
+// is harmless.
 func (a *App) CompactFeed(ctx context.Context, st store.Store, destinations []string) {
 	for {
-		n, err := st.CompactChanges(ctx, store.Compaction{Before: time.Now().Add(-a.Process.ChangeRetention), Consumers: destinations})
+		n, err := compactOnce(ctx, st, destinations, a.Process.ChangeRetention, a.Logger.Info)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			a.Logger.Warn("change feed compaction failed", "error", err)

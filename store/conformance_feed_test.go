@@ -26,6 +26,7 @@ var feedCases = []struct {
 	{"acks only grow", testFeedAcks},
 	{"counting what was committed before a cutoff", testFeedCountCommittedBefore},
 	{"compaction keeps what a consumer has not acknowledged", testFeedCompaction},
+	{"a released consumer no longer holds compaction", testFeedReleaseConsumer},
 }
 
 func TestFeedConformance(t *testing.T) {
@@ -350,4 +351,50 @@ func testFeedCompaction(t *testing.T, dsn string) {
 	all := allChanges(t, s)
 	require.Len(t, all, 1)
 	require.Equal(t, int64(11), all[0].Seq, "a seq is never reused")
+}
+
+// testFeedReleaseConsumer: a removed destination's consumer row held every
+// change after its last ack for ever (issue 25); released, it holds
+// nothing, and the other consumers' holds are untouched.
+func testFeedReleaseConsumer(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
+	ctx := context.Background()
+	for i := range 10 {
+		upsert(t, s, version("p", fmt.Sprint(i), 1))
+	}
+	future := time.Now().Add(time.Hour) // every change is older than this
+	require.NoError(t, s.AckChanges(ctx, "gone", 3))
+	require.NoError(t, s.AckChanges(ctx, "live", 8))
+	// Compaction is given only the destinations still configured, as a
+	// worker does once "gone" is removed: its row alone holds from seq 4.
+	c := Compaction{Before: future, Consumers: []string{"live"}}
+	_, err := s.CompactChanges(ctx, c)
+	require.NoError(t, err)
+	all := allChanges(t, s)
+	require.Len(t, all, 7)
+	require.Equal(t, int64(4), all[0].Seq, "the removed destination's row holds the feed")
+
+	released, err := s.ReleaseConsumer(ctx, "gone")
+	require.NoError(t, err)
+	require.True(t, released)
+	acks, err := s.Acks(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"live": 8}, acks, "only the released row is gone")
+	n, err := s.CompactChanges(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), n, "seqs 4-8 go once the hold is released")
+	all = allChanges(t, s)
+	require.Len(t, all, 2)
+	require.Equal(t, int64(9), all[0].Seq, "the live consumer still holds what it has not acknowledged")
+
+	released, err = s.ReleaseConsumer(ctx, "gone")
+	require.NoError(t, err)
+	require.False(t, released, "releasing twice finds nothing")
+	_, err = s.ReleaseConsumer(ctx, "")
+	require.ErrorIs(t, err, ErrBadQuery)
+	// A destination re-added under the name acks anew, from its own seq.
+	require.NoError(t, s.AckChanges(ctx, "gone", 9))
+	acks, err = s.Acks(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"live": 8, "gone": 9}, acks)
 }

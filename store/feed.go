@@ -94,6 +94,10 @@ type Feed interface {
 	AckChanges(ctx context.Context, consumer string, seq int64) error
 	// Acks returns each known consumer's acknowledged Seq.
 	Acks(ctx context.Context) (map[string]int64, error)
+	// ReleaseConsumer forgets a consumer (a removed destination): its
+	// acknowledged Seq no longer holds compaction back. It reports whether
+	// the consumer was known. An AckChanges afterwards records it anew.
+	ReleaseConsumer(ctx context.Context, consumer string) (bool, error)
 	// CompactChanges removes changes committed before c.Before that every
 	// consumer has acknowledged, and returns how many it removed.
 	CompactChanges(ctx context.Context, c Compaction) (int64, error)

@@ -176,6 +176,17 @@ func (s *postgresStore) AckChanges(ctx context.Context, consumer string, seq int
 	return nil
 }
 
+func (s *postgresStore) ReleaseConsumer(ctx context.Context, consumer string) (bool, error) {
+	if consumer == "" {
+		return false, fmt.Errorf("release consumer %q: %w", consumer, ErrBadQuery)
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM feed_consumers WHERE name = $1`, consumer)
+	if err != nil {
+		return false, fmt.Errorf("release consumer %q: %w", clipID(consumer), err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
 func (s *postgresStore) Acks(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT name, acked_seq FROM feed_consumers`)
 	if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -219,3 +220,15 @@ func registryListSQL(f accounts.Filter, ph func(int) string) (string, []any) {
 
 func sqlitePlaceholder(int) string     { return "?" }
 func postgresPlaceholder(n int) string { return "$" + strconv.Itoa(n) }
+
+// ReleaseConsumer implements accounts.ConsumerReleaser on the registry
+// view: the registry and the change feed live in one store, so a service
+// given the registry can release a removed destination's hold on the feed.
+func (r sqliteRegistry) ReleaseConsumer(ctx context.Context, name string) (bool, error) {
+	return r.s.ReleaseConsumer(ctx, name)
+}
+
+// ReleaseConsumer implements accounts.ConsumerReleaser (see sqliteRegistry's).
+func (r postgresRegistry) ReleaseConsumer(ctx context.Context, name string) (bool, error) {
+	return r.s.ReleaseConsumer(ctx, name)
+}

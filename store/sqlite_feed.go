@@ -211,6 +211,27 @@ func (s *sqliteStore) AckChanges(ctx context.Context, consumer string, seq int64
 	return nil
 }
 
+func (s *sqliteStore) ReleaseConsumer(ctx context.Context, consumer string) (bool, error) {
+	if consumer == "" {
+		return false, fmt.Errorf("release consumer %q: %w", consumer, ErrBadQuery)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	var n int64
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		res, err := p.db.ExecContext(ctx, `DELETE FROM feed_consumers WHERE name = ?`, consumer)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("release consumer %q: %w", clipID(consumer), err)
+	}
+	return n > 0, nil
+}
+
 func (s *sqliteStore) Acks(ctx context.Context) (map[string]int64, error) {
 	out := map[string]int64{}
 	err := s.withPool(ctx, func(p *sqlitePool) error {

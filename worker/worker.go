@@ -70,7 +70,10 @@ type Options struct {
 	FutureSkew time.Duration
 	// Feed and Destinations make this process deliver the change feed:
 	// it serves the destinations' task queues, and its delivery activities
-	// send only to these destinations, with these URLs and secrets.
+	// send only to these destinations, with these URLs and secrets. With
+	// Registry too, it delivers to the registry's destinations as well
+	// (the registry wins for a name it holds) and serves their task
+	// queues as they appear, so one added at runtime needs no restart.
 	Feed         activities.ChangeFeed
 	Destinations []config.Destination
 	// MetricsPollInterval is how often the status gauges are refreshed
@@ -164,13 +167,21 @@ func Start(opts Options) (*Workers, error) {
 	acts.Limiters.Shared = opts.RequestSlots
 	plan := QueuePlan(opts.Platforms)
 	ws := &Workers{}
-	if opts.Feed != nil && len(opts.Destinations) > 0 {
+	if opts.Feed != nil && (len(opts.Destinations) > 0 || dir != nil) {
 		ds := &activities.Deliveries{Destinations: map[string]config.Destination{}}
 		for _, d := range opts.Destinations {
 			ds.Destinations[d.Name] = d
 		}
 		acts.Feed, acts.Deliveries, ws.deliveries = opts.Feed, ds, ds
 		addDestinationQueues(plan, opts.Destinations)
+		if dir != nil {
+			ds.Registry = dir
+			for _, q := range dir.DestinationQueues() {
+				if _, ok := plan[q]; !ok {
+					plan[q] = 0 // each Delivery paces its own batches
+				}
+			}
+		}
 	}
 	if dir != nil {
 		for _, q := range dir.TaskQueues() {
@@ -228,6 +239,9 @@ func Start(opts Options) (*Workers, error) {
 	}
 	if dir != nil {
 		dir.OnTaskQueues(ws.follow)
+		if ws.deliveries != nil {
+			dir.OnDestinationQueues(ws.follow)
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -265,8 +279,9 @@ func (ws *Workers) serve(q string) error {
 	return nil
 }
 
-// follow serves the registry's queues as they appear: a new account on a
-// queue no worker polled yet is served within a registry poll. A queue no
+// follow serves the registry's queues as they appear: a new account (or
+// destination) on a queue no worker polled yet is served within a
+// registry poll. A queue no
 // longer used keeps its pollers until the process restarts (idle pollers
 // cost one long poll each).
 func (ws *Workers) follow(queues []string) {

@@ -105,3 +105,30 @@ func (e *Engine) RunningQueue(ctx context.Context, name string) (string, bool, e
 	q, ok := e.running[name]
 	return q, ok, e.fail["running_queue"]
 }
+
+var (
+	_ accounts.DeliveryEngine   = (*Engine)(nil)
+	_ accounts.ConsumerReleaser = (*Engine)(nil)
+)
+
+// StartDelivery implements accounts.DeliveryEngine ("start-delivery oms").
+func (e *Engine) StartDelivery(ctx context.Context, d config.Destination) error {
+	return e.record(ctx, "start-delivery", "start-delivery "+d.Name)
+}
+
+// ReconfigureDelivery implements accounts.DeliveryEngine.
+func (e *Engine) ReconfigureDelivery(ctx context.Context, d config.Destination) error {
+	return e.record(ctx, "reconfigure-delivery", "reconfigure-delivery "+d.Name)
+}
+
+// StopDelivery implements accounts.DeliveryEngine.
+func (e *Engine) StopDelivery(ctx context.Context, name string) error {
+	return e.record(ctx, "stop-delivery", "stop-delivery "+name)
+}
+
+// ReleaseConsumer implements accounts.ConsumerReleaser, so a test given
+// it as the service's Feed sees a release ("release oms") in order with
+// the engine's calls.
+func (e *Engine) ReleaseConsumer(ctx context.Context, name string) (bool, error) {
+	return true, e.record(ctx, "release", "release "+name)
+}

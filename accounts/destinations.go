@@ -1,0 +1,410 @@
+package accounts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/ordersync/ordersync/config"
+)
+
+// DeliveryEngine is the Temporal side of a destination's life: what adding,
+// editing and removing a destination sets in motion. package starter
+// implements it beside Engine; a Service's Engine must implement both to
+// manage destinations.
+type DeliveryEngine interface {
+	// StartDelivery makes the destination's Delivery workflow run with
+	// these settings: it starts one, or hands a running one the settings.
+	StartDelivery(ctx context.Context, d config.Destination) error
+	// ReconfigureDelivery hands a running Delivery new settings (its
+	// `config` message); one that does not run is left alone.
+	ReconfigureDelivery(ctx context.Context, d config.Destination) error
+	// StopDelivery ends the destination's Delivery and returns once it has
+	// ended, so that nothing of it acknowledges the feed afterwards.
+	StopDelivery(ctx context.Context, name string) error
+}
+
+// ConsumerReleaser forgets a change-feed consumer (store.Feed): a removed
+// destination's acknowledged seq must stop holding compaction back.
+type ConsumerReleaser interface {
+	ReleaseConsumer(ctx context.Context, name string) (bool, error)
+}
+
+// DestinationEntry is the registry entry for a validated destination, in state.
+func DestinationEntry(d config.Destination, state State) (Entry, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return Entry{}, fmt.Errorf("destination %s: encode settings: %w", d.Name, err)
+	}
+	e := Entry{Class: ClassDestination, Name: d.Name, State: state, Kind: d.Kind, TaskQueue: d.TaskQueue, Settings: b}
+	return e, e.Check()
+}
+
+// DecodeDestination reads a destination entry's settings back, strictly
+// (an unknown field is an error), and validates them: an entry written by
+// an older release, or by hand into the database, is checked like a
+// platforms file's destinations block. Platforms it names need not be
+// registered (they may be added later).
+func DecodeDestination(e Entry) (config.Destination, error) {
+	if e.Class != ClassDestination {
+		return config.Destination{}, fmt.Errorf("registry entry %s is a %s, not a destination", e.Name, e.Class)
+	}
+	d, err := DecodeDestinationJSON(e.Settings)
+	if err != nil {
+		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): %w", e.Name, e.Revision, err)
+	}
+	if d.Name != e.Name {
+		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): its settings name %q", e.Name, e.Revision, d.Name)
+	}
+	if ve := d.Validate(nil); ve != nil {
+		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): %w", e.Name, e.Revision, ve)
+	}
+	return d, nil
+}
+
+// DecodeDestinationJSON decodes one destination's settings from a JSON
+// object, strictly: an unknown field or a value of the wrong type is an
+// error naming it, and so is anything after the object. It does not
+// validate (call Validate).
+func DecodeDestinationJSON(b []byte) (config.Destination, error) {
+	var d config.Destination
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return config.Destination{}, fmt.Errorf("destination settings: %w", err)
+	}
+	if dec.More() {
+		return config.Destination{}, fmt.Errorf("destination settings: more than one JSON value")
+	}
+	return d, nil
+}
+
+// SameDestination reports whether two destinations' settings are equal as
+// they are stored (JSON), so an apply that changes nothing writes nothing.
+func SameDestination(a, b config.Destination) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// DestinationChange is what ApplyDestinations did (or, in a dry run,
+// would do) to one destination.
+type DestinationChange struct {
+	Destination string `json:"destination"`
+	Action      string `json:"action"`
+	// Fields are the top-level settings an update changes, sorted.
+	Fields []string `json:"fields,omitempty"`
+	// Revision is the entry's revision after the change (0 in a dry run).
+	Revision int64 `json:"revision,omitempty"`
+}
+
+// AddDestination registers a validated destination and starts its
+// Delivery workflow. The running workers deliver to it within a registry
+// poll, on its task queue, without a restart. A removed name is taken
+// again only with opts.ReuseRemoved; the re-added destination starts from
+// the feed's retained changes (its old acknowledgement was released).
+func (s *Service) AddDestination(ctx context.Context, d config.Destination, opts AddOptions) (Entry, error) {
+	if opts.Paused {
+		return Entry{}, fmt.Errorf("destination %s: a destination is added active (pause its delivery with `ordersync deliveries pause`)", d.Name)
+	}
+	eng, err := s.deliveryEngine()
+	if err != nil {
+		return Entry{}, err
+	}
+	if ve := d.Validate(nil); ve != nil {
+		return Entry{}, ve
+	}
+	expect := int64(0)
+	old, found, err := s.Registry.Get(ctx, ClassDestination, d.Name)
+	if err != nil {
+		return Entry{}, err
+	}
+	if found {
+		switch {
+		case old.State != Removed:
+			return Entry{}, fmt.Errorf("destination %s: %w at revision %d (use edit to change it)", d.Name, ErrExists, old.Revision)
+		case !opts.ReuseRemoved:
+			return Entry{}, fmt.Errorf("destination %s: %w (revision %d); pass --reuse-removed to register the name again", d.Name, ErrRemovedName, old.Revision)
+		}
+		expect = old.Revision
+	}
+	e, err := s.putDestination(ctx, d, Active, expect)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := eng.StartDelivery(ctx, d); err != nil {
+		return e, &EngineError{Entry: e, Step: "start", Fix: "run `ordersync deliveries start " + d.Name + "`", Err: err}
+	}
+	return e, nil
+}
+
+// EditDestination applies edit to the registered settings, validates the
+// result and writes it guarded by the revision read (and by expect, when
+// not 0). The workers send with the new settings from their next batch
+// (they resolve a destination by name from the registry); the running
+// Delivery gets them at once (batch size, rate, windows, task queue).
+func (s *Service) EditDestination(ctx context.Context, name string, expect int64, edit func(*config.Destination) error) (Entry, error) {
+	eng, err := s.deliveryEngine()
+	if err != nil {
+		return Entry{}, err
+	}
+	old, d, err := s.currentDestination(ctx, name)
+	if err != nil {
+		return Entry{}, err
+	}
+	if old.State == Removed {
+		return Entry{}, fmt.Errorf("destination %s was removed at revision %d; add it again with --reuse-removed", name, old.Revision)
+	}
+	if expect != 0 && expect != old.Revision {
+		return Entry{}, fmt.Errorf("destination %s: %w (read at revision %d, now %d)", name, ErrConflict, expect, old.Revision)
+	}
+	before := d
+	if err := edit(&d); err != nil {
+		return Entry{}, err
+	}
+	if d.Name != name {
+		return Entry{}, fmt.Errorf("destination %s: the name cannot be edited (remove it and add the new name)", name)
+	}
+	if ve := d.Validate(nil); ve != nil {
+		return Entry{}, ve
+	}
+	if SameDestination(before, d) {
+		return old, nil
+	}
+	e, err := s.putDestination(ctx, d, old.State, old.Revision)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := eng.ReconfigureDelivery(ctx, d); err != nil {
+		return e, &EngineError{Entry: e, Step: "reconfigure", Fix: "run `ordersync deliveries edit " + name + "` again", Err: err}
+	}
+	return e, nil
+}
+
+// RemoveDestination marks a destination removed (workers refuse to send
+// to it from then on), ends its Delivery workflow and, once it has ended,
+// releases the destination's consumer row in the change feed, so
+// compaction no longer keeps changes for it. Removing a destination that
+// is already removed finishes a removal whose stop or release failed.
+func (s *Service) RemoveDestination(ctx context.Context, name string) (Entry, error) {
+	eng, err := s.deliveryEngine()
+	if err != nil {
+		return Entry{}, err
+	}
+	old, d, err := s.currentDestination(ctx, name)
+	if err != nil {
+		return Entry{}, err
+	}
+	e := old
+	if old.State != Removed {
+		if e, err = s.putDestination(ctx, d, Removed, old.Revision); err != nil {
+			return Entry{}, err
+		}
+	}
+	fix := "run `ordersync deliveries remove " + name + "` again"
+	if err := eng.StopDelivery(ctx, name); err != nil {
+		return e, &EngineError{Entry: e, Step: "stop", Fix: fix, Err: err}
+	}
+	rel := s.releaser()
+	if rel == nil {
+		return e, &EngineError{Entry: e, Step: "release", Fix: fix + " with a store",
+			Err: errors.New("no change feed to release the destination's consumer row from")}
+	}
+	if _, err := rel.ReleaseConsumer(ctx, name); err != nil {
+		return e, &EngineError{Entry: e, Step: "release", Fix: fix, Err: err}
+	}
+	return e, nil
+}
+
+// ApplyDestinations makes the registry hold exactly the given destinations'
+// settings (a platforms file's destinations block, loaded and validated),
+// as ApplyPlatforms does for platforms: new ones are added and their
+// Delivery started, changed ones updated and their Delivery reconfigured,
+// unchanged ones have their Delivery started (with the registry's
+// settings) if it does not run, and with Prune those the file lost are
+// removed and their hold on the feed released.
+func (s *Service) ApplyDestinations(ctx context.Context, dests []config.Destination, opts ApplyOptions) ([]DestinationChange, error) {
+	if len(dests) == 0 && !opts.Prune {
+		return nil, nil
+	}
+	eng, err := s.deliveryEngine()
+	if err != nil {
+		return nil, err
+	}
+	listed := map[string]bool{}
+	for _, d := range dests {
+		if listed[d.Name] {
+			return nil, fmt.Errorf("destination %s is listed twice", d.Name)
+		}
+		listed[d.Name] = true
+		if ve := d.Validate(nil); ve != nil {
+			return nil, ve
+		}
+	}
+	var changes []DestinationChange
+	for _, d := range dests {
+		ch, err := s.applyDestination(ctx, eng, d, opts)
+		if err != nil {
+			return changes, err
+		}
+		changes = append(changes, ch)
+	}
+	if !opts.Prune {
+		return changes, nil
+	}
+	var gone []string
+	for after := ""; ; {
+		page, err := s.Registry.List(ctx, Filter{Class: ClassDestination, After: after, Limit: MaxPage})
+		if err != nil {
+			return changes, err
+		}
+		for _, e := range page {
+			if !listed[e.Name] {
+				gone = append(gone, e.Name)
+			}
+		}
+		if len(page) < MaxPage {
+			break
+		}
+		after = page[len(page)-1].Name
+	}
+	for _, name := range gone {
+		ch := DestinationChange{Destination: name, Action: ActionRemove}
+		if !opts.DryRun {
+			e, err := s.RemoveDestination(ctx, name)
+			if err != nil {
+				return changes, err
+			}
+			ch.Revision = e.Revision
+		}
+		changes = append(changes, ch)
+	}
+	return changes, nil
+}
+
+func (s *Service) applyDestination(ctx context.Context, eng DeliveryEngine, d config.Destination, opts ApplyOptions) (DestinationChange, error) {
+	ch := DestinationChange{Destination: d.Name}
+	old, found, err := s.Registry.Get(ctx, ClassDestination, d.Name)
+	if err != nil {
+		return ch, err
+	}
+	if !found || old.State == Removed {
+		if found && !opts.ReuseRemoved {
+			return ch, fmt.Errorf("destination %s: %w (revision %d); pass --reuse-removed to register the name again", d.Name, ErrRemovedName, old.Revision)
+		}
+		ch.Action = ActionAdd
+		if opts.DryRun {
+			return ch, nil
+		}
+		e, err := s.AddDestination(ctx, d, AddOptions{ReuseRemoved: opts.ReuseRemoved})
+		ch.Revision = e.Revision
+		return ch, err
+	}
+	current, err := DecodeDestination(old)
+	if err != nil {
+		return ch, err
+	}
+	ch.Fields = changedSettings(current, d)
+	if len(ch.Fields) == 0 {
+		ch.Action, ch.Revision = ActionUnchanged, old.Revision
+		if !opts.DryRun {
+			if err := eng.StartDelivery(ctx, current); err != nil {
+				return ch, &EngineError{Entry: old, Step: "start", Fix: "run `ordersync deliveries start " + d.Name + "`", Err: err}
+			}
+		}
+		return ch, nil
+	}
+	ch.Action = ActionUpdate
+	if opts.DryRun {
+		return ch, nil
+	}
+	e, err := s.EditDestination(ctx, d.Name, old.Revision, func(cur *config.Destination) error {
+		*cur = d
+		return nil
+	})
+	ch.Revision = e.Revision
+	if err != nil {
+		return ch, err
+	}
+	// A Delivery that does not run (ended by hand, or never started) runs
+	// with the new settings; a running one was reconfigured above.
+	if err := eng.StartDelivery(ctx, d); err != nil {
+		return ch, &EngineError{Entry: e, Step: "start", Fix: "run `ordersync deliveries start " + d.Name + "`", Err: err}
+	}
+	return ch, nil
+}
+
+// deliveryEngine is the service's engine as a DeliveryEngine.
+func (s *Service) deliveryEngine() (DeliveryEngine, error) {
+	eng, ok := s.Engine.(DeliveryEngine)
+	if !ok {
+		return nil, fmt.Errorf("this service's engine (%T) cannot start or stop deliveries", s.Engine)
+	}
+	return eng, nil
+}
+
+// releaser is where a removed destination's consumer row is released:
+// Feed, or else the registry when it lives in the store that keeps the
+// feed (store.RegistryOf's registries do).
+func (s *Service) releaser() ConsumerReleaser {
+	if s.Feed != nil {
+		return s.Feed
+	}
+	if r, ok := s.Registry.(ConsumerReleaser); ok {
+		return r
+	}
+	return nil
+}
+
+// currentDestination reads a registered destination, removed ones included.
+func (s *Service) currentDestination(ctx context.Context, name string) (Entry, config.Destination, error) {
+	e, found, err := s.Registry.Get(ctx, ClassDestination, name)
+	switch {
+	case err != nil:
+		return Entry{}, config.Destination{}, err
+	case !found:
+		return Entry{}, config.Destination{}, fmt.Errorf("destination %q: %w", name, ErrNotFound)
+	}
+	d, err := DecodeDestination(e)
+	return e, d, err
+}
+
+func (s *Service) putDestination(ctx context.Context, d config.Destination, state State, expect int64) (Entry, error) {
+	e, err := DestinationEntry(d, state)
+	if err != nil {
+		return Entry{}, err
+	}
+	rev, err := s.Registry.Put(ctx, e, expect)
+	if err != nil {
+		return Entry{}, fmt.Errorf("destination %s: %w", d.Name, err)
+	}
+	e.Revision = rev
+	return e, nil
+}
+
+// changedSettings names the top-level settings (by their JSON names) in
+// which b differs from a, sorted.
+func changedSettings(a, b any) []string {
+	var ma, mb map[string]any
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	_ = json.Unmarshal(ja, &ma)
+	_ = json.Unmarshal(jb, &mb)
+	var out []string
+	for k, va := range ma {
+		if vb, ok := mb[k]; !ok || !reflect.DeepEqual(va, vb) {
+			out = append(out, k)
+		}
+	}
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
