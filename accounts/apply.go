@@ -145,17 +145,29 @@ func (s *Service) applyOne(ctx context.Context, p config.Platform, opts ApplyOpt
 			return ch, fmt.Errorf("platform %s: %w (revision %d); pass --reuse-removed to register the name again", p.Name, ErrRemovedName, old.Revision)
 		}
 		ch.Action = ActionAdd
-		if q, running, err := s.Engine.RunningQueue(ctx, p.Name); err != nil {
+		q, running, err := s.Engine.RunningQueue(ctx, p.Name)
+		if err != nil {
 			return ch, err
-		} else if running && q != p.TaskQueue {
-			ch.Note = fmt.Sprintf("keeps task queue %s, where its cursor runs (not %s)", q, p.TaskQueue)
-			p.TaskQueue = q
+		}
+		if running {
+			ch.Note = "its cursor was running: it gets these settings"
+			if q != p.TaskQueue {
+				ch.Note = fmt.Sprintf("keeps task queue %s, where its cursor runs (not %s); the cursor gets these settings", q, p.TaskQueue)
+				p.TaskQueue = q
+			}
 		}
 		if opts.DryRun {
 			return ch, nil
 		}
 		e, err := s.AddPlatform(ctx, p, AddOptions{ReuseRemoved: opts.ReuseRemoved})
 		ch.Revision = e.Revision
+		if err == nil && running {
+			// A cursor from before the registry runs with the settings it
+			// was started or last configured with: hand it the file's.
+			if err := s.Engine.Reconfigure(ctx, p); err != nil {
+				return ch, &EngineError{Entry: e, Step: "reconfigure", Fix: "run `ordersync platform apply` again", Err: err}
+			}
+		}
 		return ch, err
 	}
 	current, err := DecodePlatform(old)

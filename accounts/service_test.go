@@ -117,7 +117,8 @@ func TestApplyAddsUpdatesPrunesAndKeepsRunningQueues(t *testing.T) {
 	require.Contains(t, changes[1].Note, "keeps task queue orders-shop-b")
 	e, _, _ := reg.Get(ctx, accounts.ClassPlatform, "shop-b")
 	require.Equal(t, "orders-shop-b", e.TaskQueue, "the running cursor's queue is kept")
-	eng.Took()
+	require.ElementsMatch(t, []string{"start shop-a", "start shop-b", "reconfigure shop-b"}, eng.Took(),
+		"a cursor from before the registry gets the file's settings")
 
 	a.Retries = 1
 	changes, err = svc.ApplyPlatforms(ctx, []config.Platform{a, c}, accounts.ApplyOptions{Prune: true, DryRun: true})

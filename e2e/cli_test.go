@@ -140,13 +140,22 @@ func TestCLICommandsAgainstTheServer(t *testing.T) {
 	require.Zero(t, code, out+errOut)
 	require.Regexp(t, `\d+ orders updated before .* checked: 0 missing, 0 stale`, out)
 
-	// apply: a changed setting reaches the running cursor.
-	changed := strings.Replace(cliPlatforms, "page_size: 50", "page_size: 40", 1)
-	s.platformsPath = writeTemp(t, strings.ReplaceAll(changed, "{{SIM}}", s.simSrv.URL))
+	// apply: the file's platforms, whose cursors run, are registered; then
+	// a changed setting reaches the registry and the running cursor.
 	code, out, errOut = s.runCLI("platform", "apply")
 	require.Zero(t, code, errOut)
-	require.Contains(t, out, "cli-a: updated")
-	require.Equal(t, 40, s.status("cli-a").Settings.PageSize)
+	require.Contains(t, out, "cli-a: started; its cursor was running: it gets these settings")
+	changed := strings.Replace(cliPlatforms, "page_size: 50", "page_size: 40", 1)
+	s.platformsPath = writeTemp(t, strings.ReplaceAll(changed, "{{SIM}}", s.simSrv.URL))
+	code, out, errOut = s.runCLI("platform", "apply", "--dry-run")
+	require.Zero(t, code, errOut)
+	require.Contains(t, out, "cli-a: would be updated (page_size)")
+	code, out, errOut = s.runCLI("platform", "apply")
+	require.Zero(t, code, errOut)
+	require.Contains(t, out, "cli-a: updated (page_size)")
+	eventually(t, 15*time.Second, "the cursor to take page_size 40", func() bool {
+		return s.status("cli-a").Settings.PageSize == 40
+	})
 	code, out, _ = s.runCLI("platform", "apply")
 	require.Zero(t, code)
 	require.Contains(t, out, "cli-a: unchanged")
@@ -154,7 +163,8 @@ func TestCLICommandsAgainstTheServer(t *testing.T) {
 	// Read-only commands work from the server alone: in a directory with no
 	// platforms file and none named, status shows every running cursor,
 	// dlq list every dead-letter workflow, verify takes the settings from
-	// the cursor; a command that needs the file says how to give one.
+	// the cursor, start finds the platform in the registry; a command that
+	// needs the file says how to give one.
 	t.Chdir(t.TempDir())
 	t.Setenv("ORDERSYNC_PLATFORMS_FILE", "")
 	os.Unsetenv("ORDERSYNC_PLATFORMS_FILE")
@@ -182,7 +192,10 @@ func TestCLICommandsAgainstTheServer(t *testing.T) {
 	code, out, errOut = noFile("verify", "--platform", "cli-a", "--sim-admin-token", adminToken)
 	require.Zero(t, code, out+errOut)
 	require.Contains(t, out, "0 missing, 0 stale")
-	code, _, errOut = noFile("platform", "start", "cli-a")
+	code, out, errOut = noFile("platform", "start", "cli-a")
+	require.Zero(t, code, "a registered platform needs no file: %s", errOut)
+	require.Contains(t, out, "already running")
+	code, _, errOut = noFile("platform", "apply")
 	require.Equal(t, cli.ExitUsage, code)
 	require.Contains(t, errOut, "platforms file platforms.yaml not found: give one with -f FILE or ORDERSYNC_PLATFORMS_FILE=FILE")
 
