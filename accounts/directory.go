@@ -36,20 +36,70 @@ type Directory struct {
 
 	mu     sync.Mutex
 	seen   int64 // the last revision whose changes were applied
-	cached map[string]cachedPlatform
+	cached entryCache[config.Platform]
 	queues []string
 	watch  []func([]string)
 	poke   chan struct{}
 	// The destinations' side (directory_destinations.go).
-	dests      map[string]cachedDestination
+	dests      entryCache[config.Destination]
 	destQueues []string
 	destWatch  []func([]string)
 	destStale  bool // a read of destQueues failed: read again next poll
 }
 
-type cachedPlatform struct {
-	entry    Entry
-	platform config.Platform
+// entryCache holds the decoded registry entries of one class that this
+// worker looked up, by name; the Directory's mu guards it.
+type entryCache[T any] struct {
+	class  Class
+	decode func(Entry) (T, error)
+	m      map[string]cachedEntry[T]
+}
+
+type cachedEntry[T any] struct {
+	entry Entry
+	value T
+}
+
+func newEntryCache[T any](class Class, decode func(Entry) (T, error)) entryCache[T] {
+	return entryCache[T]{class: class, decode: decode, m: map[string]cachedEntry[T]{}}
+}
+
+// lookup resolves name in c, reading the registry through on a miss.
+// found is false for a name the registry does not hold; a removed entry
+// is found, in state Removed.
+func lookup[T any](ctx context.Context, d *Directory, c *entryCache[T], name string) (T, State, bool, error) {
+	var zero T
+	d.mu.Lock()
+	hit, ok := c.m[name]
+	seenBefore := d.seen
+	d.mu.Unlock()
+	if ok {
+		return hit.value, hit.entry.State, true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	e, found, err := d.reg.Get(ctx, c.class, name)
+	if err != nil || !found {
+		return zero, "", false, err
+	}
+	v, err := c.decode(e)
+	if err != nil {
+		return zero, "", false, err
+	}
+	d.mu.Lock()
+	if len(c.m) >= maxCached {
+		for k := range c.m { // evict one arbitrary entry: reads are cheap
+			delete(c.m, k)
+			break
+		}
+	}
+	// A poll that ran during the read may have dropped a newer change
+	// this read missed: keep the read only if no poll ran meanwhile.
+	if d.seen == seenBefore {
+		c.m[name] = cachedEntry[T]{entry: e, value: v}
+	}
+	d.mu.Unlock()
+	return v, e.State, true, nil
 }
 
 // NewDirectory returns a directory over reg that polls every interval
@@ -62,7 +112,8 @@ func NewDirectory(reg Registry, interval time.Duration, logger *slog.Logger) *Di
 		logger = slog.Default()
 	}
 	return &Directory{reg: reg, interval: interval, logger: logger,
-		cached: map[string]cachedPlatform{}, dests: map[string]cachedDestination{}, poke: make(chan struct{}, 1)}
+		cached: newEntryCache(ClassPlatform, DecodePlatform), dests: newEntryCache(ClassDestination, DecodeDestination),
+		poke: make(chan struct{}, 1)}
 }
 
 // Load reads the registry's revision and task queues: call it once before
@@ -189,9 +240,9 @@ func (d *Directory) poll(ctx context.Context) error {
 			changed[e.Class] = true
 			// Read again, with its new settings, when next asked.
 			if e.Class == ClassDestination {
-				delete(d.dests, e.Name)
+				delete(d.dests.m, e.Name)
 			} else {
-				delete(d.cached, e.Name)
+				delete(d.cached.m, e.Name)
 			}
 		}
 		since = page[len(page)-1].Revision
@@ -230,37 +281,7 @@ func (d *Directory) poll(ctx context.Context) error {
 // false for a name the registry does not hold; a removed platform is
 // found, in state Removed.
 func (d *Directory) Lookup(ctx context.Context, name string) (config.Platform, State, bool, error) {
-	d.mu.Lock()
-	c, ok := d.cached[name]
-	seenBefore := d.seen
-	d.mu.Unlock()
-	if ok {
-		return c.platform, c.entry.State, true, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-	defer cancel()
-	e, found, err := d.reg.Get(ctx, ClassPlatform, name)
-	if err != nil || !found {
-		return config.Platform{}, "", false, err
-	}
-	p, err := DecodePlatform(e)
-	if err != nil {
-		return config.Platform{}, "", false, err
-	}
-	d.mu.Lock()
-	if len(d.cached) >= maxCached {
-		for k := range d.cached { // evict one arbitrary entry: reads are cheap
-			delete(d.cached, k)
-			break
-		}
-	}
-	// A poll that ran during the read may have dropped a newer change
-	// this read missed: keep the read only if no poll ran meanwhile.
-	if d.seen == seenBefore {
-		d.cached[name] = cachedPlatform{entry: e, platform: p}
-	}
-	d.mu.Unlock()
-	return p, e.State, true, nil
+	return lookup(ctx, d, &d.cached, name)
 }
 
 // Get is Lookup for a platform that may be fetched for (active or

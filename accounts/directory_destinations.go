@@ -13,45 +13,11 @@ import (
 // registered destinations use, so a destination added at runtime is
 // delivered to, on a new queue too, without a restart.
 
-type cachedDestination struct {
-	entry Entry
-	dest  config.Destination
-}
-
 // LookupDestination resolves a destination by name: its settings and
 // state. found is false for a name the registry does not hold; a removed
 // destination is found, in state Removed.
 func (d *Directory) LookupDestination(ctx context.Context, name string) (config.Destination, State, bool, error) {
-	d.mu.Lock()
-	c, ok := d.dests[name]
-	seenBefore := d.seen
-	d.mu.Unlock()
-	if ok {
-		return c.dest, c.entry.State, true, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-	defer cancel()
-	e, found, err := d.reg.Get(ctx, ClassDestination, name)
-	if err != nil || !found {
-		return config.Destination{}, "", false, err
-	}
-	dest, err := DecodeDestination(e)
-	if err != nil {
-		return config.Destination{}, "", false, err
-	}
-	d.mu.Lock()
-	if len(d.dests) >= maxCached {
-		for k := range d.dests { // evict one arbitrary entry: reads are cheap
-			delete(d.dests, k)
-			break
-		}
-	}
-	// As Lookup: keep the read only if no poll ran meanwhile.
-	if d.seen == seenBefore {
-		d.dests[name] = cachedDestination{entry: e, dest: dest}
-	}
-	d.mu.Unlock()
-	return dest, e.State, true, nil
+	return lookup(ctx, d, &d.dests, name)
 }
 
 // DestinationQueues lists the task queues of the registered destinations
