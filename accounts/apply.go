@@ -72,21 +72,9 @@ func (s *Service) ApplyPlatforms(ctx context.Context, platforms []config.Platfor
 	if !opts.Prune {
 		return changes, nil
 	}
-	var gone []string
-	for after := ""; ; {
-		page, err := s.Registry.List(ctx, Filter{Class: ClassPlatform, After: after, Limit: MaxPage})
-		if err != nil {
-			return changes, err
-		}
-		for _, e := range page {
-			if !listed[e.Name] {
-				gone = append(gone, e.Name)
-			}
-		}
-		if len(page) < MaxPage {
-			break
-		}
-		after = page[len(page)-1].Name
+	gone, err := unlisted(ctx, s.Registry, ClassPlatform, listed)
+	if err != nil {
+		return changes, err
 	}
 	for _, name := range gone {
 		ch := Change{Platform: name, Action: ActionRemove}

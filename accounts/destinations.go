@@ -148,11 +148,7 @@ func (s *Service) AddDestination(ctx context.Context, d config.Destination, opts
 // (they resolve a destination by name from the registry); the running
 // Delivery gets them at once (batch size, rate, windows, task queue).
 func (s *Service) EditDestination(ctx context.Context, name string, expect int64, edit func(*config.Destination) error) (Entry, error) {
-	eng, err := s.deliveryEngine()
-	if err != nil {
-		return Entry{}, err
-	}
-	old, d, err := s.currentDestination(ctx, name)
+	eng, old, d, err := s.destinationToChange(ctx, name)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -191,11 +187,7 @@ func (s *Service) EditDestination(ctx context.Context, name string, expect int64
 // compaction no longer keeps changes for it. Removing a destination that
 // is already removed finishes a removal whose stop or release failed.
 func (s *Service) RemoveDestination(ctx context.Context, name string) (Entry, error) {
-	eng, err := s.deliveryEngine()
-	if err != nil {
-		return Entry{}, err
-	}
-	old, d, err := s.currentDestination(ctx, name)
+	eng, old, d, err := s.destinationToChange(ctx, name)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -256,21 +248,9 @@ func (s *Service) ApplyDestinations(ctx context.Context, dests []config.Destinat
 	if !opts.Prune {
 		return changes, nil
 	}
-	var gone []string
-	for after := ""; ; {
-		page, err := s.Registry.List(ctx, Filter{Class: ClassDestination, After: after, Limit: MaxPage})
-		if err != nil {
-			return changes, err
-		}
-		for _, e := range page {
-			if !listed[e.Name] {
-				gone = append(gone, e.Name)
-			}
-		}
-		if len(page) < MaxPage {
-			break
-		}
-		after = page[len(page)-1].Name
+	gone, err := unlisted(ctx, s.Registry, ClassDestination, listed)
+	if err != nil {
+		return changes, err
 	}
 	for _, name := range gone {
 		ch := DestinationChange{Destination: name, Action: ActionRemove}
@@ -358,6 +338,20 @@ func (s *Service) releaser() ConsumerReleaser {
 		return r
 	}
 	return nil
+}
+
+// destinationToChange is what an edit or a removal starts from: the
+// engine that moves the Delivery along, and the registered destination.
+func (s *Service) destinationToChange(ctx context.Context, name string) (DeliveryEngine, Entry, config.Destination, error) {
+	eng, err := s.deliveryEngine()
+	if err != nil {
+		return nil, Entry{}, config.Destination{}, err
+	}
+	old, d, err := s.currentDestination(ctx, name)
+	if err != nil {
+		return nil, Entry{}, config.Destination{}, err
+	}
+	return eng, old, d, nil
 }
 
 // currentDestination reads a registered destination, removed ones included.
