@@ -2,10 +2,7 @@ package accounts
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
-	"sort"
 	"sync"
 
 	"github.com/ordersync/ordersync/config"
@@ -150,7 +147,7 @@ func (s *Service) applyOne(ctx context.Context, p config.Platform, opts ApplyOpt
 	if err != nil {
 		return ch, err
 	}
-	ch.Fields = changedFields(current, p)
+	ch.Fields = changedSettings(current, p)
 	if len(ch.Fields) == 0 {
 		ch.Action, ch.Revision = ActionUnchanged, old.Revision
 		if !opts.DryRun && old.State != Removed {
@@ -170,27 +167,4 @@ func (s *Service) applyOne(ctx context.Context, p config.Platform, opts ApplyOpt
 	})
 	ch.Revision = e.Revision
 	return ch, err
-}
-
-// changedFields names the top-level settings (by their JSON names) in which
-// b differs from a, sorted.
-func changedFields(a, b config.Platform) []string {
-	var ma, mb map[string]any
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	_ = json.Unmarshal(ja, &ma)
-	_ = json.Unmarshal(jb, &mb)
-	var out []string
-	for k, va := range ma {
-		if vb, ok := mb[k]; !ok || !reflect.DeepEqual(va, vb) {
-			out = append(out, k)
-		}
-	}
-	for k := range mb {
-		if _, ok := ma[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -216,20 +216,14 @@ func resetPath(m, defaults map[string]any, key string) error {
 
 // printDestinationEntry says what a registry change did to a destination.
 func printDestinationEntry(app *App, verb string, e accounts.Entry) error {
-	return printEntryAs(app, verb, e, destinationRow{Destination: e.Name, Kind: e.Kind, State: e.State, Revision: e.Revision,
-		TaskQueue: e.TaskQueue, UpdatedAt: e.UpdatedAt, Settings: e.Settings})
+	return printEntryAs(app, verb, e, destinationRow{Destination: e.Name, entryFields: fieldsOf(e)})
 }
 
 // destinationRow is how a destination's registry entry is shown (its
 // settings hold a secret reference, never the secret).
 type destinationRow struct {
-	Destination string          `json:"destination"`
-	Kind        string          `json:"kind"`
-	State       accounts.State  `json:"state"`
-	Revision    int64           `json:"revision"`
-	TaskQueue   string          `json:"task_queue"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	Settings    json.RawMessage `json:"settings,omitempty"`
+	Destination string `json:"destination"`
+	entryFields
 }
 
 // SeedDestinations registers the file's destinations that the registry

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -203,18 +202,12 @@ func printEntry(app *App, verb string, e accounts.Entry) error {
 // registryRow is how a registry entry is shown (settings without secrets:
 // they hold references only).
 type registryRow struct {
-	Platform  string          `json:"platform"`
-	Kind      string          `json:"kind"`
-	State     accounts.State  `json:"state"`
-	Revision  int64           `json:"revision"`
-	TaskQueue string          `json:"task_queue"`
-	UpdatedAt time.Time       `json:"updated_at"`
-	Settings  json.RawMessage `json:"settings,omitempty"`
+	Platform string `json:"platform"`
+	entryFields
 }
 
 func entryView(e accounts.Entry) registryRow {
-	return registryRow{Platform: e.Name, Kind: e.Kind, State: e.State, Revision: e.Revision, TaskQueue: e.TaskQueue,
-		UpdatedAt: e.UpdatedAt, Settings: e.Settings}
+	return registryRow{Platform: e.Name, entryFields: fieldsOf(e)}
 }
 
 // resolvePlatforms finds each named platform in the registry, or else in

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -100,6 +102,21 @@ func printEntryAs(app *App, verb string, e accounts.Entry, view any) error {
 	}
 	fmt.Fprintf(app.Out, "%s: %s at revision %d (kind %s, task queue %s, %s)\n", term(e.Name), verb, e.Revision, term(e.Kind), term(e.TaskQueue), e.State)
 	return nil
+}
+
+// entryFields are what a registry entry's row shows after its name (the
+// name's JSON key says the class), embedded so they stay flat in JSON.
+type entryFields struct {
+	Kind      string          `json:"kind"`
+	State     accounts.State  `json:"state"`
+	Revision  int64           `json:"revision"`
+	TaskQueue string          `json:"task_queue"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	Settings  json.RawMessage `json:"settings,omitempty"`
+}
+
+func fieldsOf(e accounts.Entry) entryFields {
+	return entryFields{Kind: e.Kind, State: e.State, Revision: e.Revision, TaskQueue: e.TaskQueue, UpdatedAt: e.UpdatedAt, Settings: e.Settings}
 }
 
 // seedClass is how a platforms file's entries of one class are seeded

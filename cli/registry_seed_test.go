@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -74,4 +75,20 @@ func TestSeedRegistrySeedsBothClassesWithoutOverwriting(t *testing.T) {
 	again, err := reg.Revision(ctx)
 	require.NoError(t, err)
 	require.Equal(t, rev, again)
+}
+
+// The rows of both classes share their fields but name their class.
+func TestEntryRowsStayFlatAndNameTheirClass(t *testing.T) {
+	e := accounts.Entry{Name: "n", Kind: "k", State: accounts.Paused, Revision: 7, TaskQueue: "q", Settings: []byte(`{"a":1}`)}
+	for _, tc := range []struct {
+		row any
+		key string
+	}{{entryView(e), "platform"}, {destinationRow{Destination: e.Name, entryFields: fieldsOf(e)}, "destination"}} {
+		b, err := json.Marshal(tc.row)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m))
+		require.Equal(t, map[string]any{tc.key: "n", "kind": "k", "state": "paused", "revision": 7.0, "task_queue": "q",
+			"updated_at": "0001-01-01T00:00:00Z", "settings": map[string]any{"a": 1.0}}, m)
+	}
 }
