@@ -2,7 +2,6 @@ package accounts
 
 import (
 	"context"
-	"slices"
 
 	"github.com/ordersync/ordersync/config"
 )
@@ -22,45 +21,8 @@ func (d *Directory) LookupDestination(ctx context.Context, name string) (config.
 
 // DestinationQueues lists the task queues of the registered destinations
 // that are not removed.
-func (d *Directory) DestinationQueues() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.destQueues)
-}
+func (d *Directory) DestinationQueues() []string { return d.queuesOf(&d.destQueues) }
 
 // OnDestinationQueues calls f (from Run's goroutine) with the full list of
 // the destinations' task queues whenever it changes.
-func (d *Directory) OnDestinationQueues(f func([]string)) {
-	d.mu.Lock()
-	d.destWatch = append(d.destWatch, f)
-	d.mu.Unlock()
-}
-
-func (d *Directory) destQueuesStale() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.destStale
-}
-
-// pollDestinationQueues reads the destinations' task queues again and
-// tells the watchers when they changed. A failed read is tried again at
-// the next poll even when no destination changes meanwhile.
-func (d *Directory) pollDestinationQueues(ctx context.Context) error {
-	queues, err := d.reg.TaskQueues(ctx, ClassDestination)
-	d.mu.Lock()
-	d.destStale = err != nil
-	if err != nil {
-		d.mu.Unlock()
-		return err
-	}
-	same := slices.Equal(queues, d.destQueues)
-	d.destQueues = queues
-	watch := slices.Clone(d.destWatch)
-	d.mu.Unlock()
-	if !same {
-		for _, f := range watch {
-			f(slices.Clone(queues))
-		}
-	}
-	return nil
-}
+func (d *Directory) OnDestinationQueues(f func([]string)) { d.onQueues(&d.destQueues, f) }

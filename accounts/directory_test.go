@@ -2,6 +2,7 @@ package accounts_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -88,4 +89,47 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// queuesFailingRegistry fails TaskQueues for the classes in fail.
+type queuesFailingRegistry struct {
+	*accounts.Memory
+	fail map[accounts.Class]bool
+}
+
+func (r queuesFailingRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([]string, error) {
+	if r.fail[class] {
+		return nil, errors.New("registry unreachable")
+	}
+	return r.Memory.TaskQueues(ctx, class)
+}
+
+// A failed read of the task queues is tried again at the next poll, for
+// either class, even when nothing changes in between: the poll that
+// failed has already moved past the change that added the queue.
+func TestDirectoryReadsTheQueuesAgainAfterAFailedRead(t *testing.T) {
+	ctx := context.Background()
+	reg := queuesFailingRegistry{Memory: accounts.NewMemory(), fail: map[accounts.Class]bool{}}
+	dir := accounts.NewDirectory(reg, time.Hour, nil)
+	require.NoError(t, dir.Load(ctx))
+
+	p := platform(t, "shop-a")
+	p.TaskQueue = "orders-new"
+	ep, err := accounts.PlatformEntry(p, accounts.Active)
+	require.NoError(t, err)
+	_, err = reg.Put(ctx, ep, 0)
+	require.NoError(t, err)
+	d := destination(t, "oms")
+	d.TaskQueue = "deliveries-new"
+	ed, err := accounts.DestinationEntry(d, accounts.Active)
+	require.NoError(t, err)
+	_, err = reg.Put(ctx, ed, 0)
+	require.NoError(t, err)
+
+	reg.fail[accounts.ClassPlatform], reg.fail[accounts.ClassDestination] = true, true
+	require.Error(t, dir.Sync(ctx))
+	reg.fail[accounts.ClassPlatform], reg.fail[accounts.ClassDestination] = false, false
+	require.NoError(t, dir.Sync(ctx))
+	require.Equal(t, []string{"orders-new"}, dir.TaskQueues())
+	require.Equal(t, []string{"deliveries-new"}, dir.DestinationQueues())
 }
