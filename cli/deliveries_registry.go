@@ -47,27 +47,18 @@ destination's name is taken again only with --reuse-removed.`,
 			"  ordersync deliveries add oms -f platforms.yaml",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var d config.Destination
-			if kind == "" && app.fileGiven {
-				f, err := app.LoadPlatforms()
-				if err != nil {
-					return err
-				}
-				found, ok := f.Destination(args[0])
+			d, err := toAdd(app, args[0], kind, "(webhook, nats or kafka) and its settings", func(f *config.File) (config.Destination, error) {
+				d, ok := f.Destination(args[0])
 				if !ok {
-					return Usage(fmt.Errorf("%s has no destination %q (its destinations: %s)", f.Path, clipText(args[0], 100),
+					return d, Usage(fmt.Errorf("%s has no destination %q (its destinations: %s)", f.Path, clipText(args[0], 100),
 						joinOrNone(f.DestinationNames())))
 				}
-				d = found
-			} else {
-				if kind == "" {
-					return Usage(fmt.Errorf("give --kind (webhook, nats or kafka) and its settings, or -f FILE holding %s", clipText(args[0], 100)))
-				}
-				var err error
-				d, err = destinationFromFlags(args[0], kind, url, config.CredentialRef{Env: secretEnv, File: secretFile}, sets)
-				if err != nil {
-					return Usage(err)
-				}
+				return d, nil
+			}, func() (config.Destination, error) {
+				return destinationFromFlags(args[0], kind, url, config.CredentialRef{Env: secretEnv, File: secretFile}, sets)
+			})
+			if err != nil {
+				return err
 			}
 			return runAdd(cmd, app, func(ctx context.Context, svc *accounts.Service) (accounts.Entry, error) {
 				return svc.AddDestination(ctx, d, opts)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -35,26 +34,17 @@ A removed platform's name is taken again only with --reuse-removed.`,
 			"  ordersync platform add sim-new -f examples/demo-platforms.yaml",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var p config.Platform
-			if kind == "" && app.fileGiven {
-				f, err := app.LoadPlatforms()
-				if err != nil {
-					return err
-				}
+			p, err := toAdd(app, args[0], kind, "(and --endpoint, credentials)", func(f *config.File) (config.Platform, error) {
 				ps, err := SelectPlatforms(f, args)
 				if err != nil {
-					return err
+					return config.Platform{}, err
 				}
-				p = ps[0]
-			} else {
-				if kind == "" {
-					return Usage(fmt.Errorf("give --kind (and --endpoint, credentials), or -f FILE holding %s", args[0]))
-				}
-				var err error
-				p, err = platformFromFlags(args[0], kind, endpoint, config.CredentialRef{Env: credEnv, File: credFile}, sets)
-				if err != nil {
-					return Usage(err)
-				}
+				return ps[0], nil
+			}, func() (config.Platform, error) {
+				return platformFromFlags(args[0], kind, endpoint, config.CredentialRef{Env: credEnv, File: credFile}, sets)
+			})
+			if err != nil {
+				return err
 			}
 			return runAdd(cmd, app, func(ctx context.Context, svc *accounts.Service) (accounts.Entry, error) {
 				return svc.AddPlatform(ctx, p, opts)

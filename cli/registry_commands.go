@@ -21,6 +21,29 @@ import (
 // entryPrinter says what a registry change did to an entry.
 type entryPrinter func(app *App, verb string, e accounts.Entry) error
 
+// toAdd is what add registers: with -f FILE and no --kind, the entry the
+// file holds under the name (fromFile); else one built from the flags
+// (fromFlags), which need --kind (need says what else). A problem with
+// the flags is a usage error.
+func toAdd[T any](app *App, name, kind, need string, fromFile func(*config.File) (T, error), fromFlags func() (T, error)) (T, error) {
+	var zero T
+	if kind == "" && app.fileGiven {
+		f, err := app.LoadPlatforms()
+		if err != nil {
+			return zero, err
+		}
+		return fromFile(f)
+	}
+	if kind == "" {
+		return zero, Usage(fmt.Errorf("give --kind %s, or -f FILE holding %s", need, clipText(name, 100)))
+	}
+	v, err := fromFlags()
+	if err != nil {
+		return zero, Usage(err)
+	}
+	return v, nil
+}
+
 // runAdd registers an entry built from the command's flags or file.
 func runAdd(cmd *cobra.Command, app *App, add func(context.Context, *accounts.Service) (accounts.Entry, error), print entryPrinter) error {
 	svc, _, done, err := app.accountService(cmd.Context())
