@@ -120,51 +120,111 @@ func (s *Service) applyEach(ctx context.Context, platforms []config.Platform, op
 }
 
 func (s *Service) applyOne(ctx context.Context, p config.Platform, opts ApplyOptions) (Change, error) {
-	ch := Change{Platform: p.Name}
-	old, found, err := s.Registry.Get(ctx, ClassPlatform, p.Name)
-	if err != nil {
-		return ch, err
-	}
-	if !found || old.State == Removed {
-		if found && !opts.ReuseRemoved {
-			return ch, fmt.Errorf("platform %s: %w (revision %d); pass --reuse-removed to register the name again", p.Name, ErrRemovedName, old.Revision)
-		}
-		ch.Action = ActionAdd
-		if q, running, err := s.Engine.RunningQueue(ctx, p.Name); err != nil {
-			return ch, err
-		} else if running && q != p.TaskQueue {
-			ch.Note = fmt.Sprintf("keeps task queue %s, where its cursor runs (not %s)", q, p.TaskQueue)
+	a, err := applyEntry(ctx, s.Registry, p.Name, p, opts, applyClass[config.Platform]{
+		noun:   "platform",
+		class:  ClassPlatform,
+		decode: DecodePlatform,
+		prepareAdd: func(ctx context.Context, p *config.Platform) (string, error) {
+			q, running, err := s.Engine.RunningQueue(ctx, p.Name)
+			if err != nil || !running || q == p.TaskQueue {
+				return "", err
+			}
+			note := fmt.Sprintf("keeps task queue %s, where its cursor runs (not %s)", q, p.TaskQueue)
 			p.TaskQueue = q
-		}
-		if opts.DryRun {
-			return ch, nil
-		}
-		e, err := s.AddPlatform(ctx, p, AddOptions{ReuseRemoved: opts.ReuseRemoved})
-		ch.Revision = e.Revision
-		return ch, err
-	}
-	current, err := DecodePlatform(old)
+			return note, nil
+		},
+		add:      s.AddPlatform,
+		edit:     s.EditPlatform,
+		start:    s.Engine.Start,
+		startFix: "run `ordersync platform start " + p.Name + "`",
+	})
+	return Change{Platform: p.Name, Action: a.action, Fields: a.fields, Revision: a.revision, Note: a.note}, err
+}
+
+// applyClass is how an apply treats one class of registry entry: the
+// steps are the same for platforms and destinations, the service's
+// methods and the engine's start differ.
+type applyClass[T any] struct {
+	noun   string
+	class  Class
+	decode func(Entry) (T, error)
+	// prepareAdd, when set, adjusts an entry about to be added and says
+	// how in a note.
+	prepareAdd func(context.Context, *T) (string, error)
+	add        func(context.Context, T, AddOptions) (Entry, error)
+	edit       func(ctx context.Context, name string, expect int64, edit func(*T) error) (Entry, error)
+	// start starts the entry's workflow where it does not run, with the
+	// given settings (an unchanged entry's, or with startAfterEdit an
+	// updated one's); startFix says how to do it by hand.
+	start          func(context.Context, T) error
+	startFix       string
+	startAfterEdit bool
+}
+
+// applied is what applyEntry did to one entry.
+type applied struct {
+	action   string
+	fields   []string
+	revision int64
+	note     string
+}
+
+// applyEntry makes the registry hold v under name: added (a removed name
+// only with ReuseRemoved), updated, or left unchanged with its workflow
+// started if it does not run.
+func applyEntry[T any](ctx context.Context, reg Registry, name string, v T, opts ApplyOptions, c applyClass[T]) (applied, error) {
+	var a applied
+	e, found, err := reg.Get(ctx, c.class, name)
 	if err != nil {
-		return ch, err
+		return a, err
 	}
-	ch.Fields = changedSettings(current, p)
-	if len(ch.Fields) == 0 {
-		ch.Action, ch.Revision = ActionUnchanged, old.Revision
-		if !opts.DryRun && old.State != Removed {
-			if err := s.Engine.Start(ctx, current); err != nil {
-				return ch, &EngineError{Entry: old, Step: "start", Fix: "run `ordersync platform start " + p.Name + "`", Err: err}
+	if !found || e.State == Removed {
+		if found && !opts.ReuseRemoved {
+			return a, fmt.Errorf("%s %s: %w (revision %d); pass --reuse-removed to register the name again", c.noun, name, ErrRemovedName, e.Revision)
+		}
+		a.action = ActionAdd
+		if c.prepareAdd != nil {
+			if a.note, err = c.prepareAdd(ctx, &v); err != nil {
+				return a, err
 			}
 		}
-		return ch, nil
+		if opts.DryRun {
+			return a, nil
+		}
+		added, err := c.add(ctx, v, AddOptions{ReuseRemoved: opts.ReuseRemoved})
+		a.revision = added.Revision
+		return a, err
 	}
-	ch.Action = ActionUpdate
+	current, err := c.decode(e)
+	if err != nil {
+		return a, err
+	}
+	a.fields = changedSettings(current, v)
+	if len(a.fields) == 0 {
+		a.action, a.revision = ActionUnchanged, e.Revision
+		if !opts.DryRun {
+			if err := c.start(ctx, current); err != nil {
+				return a, &EngineError{Entry: e, Step: "start", Fix: c.startFix, Err: err}
+			}
+		}
+		return a, nil
+	}
+	a.action = ActionUpdate
 	if opts.DryRun {
-		return ch, nil
+		return a, nil
 	}
-	e, err := s.EditPlatform(ctx, p.Name, old.Revision, func(cur *config.Platform) error {
-		*cur = p
+	edited, err := c.edit(ctx, name, e.Revision, func(cur *T) error {
+		*cur = v
 		return nil
 	})
-	ch.Revision = e.Revision
-	return ch, err
+	a.revision = edited.Revision
+	if err != nil || !c.startAfterEdit {
+		return a, err
+	}
+	// A workflow that does not run (ended by hand, or never started) runs
+	// with the new settings; a running one was reconfigured by the edit.
+	if err := c.start(ctx, v); err != nil {
+		return a, &EngineError{Entry: edited, Step: "start", Fix: c.startFix, Err: err}
+	}
+	return a, nil
 }

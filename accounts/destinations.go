@@ -267,55 +267,17 @@ func (s *Service) ApplyDestinations(ctx context.Context, dests []config.Destinat
 }
 
 func (s *Service) applyDestination(ctx context.Context, eng DeliveryEngine, d config.Destination, opts ApplyOptions) (DestinationChange, error) {
-	ch := DestinationChange{Destination: d.Name}
-	old, found, err := s.Registry.Get(ctx, ClassDestination, d.Name)
-	if err != nil {
-		return ch, err
-	}
-	if !found || old.State == Removed {
-		if found && !opts.ReuseRemoved {
-			return ch, fmt.Errorf("destination %s: %w (revision %d); pass --reuse-removed to register the name again", d.Name, ErrRemovedName, old.Revision)
-		}
-		ch.Action = ActionAdd
-		if opts.DryRun {
-			return ch, nil
-		}
-		e, err := s.AddDestination(ctx, d, AddOptions{ReuseRemoved: opts.ReuseRemoved})
-		ch.Revision = e.Revision
-		return ch, err
-	}
-	current, err := DecodeDestination(old)
-	if err != nil {
-		return ch, err
-	}
-	ch.Fields = changedSettings(current, d)
-	if len(ch.Fields) == 0 {
-		ch.Action, ch.Revision = ActionUnchanged, old.Revision
-		if !opts.DryRun {
-			if err := eng.StartDelivery(ctx, current); err != nil {
-				return ch, &EngineError{Entry: old, Step: "start", Fix: "run `ordersync deliveries start " + d.Name + "`", Err: err}
-			}
-		}
-		return ch, nil
-	}
-	ch.Action = ActionUpdate
-	if opts.DryRun {
-		return ch, nil
-	}
-	e, err := s.EditDestination(ctx, d.Name, old.Revision, func(cur *config.Destination) error {
-		*cur = d
-		return nil
+	a, err := applyEntry(ctx, s.Registry, d.Name, d, opts, applyClass[config.Destination]{
+		noun:           "destination",
+		class:          ClassDestination,
+		decode:         DecodeDestination,
+		add:            s.AddDestination,
+		edit:           s.EditDestination,
+		start:          eng.StartDelivery,
+		startFix:       "run `ordersync deliveries start " + d.Name + "`",
+		startAfterEdit: true,
 	})
-	ch.Revision = e.Revision
-	if err != nil {
-		return ch, err
-	}
-	// A Delivery that does not run (ended by hand, or never started) runs
-	// with the new settings; a running one was reconfigured above.
-	if err := eng.StartDelivery(ctx, d); err != nil {
-		return ch, &EngineError{Entry: e, Step: "start", Fix: "run `ordersync deliveries start " + d.Name + "`", Err: err}
-	}
-	return ch, nil
+	return DestinationChange{Destination: d.Name, Action: a.action, Fields: a.fields, Revision: a.revision}, err
 }
 
 // deliveryEngine is the service's engine as a DeliveryEngine.
