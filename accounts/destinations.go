@@ -36,12 +36,7 @@ type ConsumerReleaser interface {
 
 // DestinationEntry is the registry entry for a validated destination, in state.
 func DestinationEntry(d config.Destination, state State) (Entry, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return Entry{}, fmt.Errorf("destination %s: encode settings: %w", d.Name, err)
-	}
-	e := Entry{Class: ClassDestination, Name: d.Name, State: state, Kind: d.Kind, TaskQueue: d.TaskQueue, Settings: b}
-	return e, e.Check()
+	return encodeEntry(ClassDestination, d.Name, d.Kind, d.TaskQueue, d, state)
 }
 
 // DecodeDestination reads a destination entry's settings back, strictly
@@ -50,20 +45,12 @@ func DestinationEntry(d config.Destination, state State) (Entry, error) {
 // platforms file's destinations block. Platforms it names need not be
 // registered (they may be added later).
 func DecodeDestination(e Entry) (config.Destination, error) {
-	if e.Class != ClassDestination {
-		return config.Destination{}, fmt.Errorf("registry entry %s is a %s, not a destination", e.Name, e.Class)
-	}
-	d, err := DecodeDestinationJSON(e.Settings)
-	if err != nil {
-		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): %w", e.Name, e.Revision, err)
-	}
-	if d.Name != e.Name {
-		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): its settings name %q", e.Name, e.Revision, d.Name)
-	}
-	if ve := d.Validate(nil); ve != nil {
-		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): %w", e.Name, e.Revision, ve)
-	}
-	return d, nil
+	return decodeEntry(e, ClassDestination, DecodeDestinationJSON, func(d config.Destination) (string, error) {
+		if ve := d.Validate(nil); ve != nil {
+			return d.Name, ve
+		}
+		return d.Name, nil
+	})
 }
 
 // DecodeDestinationJSON decodes one destination's settings from a JSON
@@ -85,11 +72,7 @@ func DecodeDestinationJSON(b []byte) (config.Destination, error) {
 
 // SameDestination reports whether two destinations' settings are equal as
 // they are stored (JSON), so an apply that changes nothing writes nothing.
-func SameDestination(a, b config.Destination) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && string(ja) == string(jb)
-}
+func SameDestination(a, b config.Destination) bool { return sameJSON(a, b) }
 
 // DestinationChange is what ApplyDestinations did (or, in a dry run,
 // would do) to one destination.

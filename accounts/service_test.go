@@ -149,3 +149,37 @@ func actions(changes []accounts.Change) []string {
 	}
 	return out
 }
+
+// TestDecodePlatform: a platform entry is read back as strictly as a
+// destination's (they share the decoding): an unknown field, a name that
+// is not the entry's, invalid settings or another class are errors
+// naming the entry.
+func TestDecodePlatform(t *testing.T) {
+	p := platform(t, "shop")
+	e, err := accounts.PlatformEntry(p, accounts.Active)
+	require.NoError(t, err)
+	got, err := accounts.DecodePlatform(e)
+	require.NoError(t, err)
+	require.True(t, accounts.SamePlatform(p, got))
+
+	for name, c := range map[string]struct {
+		settings string
+		want     string
+	}{
+		"unknown field": {`{"name":"shop","kind":"sim","bogus":1}`, `"bogus"`},
+		"another name":  {`{"name":"other"}`, `its settings name "other"`},
+		"invalid":       {`{"name":"shop","kind":"sim"}`, "endpoint"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := e
+			bad.Settings = []byte(c.settings)
+			_, err := accounts.DecodePlatform(bad)
+			require.ErrorContains(t, err, c.want)
+			require.ErrorContains(t, err, "registry entry shop")
+		})
+	}
+	d, err := accounts.DestinationEntry(destination(t, "oms"), accounts.Active)
+	require.NoError(t, err)
+	_, err = accounts.DecodePlatform(d)
+	require.ErrorContains(t, err, "not a platform")
+}
