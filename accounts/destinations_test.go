@@ -232,25 +232,30 @@ func TestDecodeDestination(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, accounts.SameDestination(d, got))
 
-	for name, c := range map[string]struct {
-		settings string
-		want     string
-	}{
-		"unknown field": {`{"name":"oms","kind":"webhook","bogus":1}`, `unknown field "bogus"`},
-		"another name":  {`{"name":"crm"}`, `its settings name "crm"`},
-		"invalid":       {`{"name":"oms","kind":"webhook","url":"https://x.example.com","secret":{"env":"S"},"task_queue":"deliveries"}`, "batch_size"},
-		"two values":    {`{"name":"oms"} {}`, "more than one JSON value"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			bad := e
-			bad.Settings = []byte(c.settings)
-			_, err := accounts.DecodeDestination(bad)
-			require.ErrorContains(t, err, c.want)
-			require.ErrorContains(t, err, "registry entry oms")
-		})
-	}
 	p, err := accounts.PlatformEntry(platform(t, "shop"), accounts.Active)
 	require.NoError(t, err)
-	_, err = accounts.DecodeDestination(p)
-	require.ErrorContains(t, err, "not a destination")
+	requireDecodeRejects(t, e, p, func(e accounts.Entry) error { _, err := accounts.DecodeDestination(e); return err },
+		map[string][2]string{
+			"unknown field": {`{"name":"oms","kind":"webhook","bogus":1}`, `unknown field "bogus"`},
+			"another name":  {`{"name":"crm"}`, `its settings name "crm"`},
+			"invalid":       {`{"name":"oms","kind":"webhook","url":"https://x.example.com","secret":{"env":"S"},"task_queue":"deliveries"}`, "batch_size"},
+			"two values":    {`{"name":"oms"} {}`, "more than one JSON value"},
+		})
+}
+
+// requireDecodeRejects checks that decode refuses entry e with each
+// case's settings ({settings, wanted error text}), naming the entry, and
+// refuses other, an entry of another class.
+func requireDecodeRejects(t *testing.T, e, other accounts.Entry, decode func(accounts.Entry) error, cases map[string][2]string) {
+	t.Helper()
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			bad := e
+			bad.Settings = []byte(c[0])
+			err := decode(bad)
+			require.ErrorContains(t, err, c[1])
+			require.ErrorContains(t, err, "registry entry "+e.Name)
+		})
+	}
+	require.ErrorContains(t, decode(other), "not a "+string(e.Class))
 }
