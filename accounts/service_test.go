@@ -143,31 +143,14 @@ func TestApplyAddsUpdatesPrunesAndKeepsRunningQueues(t *testing.T) {
 }
 
 func actions(changes []accounts.Change) []string {
-	out := make([]string, len(changes))
-	for i, c := range changes {
-		out[i] = c.Action
-	}
-	return out
+	return actionsOf(changes, func(c accounts.Change) string { return c.Action })
 }
 
-// TestDecodePlatform: a platform entry is read back as strictly as a
-// destination's (they share the decoding): an unknown field, a name that
-// is not the entry's, invalid settings or another class are errors
-// naming the entry.
-func TestDecodePlatform(t *testing.T) {
-	p := platform(t, "shop")
-	e, err := accounts.PlatformEntry(p, accounts.Active)
-	require.NoError(t, err)
-	got, err := accounts.DecodePlatform(e)
-	require.NoError(t, err)
-	require.True(t, accounts.SamePlatform(p, got))
-
-	d, err := accounts.DestinationEntry(destination(t, "oms"), accounts.Active)
-	require.NoError(t, err)
-	requireDecodeRejects(t, e, d, func(e accounts.Entry) error { _, err := accounts.DecodePlatform(e); return err },
-		map[string][2]string{
-			"unknown field": {`{"name":"shop","kind":"sim","bogus":1}`, `"bogus"`},
-			"another name":  {`{"name":"other"}`, `its settings name "other"`},
-			"invalid":       {`{"name":"shop","kind":"sim"}`, "endpoint"},
-		})
+// actionsOf lists what an apply did to each entry, in order.
+func actionsOf[C any](changes []C, action func(C) string) []string {
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = action(c)
+	}
+	return out
 }
