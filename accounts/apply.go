@@ -2,10 +2,7 @@ package accounts
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
-	"sort"
 	"sync"
 
 	"github.com/ordersync/ordersync/config"
@@ -72,21 +69,9 @@ func (s *Service) ApplyPlatforms(ctx context.Context, platforms []config.Platfor
 	if !opts.Prune {
 		return changes, nil
 	}
-	var gone []string
-	for after := ""; ; {
-		page, err := s.Registry.List(ctx, Filter{Class: ClassPlatform, After: after, Limit: MaxPage})
-		if err != nil {
-			return changes, err
-		}
-		for _, e := range page {
-			if !listed[e.Name] {
-				gone = append(gone, e.Name)
-			}
-		}
-		if len(page) < MaxPage {
-			break
-		}
-		after = page[len(page)-1].Name
+	gone, err := unlisted(ctx, s.Registry, ClassPlatform, listed)
+	if err != nil {
+		return changes, err
 	}
 	for _, name := range gone {
 		ch := Change{Platform: name, Action: ActionRemove}
@@ -135,86 +120,126 @@ func (s *Service) applyEach(ctx context.Context, platforms []config.Platform, op
 }
 
 func (s *Service) applyOne(ctx context.Context, p config.Platform, opts ApplyOptions) (Change, error) {
-	ch := Change{Platform: p.Name}
-	old, found, err := s.Registry.Get(ctx, ClassPlatform, p.Name)
+	wasRunning := false
+	a, err := applyEntry(ctx, s.Registry, p.Name, p, opts, applyClass[config.Platform]{
+		noun:   "platform",
+		class:  ClassPlatform,
+		decode: DecodePlatform,
+		prepareAdd: func(ctx context.Context, p *config.Platform) (string, error) {
+			q, running, err := s.Engine.RunningQueue(ctx, p.Name)
+			if err != nil || !running {
+				return "", err
+			}
+			wasRunning = true
+			if q == p.TaskQueue {
+				return "its cursor was running: it gets these settings", nil
+			}
+			note := fmt.Sprintf("keeps task queue %s, where its cursor runs (not %s); the cursor gets these settings", q, p.TaskQueue)
+			p.TaskQueue = q
+			return note, nil
+		},
+		add: func(ctx context.Context, p config.Platform, o AddOptions) (Entry, error) {
+			e, err := s.AddPlatform(ctx, p, o)
+			if err == nil && wasRunning {
+				// A cursor from before the registry runs with the settings
+				// it was started or last configured with: hand it these.
+				if err := s.Engine.Reconfigure(ctx, p); err != nil {
+					return e, &EngineError{Entry: e, Step: "reconfigure", Fix: "run `ordersync platform apply` again", Err: err}
+				}
+			}
+			return e, err
+		},
+		edit:     s.EditPlatform,
+		start:    s.Engine.Start,
+		startFix: "run `ordersync platform start " + p.Name + "`",
+	})
+	return Change{Platform: p.Name, Action: a.action, Fields: a.fields, Revision: a.revision, Note: a.note}, err
+}
+
+// applyClass is how an apply treats one class of registry entry: the
+// steps are the same for platforms and destinations, the service's
+// methods and the engine's start differ.
+type applyClass[T any] struct {
+	noun   string
+	class  Class
+	decode func(Entry) (T, error)
+	// prepareAdd, when set, adjusts an entry about to be added and says
+	// how in a note.
+	prepareAdd func(context.Context, *T) (string, error)
+	add        func(context.Context, T, AddOptions) (Entry, error)
+	edit       func(ctx context.Context, name string, expect int64, edit func(*T) error) (Entry, error)
+	// start starts the entry's workflow where it does not run, with the
+	// given settings (an unchanged entry's, or with startAfterEdit an
+	// updated one's); startFix says how to do it by hand.
+	start          func(context.Context, T) error
+	startFix       string
+	startAfterEdit bool
+}
+
+// applied is what applyEntry did to one entry.
+type applied struct {
+	action   string
+	fields   []string
+	revision int64
+	note     string
+}
+
+// applyEntry makes the registry hold v under name: added (a removed name
+// only with ReuseRemoved), updated, or left unchanged with its workflow
+// started if it does not run.
+func applyEntry[T any](ctx context.Context, reg Registry, name string, v T, opts ApplyOptions, c applyClass[T]) (applied, error) {
+	var a applied
+	e, found, err := reg.Get(ctx, c.class, name)
 	if err != nil {
-		return ch, err
+		return a, err
 	}
-	if !found || old.State == Removed {
+	if !found || e.State == Removed {
 		if found && !opts.ReuseRemoved {
-			return ch, fmt.Errorf("platform %s: %w (revision %d); pass --reuse-removed to register the name again", p.Name, ErrRemovedName, old.Revision)
+			return a, fmt.Errorf("%s %s: %w (revision %d); pass --reuse-removed to register the name again", c.noun, name, ErrRemovedName, e.Revision)
 		}
-		ch.Action = ActionAdd
-		q, running, err := s.Engine.RunningQueue(ctx, p.Name)
-		if err != nil {
-			return ch, err
-		}
-		if running {
-			ch.Note = "its cursor was running: it gets these settings"
-			if q != p.TaskQueue {
-				ch.Note = fmt.Sprintf("keeps task queue %s, where its cursor runs (not %s); the cursor gets these settings", q, p.TaskQueue)
-				p.TaskQueue = q
+		a.action = ActionAdd
+		if c.prepareAdd != nil {
+			if a.note, err = c.prepareAdd(ctx, &v); err != nil {
+				return a, err
 			}
 		}
 		if opts.DryRun {
-			return ch, nil
+			return a, nil
 		}
-		e, err := s.AddPlatform(ctx, p, AddOptions{ReuseRemoved: opts.ReuseRemoved})
-		ch.Revision = e.Revision
-		if err == nil && running {
-			// A cursor from before the registry runs with the settings it
-			// was started or last configured with: hand it the file's.
-			if err := s.Engine.Reconfigure(ctx, p); err != nil {
-				return ch, &EngineError{Entry: e, Step: "reconfigure", Fix: "run `ordersync platform apply` again", Err: err}
-			}
-		}
-		return ch, err
+		added, err := c.add(ctx, v, AddOptions{ReuseRemoved: opts.ReuseRemoved})
+		a.revision = added.Revision
+		return a, err
 	}
-	current, err := DecodePlatform(old)
+	current, err := c.decode(e)
 	if err != nil {
-		return ch, err
+		return a, err
 	}
-	ch.Fields = changedFields(current, p)
-	if len(ch.Fields) == 0 {
-		ch.Action, ch.Revision = ActionUnchanged, old.Revision
-		if !opts.DryRun && old.State != Removed {
-			if err := s.Engine.Start(ctx, current); err != nil {
-				return ch, &EngineError{Entry: old, Step: "start", Fix: "run `ordersync platform start " + p.Name + "`", Err: err}
+	a.fields = changedSettings(current, v)
+	if len(a.fields) == 0 {
+		a.action, a.revision = ActionUnchanged, e.Revision
+		if !opts.DryRun {
+			if err := c.start(ctx, current); err != nil {
+				return a, &EngineError{Entry: e, Step: "start", Fix: c.startFix, Err: err}
 			}
 		}
-		return ch, nil
+		return a, nil
 	}
-	ch.Action = ActionUpdate
+	a.action = ActionUpdate
 	if opts.DryRun {
-		return ch, nil
+		return a, nil
 	}
-	e, err := s.EditPlatform(ctx, p.Name, old.Revision, func(cur *config.Platform) error {
-		*cur = p
+	edited, err := c.edit(ctx, name, e.Revision, func(cur *T) error {
+		*cur = v
 		return nil
 	})
-	ch.Revision = e.Revision
-	return ch, err
-}
-
-// changedFields names the top-level settings (by their JSON names) in which
-// b differs from a, sorted.
-func changedFields(a, b config.Platform) []string {
-	var ma, mb map[string]any
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	_ = json.Unmarshal(ja, &ma)
-	_ = json.Unmarshal(jb, &mb)
-	var out []string
-	for k, va := range ma {
-		if vb, ok := mb[k]; !ok || !reflect.DeepEqual(va, vb) {
-			out = append(out, k)
-		}
+	a.revision = edited.Revision
+	if err != nil || !c.startAfterEdit {
+		return a, err
 	}
-	for k := range mb {
-		if _, ok := ma[k]; !ok {
-			out = append(out, k)
-		}
+	// A workflow that does not run (ended by hand, or never started) runs
+	// with the new settings; a running one was reconfigured by the edit.
+	if err := c.start(ctx, v); err != nil {
+		return a, &EngineError{Entry: edited, Step: "start", Fix: c.startFix, Err: err}
 	}
-	sort.Strings(out)
-	return out
+	return a, nil
 }

@@ -36,12 +36,7 @@ type ConsumerReleaser interface {
 
 // DestinationEntry is the registry entry for a validated destination, in state.
 func DestinationEntry(d config.Destination, state State) (Entry, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return Entry{}, fmt.Errorf("destination %s: encode settings: %w", d.Name, err)
-	}
-	e := Entry{Class: ClassDestination, Name: d.Name, State: state, Kind: d.Kind, TaskQueue: d.TaskQueue, Settings: b}
-	return e, e.Check()
+	return encodeEntry(ClassDestination, d.Name, d.Kind, d.TaskQueue, d, state)
 }
 
 // DecodeDestination reads a destination entry's settings back, strictly
@@ -50,20 +45,12 @@ func DestinationEntry(d config.Destination, state State) (Entry, error) {
 // platforms file's destinations block. Platforms it names need not be
 // registered (they may be added later).
 func DecodeDestination(e Entry) (config.Destination, error) {
-	if e.Class != ClassDestination {
-		return config.Destination{}, fmt.Errorf("registry entry %s is a %s, not a destination", e.Name, e.Class)
-	}
-	d, err := DecodeDestinationJSON(e.Settings)
-	if err != nil {
-		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): %w", e.Name, e.Revision, err)
-	}
-	if d.Name != e.Name {
-		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): its settings name %q", e.Name, e.Revision, d.Name)
-	}
-	if ve := d.Validate(nil); ve != nil {
-		return config.Destination{}, fmt.Errorf("registry entry %s (revision %d): %w", e.Name, e.Revision, ve)
-	}
-	return d, nil
+	return decodeEntry(e, ClassDestination, DecodeDestinationJSON, func(d config.Destination) (string, error) {
+		if ve := d.Validate(nil); ve != nil {
+			return d.Name, ve
+		}
+		return d.Name, nil
+	})
 }
 
 // DecodeDestinationJSON decodes one destination's settings from a JSON
@@ -85,11 +72,7 @@ func DecodeDestinationJSON(b []byte) (config.Destination, error) {
 
 // SameDestination reports whether two destinations' settings are equal as
 // they are stored (JSON), so an apply that changes nothing writes nothing.
-func SameDestination(a, b config.Destination) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && string(ja) == string(jb)
-}
+func SameDestination(a, b config.Destination) bool { return sameJSON(a, b) }
 
 // DestinationChange is what ApplyDestinations did (or, in a dry run,
 // would do) to one destination.
@@ -148,11 +131,7 @@ func (s *Service) AddDestination(ctx context.Context, d config.Destination, opts
 // (they resolve a destination by name from the registry); the running
 // Delivery gets them at once (batch size, rate, windows, task queue).
 func (s *Service) EditDestination(ctx context.Context, name string, expect int64, edit func(*config.Destination) error) (Entry, error) {
-	eng, err := s.deliveryEngine()
-	if err != nil {
-		return Entry{}, err
-	}
-	old, d, err := s.currentDestination(ctx, name)
+	eng, old, d, err := s.destinationToChange(ctx, name)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -191,11 +170,7 @@ func (s *Service) EditDestination(ctx context.Context, name string, expect int64
 // compaction no longer keeps changes for it. Removing a destination that
 // is already removed finishes a removal whose stop or release failed.
 func (s *Service) RemoveDestination(ctx context.Context, name string) (Entry, error) {
-	eng, err := s.deliveryEngine()
-	if err != nil {
-		return Entry{}, err
-	}
-	old, d, err := s.currentDestination(ctx, name)
+	eng, old, d, err := s.destinationToChange(ctx, name)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -256,21 +231,9 @@ func (s *Service) ApplyDestinations(ctx context.Context, dests []config.Destinat
 	if !opts.Prune {
 		return changes, nil
 	}
-	var gone []string
-	for after := ""; ; {
-		page, err := s.Registry.List(ctx, Filter{Class: ClassDestination, After: after, Limit: MaxPage})
-		if err != nil {
-			return changes, err
-		}
-		for _, e := range page {
-			if !listed[e.Name] {
-				gone = append(gone, e.Name)
-			}
-		}
-		if len(page) < MaxPage {
-			break
-		}
-		after = page[len(page)-1].Name
+	gone, err := unlisted(ctx, s.Registry, ClassDestination, listed)
+	if err != nil {
+		return changes, err
 	}
 	for _, name := range gone {
 		ch := DestinationChange{Destination: name, Action: ActionRemove}
@@ -287,55 +250,17 @@ func (s *Service) ApplyDestinations(ctx context.Context, dests []config.Destinat
 }
 
 func (s *Service) applyDestination(ctx context.Context, eng DeliveryEngine, d config.Destination, opts ApplyOptions) (DestinationChange, error) {
-	ch := DestinationChange{Destination: d.Name}
-	old, found, err := s.Registry.Get(ctx, ClassDestination, d.Name)
-	if err != nil {
-		return ch, err
-	}
-	if !found || old.State == Removed {
-		if found && !opts.ReuseRemoved {
-			return ch, fmt.Errorf("destination %s: %w (revision %d); pass --reuse-removed to register the name again", d.Name, ErrRemovedName, old.Revision)
-		}
-		ch.Action = ActionAdd
-		if opts.DryRun {
-			return ch, nil
-		}
-		e, err := s.AddDestination(ctx, d, AddOptions{ReuseRemoved: opts.ReuseRemoved})
-		ch.Revision = e.Revision
-		return ch, err
-	}
-	current, err := DecodeDestination(old)
-	if err != nil {
-		return ch, err
-	}
-	ch.Fields = changedSettings(current, d)
-	if len(ch.Fields) == 0 {
-		ch.Action, ch.Revision = ActionUnchanged, old.Revision
-		if !opts.DryRun {
-			if err := eng.StartDelivery(ctx, current); err != nil {
-				return ch, &EngineError{Entry: old, Step: "start", Fix: "run `ordersync deliveries start " + d.Name + "`", Err: err}
-			}
-		}
-		return ch, nil
-	}
-	ch.Action = ActionUpdate
-	if opts.DryRun {
-		return ch, nil
-	}
-	e, err := s.EditDestination(ctx, d.Name, old.Revision, func(cur *config.Destination) error {
-		*cur = d
-		return nil
+	a, err := applyEntry(ctx, s.Registry, d.Name, d, opts, applyClass[config.Destination]{
+		noun:           "destination",
+		class:          ClassDestination,
+		decode:         DecodeDestination,
+		add:            s.AddDestination,
+		edit:           s.EditDestination,
+		start:          eng.StartDelivery,
+		startFix:       "run `ordersync deliveries start " + d.Name + "`",
+		startAfterEdit: true,
 	})
-	ch.Revision = e.Revision
-	if err != nil {
-		return ch, err
-	}
-	// A Delivery that does not run (ended by hand, or never started) runs
-	// with the new settings; a running one was reconfigured above.
-	if err := eng.StartDelivery(ctx, d); err != nil {
-		return ch, &EngineError{Entry: e, Step: "start", Fix: "run `ordersync deliveries start " + d.Name + "`", Err: err}
-	}
-	return ch, nil
+	return DestinationChange{Destination: d.Name, Action: a.action, Fields: a.fields, Revision: a.revision}, err
 }
 
 // deliveryEngine is the service's engine as a DeliveryEngine.
@@ -358,6 +283,20 @@ func (s *Service) releaser() ConsumerReleaser {
 		return r
 	}
 	return nil
+}
+
+// destinationToChange is what an edit or a removal starts from: the
+// engine that moves the Delivery along, and the registered destination.
+func (s *Service) destinationToChange(ctx context.Context, name string) (DeliveryEngine, Entry, config.Destination, error) {
+	eng, err := s.deliveryEngine()
+	if err != nil {
+		return nil, Entry{}, config.Destination{}, err
+	}
+	old, d, err := s.currentDestination(ctx, name)
+	if err != nil {
+		return nil, Entry{}, config.Destination{}, err
+	}
+	return eng, old, d, nil
 }
 
 // currentDestination reads a registered destination, removed ones included.

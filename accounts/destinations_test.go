@@ -214,43 +214,58 @@ func TestApplyDestinations(t *testing.T) {
 }
 
 func destActions(changes []accounts.DestinationChange) []string {
-	out := make([]string, len(changes))
-	for i, c := range changes {
-		out[i] = c.Action
-	}
-	return out
+	return actionsOf(changes, func(c accounts.DestinationChange) string { return c.Action })
 }
 
-// TestDecodeDestination: settings read back from the registry are checked
-// as strictly as a file: an unknown field, a name that is not the
-// entry's, or invalid settings are errors naming the entry.
-func TestDecodeDestination(t *testing.T) {
-	d := destination(t, "oms")
-	e, err := accounts.DestinationEntry(d, accounts.Active)
+// TestDecodeEntries: settings read back from the registry are checked
+// as strictly as a file, for either class: an unknown field, a name that
+// is not the entry's, invalid settings or another class's entry are
+// errors naming the entry.
+func TestDecodeEntries(t *testing.T) {
+	d, p := destination(t, "oms"), platform(t, "shop")
+	de, err := accounts.DestinationEntry(d, accounts.Active)
 	require.NoError(t, err)
-	got, err := accounts.DecodeDestination(e)
+	pe, err := accounts.PlatformEntry(p, accounts.Active)
 	require.NoError(t, err)
-	require.True(t, accounts.SameDestination(d, got))
+	gotD, err := accounts.DecodeDestination(de)
+	require.NoError(t, err)
+	require.True(t, accounts.SameDestination(d, gotD))
+	gotP, err := accounts.DecodePlatform(pe)
+	require.NoError(t, err)
+	require.True(t, accounts.SamePlatform(p, gotP))
 
-	for name, c := range map[string]struct {
-		settings string
-		want     string
-	}{
-		"unknown field": {`{"name":"oms","kind":"webhook","bogus":1}`, `unknown field "bogus"`},
-		"another name":  {`{"name":"crm"}`, `its settings name "crm"`},
-		"invalid":       {`{"name":"oms","kind":"webhook","url":"https://x.example.com","secret":{"env":"S"},"task_queue":"deliveries"}`, "batch_size"},
-		"two values":    {`{"name":"oms"} {}`, "more than one JSON value"},
-	} {
+	t.Run("destination", func(t *testing.T) {
+		requireDecodeRejects(t, de, pe, func(e accounts.Entry) error { _, err := accounts.DecodeDestination(e); return err },
+			map[string][2]string{
+				"unknown field": {`{"name":"oms","kind":"webhook","bogus":1}`, `unknown field "bogus"`},
+				"another name":  {`{"name":"crm"}`, `its settings name "crm"`},
+				"invalid":       {`{"name":"oms","kind":"webhook","url":"https://x.example.com","secret":{"env":"S"},"task_queue":"deliveries"}`, "batch_size"},
+				"two values":    {`{"name":"oms"} {}`, "more than one JSON value"},
+			})
+	})
+	t.Run("platform", func(t *testing.T) {
+		requireDecodeRejects(t, pe, de, func(e accounts.Entry) error { _, err := accounts.DecodePlatform(e); return err },
+			map[string][2]string{
+				"unknown field": {`{"name":"shop","kind":"sim","bogus":1}`, `"bogus"`},
+				"another name":  {`{"name":"other"}`, `its settings name "other"`},
+				"invalid":       {`{"name":"shop","kind":"sim"}`, "endpoint"},
+			})
+	})
+}
+
+// requireDecodeRejects checks that decode refuses entry e with each
+// case's settings ({settings, wanted error text}), naming the entry, and
+// refuses other, an entry of another class.
+func requireDecodeRejects(t *testing.T, e, other accounts.Entry, decode func(accounts.Entry) error, cases map[string][2]string) {
+	t.Helper()
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			bad := e
-			bad.Settings = []byte(c.settings)
-			_, err := accounts.DecodeDestination(bad)
-			require.ErrorContains(t, err, c.want)
-			require.ErrorContains(t, err, "registry entry oms")
+			bad.Settings = []byte(c[0])
+			err := decode(bad)
+			require.ErrorContains(t, err, c[1])
+			require.ErrorContains(t, err, "registry entry "+e.Name)
 		})
 	}
-	p, err := accounts.PlatformEntry(platform(t, "shop"), accounts.Active)
-	require.NoError(t, err)
-	_, err = accounts.DecodeDestination(p)
-	require.ErrorContains(t, err, "not a destination")
+	require.ErrorContains(t, decode(other), "not a "+string(e.Class))
 }

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -36,20 +37,118 @@ type Directory struct {
 
 	mu     sync.Mutex
 	seen   int64 // the last revision whose changes were applied
-	cached map[string]cachedPlatform
-	queues []string
-	watch  []func([]string)
+	cached entryCache[config.Platform]
+	queues queueList
 	poke   chan struct{}
 	// The destinations' side (directory_destinations.go).
-	dests      map[string]cachedDestination
-	destQueues []string
-	destWatch  []func([]string)
-	destStale  bool // a read of destQueues failed: read again next poll
+	dests      entryCache[config.Destination]
+	destQueues queueList
 }
 
-type cachedPlatform struct {
-	entry    Entry
-	platform config.Platform
+// queueList is the task queues one class's registered entries use, and
+// who is told when they change; the Directory's mu guards it.
+type queueList struct {
+	class  Class
+	queues []string
+	watch  []func([]string)
+	// stale: a change of the class was seen and the list not read since
+	// (or the read failed); the next poll reads it.
+	stale bool
+}
+
+func (d *Directory) queuesOf(q *queueList) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(q.queues)
+}
+
+func (d *Directory) onQueues(q *queueList, f func([]string)) {
+	d.mu.Lock()
+	q.watch = append(q.watch, f)
+	d.mu.Unlock()
+}
+
+// pollQueues reads q's task queues again if it is stale and tells the
+// watchers when they changed. A failed read leaves it stale, so the next
+// poll tries again even when nothing of the class changes meanwhile.
+func (d *Directory) pollQueues(ctx context.Context, q *queueList) error {
+	d.mu.Lock()
+	stale := q.stale
+	d.mu.Unlock()
+	if !stale {
+		return nil
+	}
+	queues, err := d.reg.TaskQueues(ctx, q.class)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	q.stale = false
+	same := slices.Equal(queues, q.queues)
+	q.queues = queues
+	watch := slices.Clone(q.watch)
+	d.mu.Unlock()
+	if !same {
+		for _, f := range watch {
+			f(slices.Clone(queues))
+		}
+	}
+	return nil
+}
+
+// entryCache holds the decoded registry entries of one class that this
+// worker looked up, by name; the Directory's mu guards it.
+type entryCache[T any] struct {
+	class  Class
+	decode func(Entry) (T, error)
+	m      map[string]cachedEntry[T]
+}
+
+type cachedEntry[T any] struct {
+	entry Entry
+	value T
+}
+
+func newEntryCache[T any](class Class, decode func(Entry) (T, error)) entryCache[T] {
+	return entryCache[T]{class: class, decode: decode, m: map[string]cachedEntry[T]{}}
+}
+
+// lookup resolves name in c, reading the registry through on a miss.
+// found is false for a name the registry does not hold; a removed entry
+// is found, in state Removed.
+func lookup[T any](ctx context.Context, d *Directory, c *entryCache[T], name string) (T, State, bool, error) {
+	var zero T
+	d.mu.Lock()
+	hit, ok := c.m[name]
+	seenBefore := d.seen
+	d.mu.Unlock()
+	if ok {
+		return hit.value, hit.entry.State, true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	e, found, err := d.reg.Get(ctx, c.class, name)
+	if err != nil || !found {
+		return zero, "", false, err
+	}
+	v, err := c.decode(e)
+	if err != nil {
+		return zero, "", false, err
+	}
+	d.mu.Lock()
+	if len(c.m) >= maxCached {
+		for k := range c.m { // evict one arbitrary entry: reads are cheap
+			delete(c.m, k)
+			break
+		}
+	}
+	// A poll that ran during the read may have dropped a newer change
+	// this read missed: keep the read only if no poll ran meanwhile.
+	if d.seen == seenBefore {
+		c.m[name] = cachedEntry[T]{entry: e, value: v}
+	}
+	d.mu.Unlock()
+	return v, e.State, true, nil
 }
 
 // NewDirectory returns a directory over reg that polls every interval
@@ -62,7 +161,9 @@ func NewDirectory(reg Registry, interval time.Duration, logger *slog.Logger) *Di
 		logger = slog.Default()
 	}
 	return &Directory{reg: reg, interval: interval, logger: logger,
-		cached: map[string]cachedPlatform{}, dests: map[string]cachedDestination{}, poke: make(chan struct{}, 1)}
+		cached: newEntryCache(ClassPlatform, DecodePlatform), dests: newEntryCache(ClassDestination, DecodeDestination),
+		queues: queueList{class: ClassPlatform}, destQueues: queueList{class: ClassDestination},
+		poke: make(chan struct{}, 1)}
 }
 
 // Load reads the registry's revision and task queues: call it once before
@@ -81,25 +182,17 @@ func (d *Directory) Load(ctx context.Context) error {
 		return fmt.Errorf("read the registry's delivery task queues: %w", err)
 	}
 	d.mu.Lock()
-	d.seen, d.queues, d.destQueues = rev, queues, destQueues
+	d.seen, d.queues.queues, d.destQueues.queues = rev, queues, destQueues
 	d.mu.Unlock()
 	return nil
 }
 
 // TaskQueues lists the task queues of the registered platforms.
-func (d *Directory) TaskQueues() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.queues)
-}
+func (d *Directory) TaskQueues() []string { return d.queuesOf(&d.queues) }
 
 // OnTaskQueues calls f (from Run's goroutine) with the full queue list
 // whenever it changes.
-func (d *Directory) OnTaskQueues(f func([]string)) {
-	d.mu.Lock()
-	d.watch = append(d.watch, f)
-	d.mu.Unlock()
-}
+func (d *Directory) OnTaskQueues(f func([]string)) { d.onQueues(&d.queues, f) }
 
 // Watcher is a Registry that can say at once that it changed (PostgreSQL's
 // LISTEN/NOTIFY): Watch calls changed after each committed write until ctx
@@ -175,7 +268,6 @@ func (d *Directory) poll(ctx context.Context) error {
 	d.mu.Lock()
 	since := d.seen
 	d.mu.Unlock()
-	changed := map[Class]bool{}
 	for {
 		page, err := d.reg.Changes(ctx, since, MaxPage)
 		if err != nil {
@@ -186,12 +278,14 @@ func (d *Directory) poll(ctx context.Context) error {
 		}
 		d.mu.Lock()
 		for _, e := range page {
-			changed[e.Class] = true
-			// Read again, with its new settings, when next asked.
+			// Read again, with its new settings, when next asked; and
+			// read the class's queues again (stale until that works).
 			if e.Class == ClassDestination {
-				delete(d.dests, e.Name)
+				delete(d.dests.m, e.Name)
+				d.destQueues.stale = true
 			} else {
-				delete(d.cached, e.Name)
+				delete(d.cached.m, e.Name)
+				d.queues.stale = true
 			}
 		}
 		since = page[len(page)-1].Revision
@@ -201,66 +295,15 @@ func (d *Directory) poll(ctx context.Context) error {
 			break
 		}
 	}
-	if changed[ClassDestination] || d.destQueuesStale() {
-		if err := d.pollDestinationQueues(ctx); err != nil {
-			return err
-		}
-	}
-	if !changed[ClassPlatform] {
-		return nil
-	}
-	queues, err := d.reg.TaskQueues(ctx, ClassPlatform)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	same := slices.Equal(queues, d.queues)
-	d.queues = queues
-	watch := slices.Clone(d.watch)
-	d.mu.Unlock()
-	if !same {
-		for _, f := range watch {
-			f(slices.Clone(queues))
-		}
-	}
-	return nil
+	// Both lists are read even when one fails: each stays stale alone.
+	return errors.Join(d.pollQueues(ctx, &d.destQueues), d.pollQueues(ctx, &d.queues))
 }
 
 // Lookup resolves a platform by name: its settings and state. found is
 // false for a name the registry does not hold; a removed platform is
 // found, in state Removed.
 func (d *Directory) Lookup(ctx context.Context, name string) (config.Platform, State, bool, error) {
-	d.mu.Lock()
-	c, ok := d.cached[name]
-	seenBefore := d.seen
-	d.mu.Unlock()
-	if ok {
-		return c.platform, c.entry.State, true, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-	defer cancel()
-	e, found, err := d.reg.Get(ctx, ClassPlatform, name)
-	if err != nil || !found {
-		return config.Platform{}, "", false, err
-	}
-	p, err := DecodePlatform(e)
-	if err != nil {
-		return config.Platform{}, "", false, err
-	}
-	d.mu.Lock()
-	if len(d.cached) >= maxCached {
-		for k := range d.cached { // evict one arbitrary entry: reads are cheap
-			delete(d.cached, k)
-			break
-		}
-	}
-	// A poll that ran during the read may have dropped a newer change
-	// this read missed: keep the read only if no poll ran meanwhile.
-	if d.seen == seenBefore {
-		d.cached[name] = cachedPlatform{entry: e, platform: p}
-	}
-	d.mu.Unlock()
-	return p, e.State, true, nil
+	return lookup(ctx, d, &d.cached, name)
 }
 
 // Get is Lookup for a platform that may be fetched for (active or

@@ -2,7 +2,6 @@ package accounts_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,13 +20,8 @@ func TestDirectoryFollowsDestinations(t *testing.T) {
 	dir := accounts.NewDirectory(reg, 5*time.Millisecond, nil)
 	require.NoError(t, dir.Load(ctx))
 	require.Empty(t, dir.DestinationQueues())
-	var mu sync.Mutex
-	var seen [][]string
-	dir.OnDestinationQueues(func(q []string) {
-		mu.Lock()
-		seen = append(seen, q)
-		mu.Unlock()
-	})
+	var announced queueWatch
+	dir.OnDestinationQueues(announced.add)
 	go dir.Run(ctx)
 
 	_, _, found, err := dir.LookupDestination(ctx, "oms")
@@ -41,9 +35,7 @@ func TestDirectoryFollowsDestinations(t *testing.T) {
 	rev, err := reg.Put(ctx, e, 0)
 	require.NoError(t, err)
 	waitFor(t, "the destination's queue announced", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen) > 0 && len(seen[len(seen)-1]) == 1
+		return len(announced.last()) == 1
 	})
 	require.Equal(t, []string{"deliveries-oms"}, dir.DestinationQueues())
 	require.Empty(t, dir.TaskQueues(), "a destination's queue is not a platform's")

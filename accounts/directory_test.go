@@ -2,6 +2,7 @@ package accounts_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -31,13 +32,8 @@ func TestDirectoryFollowsTheRegistry(t *testing.T) {
 	dir := accounts.NewDirectory(reg, 5*time.Millisecond, nil)
 	require.NoError(t, dir.Load(ctx))
 	require.Equal(t, []string{"orders-sim"}, dir.TaskQueues())
-	var mu sync.Mutex
-	var seen [][]string
-	dir.OnTaskQueues(func(q []string) {
-		mu.Lock()
-		seen = append(seen, q)
-		mu.Unlock()
-	})
+	var announced queueWatch
+	dir.OnTaskQueues(announced.add)
 	go dir.Run(ctx)
 
 	got, ok := dir.Get("shop-a")
@@ -52,9 +48,7 @@ func TestDirectoryFollowsTheRegistry(t *testing.T) {
 	require.NoError(t, err)
 	put(eb, 0)
 	waitFor(t, "the new queue announced", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen) > 0 && len(seen[len(seen)-1]) == 2
+		return len(announced.last()) == 2
 	})
 	require.Equal(t, []string{"orders-big", "orders-sim"}, dir.TaskQueues())
 	_, ok = dir.Get("shop-b")
@@ -88,4 +82,68 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// queueWatch records the queue lists a Directory announces.
+type queueWatch struct {
+	mu   sync.Mutex
+	seen [][]string
+}
+
+func (w *queueWatch) add(q []string) {
+	w.mu.Lock()
+	w.seen = append(w.seen, q)
+	w.mu.Unlock()
+}
+
+// last is the list announced last (nil before the first).
+func (w *queueWatch) last() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seen) == 0 {
+		return nil
+	}
+	return w.seen[len(w.seen)-1]
+}
+
+// queuesFailingRegistry fails TaskQueues for the classes in fail.
+type queuesFailingRegistry struct {
+	*accounts.Memory
+	fail map[accounts.Class]bool
+}
+
+func (r queuesFailingRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([]string, error) {
+	if r.fail[class] {
+		return nil, errors.New("registry unreachable")
+	}
+	return r.Memory.TaskQueues(ctx, class)
+}
+
+// A failed read of the task queues is tried again at the next poll, for
+// either class, even when nothing changes in between: the poll that
+// failed has already moved past the change that added the queue.
+func TestDirectoryReadsTheQueuesAgainAfterAFailedRead(t *testing.T) {
+	ctx := context.Background()
+	reg := queuesFailingRegistry{Memory: accounts.NewMemory(), fail: map[accounts.Class]bool{}}
+	dir := accounts.NewDirectory(reg, time.Hour, nil)
+	require.NoError(t, dir.Load(ctx))
+
+	put := func(e accounts.Entry, err error) {
+		require.NoError(t, err)
+		_, err = reg.Put(ctx, e, 0)
+		require.NoError(t, err)
+	}
+	p := platform(t, "shop-a")
+	p.TaskQueue = "orders-new"
+	put(accounts.PlatformEntry(p, accounts.Active))
+	d := destination(t, "oms")
+	d.TaskQueue = "deliveries-new"
+	put(accounts.DestinationEntry(d, accounts.Active))
+
+	reg.fail[accounts.ClassPlatform], reg.fail[accounts.ClassDestination] = true, true
+	require.Error(t, dir.Sync(ctx))
+	reg.fail[accounts.ClassPlatform], reg.fail[accounts.ClassDestination] = false, false
+	require.NoError(t, dir.Sync(ctx))
+	require.Equal(t, []string{"orders-new"}, dir.TaskQueues())
+	require.Equal(t, []string{"deliveries-new"}, dir.DestinationQueues())
 }

@@ -73,6 +73,40 @@ type Filter struct {
 // MaxPage is the largest page List returns.
 const MaxPage = 1000
 
+// EachEntry calls fn with every entry f selects, page by page in name
+// order (f.After and f.Limit are its own), and stops at fn's first error.
+func EachEntry(ctx context.Context, reg Registry, f Filter, fn func(Entry) error) error {
+	f.After, f.Limit = "", MaxPage
+	for {
+		page, err := reg.List(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(page) < MaxPage {
+			return nil
+		}
+		f.After = page[len(page)-1].Name
+	}
+}
+
+// unlisted names the registered entries of class (removed ones left out)
+// that listed does not hold: what an apply with Prune removes.
+func unlisted(ctx context.Context, reg Registry, class Class, listed map[string]bool) ([]string, error) {
+	var gone []string
+	err := EachEntry(ctx, reg, Filter{Class: class}, func(e Entry) error {
+		if !listed[e.Name] {
+			gone = append(gone, e.Name)
+		}
+		return nil
+	})
+	return gone, err
+}
+
 // Errors a Registry returns; callers test them with errors.Is.
 var (
 	// ErrConflict: the entry changed since the revision the caller read

@@ -144,9 +144,14 @@ func TestApplyAddsUpdatesPrunesAndKeepsRunningQueues(t *testing.T) {
 }
 
 func actions(changes []accounts.Change) []string {
+	return actionsOf(changes, func(c accounts.Change) string { return c.Action })
+}
+
+// actionsOf lists what an apply did to each entry, in order.
+func actionsOf[C any](changes []C, action func(C) string) []string {
 	out := make([]string, len(changes))
 	for i, c := range changes {
-		out[i] = c.Action
+		out[i] = action(c)
 	}
 	return out
 }

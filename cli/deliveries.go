@@ -56,22 +56,16 @@ func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.
 	if len(names) == 0 {
 		var out []config.Destination
 		seen := map[string]bool{}
-		for after := ""; ; {
-			page, err := reg.List(ctx, accounts.Filter{Class: accounts.ClassDestination, After: after, Limit: accounts.MaxPage})
+		err := accounts.EachEntry(ctx, reg, accounts.Filter{Class: accounts.ClassDestination}, func(e accounts.Entry) error {
+			d, err := accounts.DecodeDestination(e)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			for _, e := range page {
-				d, err := accounts.DecodeDestination(e)
-				if err != nil {
-					return nil, err
-				}
-				out, seen[d.Name] = append(out, d), true
-			}
-			if len(page) < accounts.MaxPage {
-				break
-			}
-			after = page[len(page)-1].Name
+			out, seen[d.Name] = append(out, d), true
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		for _, d := range f.Destinations {
 			if seen[d.Name] {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -48,38 +47,22 @@ destination's name is taken again only with --reuse-removed.`,
 			"  ordersync deliveries add oms -f platforms.yaml",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var d config.Destination
-			if kind == "" && app.fileGiven {
-				f, err := app.LoadPlatforms()
-				if err != nil {
-					return err
-				}
-				found, ok := f.Destination(args[0])
+			d, err := toAdd(app, args[0], kind, "(webhook, nats or kafka) and its settings", func(f *config.File) (config.Destination, error) {
+				d, ok := f.Destination(args[0])
 				if !ok {
-					return Usage(fmt.Errorf("%s has no destination %q (its destinations: %s)", f.Path, clipText(args[0], 100),
+					return d, Usage(fmt.Errorf("%s has no destination %q (its destinations: %s)", f.Path, clipText(args[0], 100),
 						joinOrNone(f.DestinationNames())))
 				}
-				d = found
-			} else {
-				if kind == "" {
-					return Usage(fmt.Errorf("give --kind (webhook, nats or kafka) and its settings, or -f FILE holding %s", clipText(args[0], 100)))
-				}
-				var err error
-				d, err = destinationFromFlags(args[0], kind, url, config.CredentialRef{Env: secretEnv, File: secretFile}, sets)
-				if err != nil {
-					return Usage(err)
-				}
-			}
-			svc, _, done, err := app.accountService(cmd.Context())
+				return d, nil
+			}, func() (config.Destination, error) {
+				return destinationFromFlags(args[0], kind, url, config.CredentialRef{Env: secretEnv, File: secretFile}, sets)
+			})
 			if err != nil {
 				return err
 			}
-			defer done()
-			e, err := svc.AddDestination(cmd.Context(), d, opts)
-			if err != nil {
-				return registryError(err)
-			}
-			return printDestinationEntry(app, "added", e)
+			return runAdd(cmd, app, func(ctx context.Context, svc *accounts.Service) (accounts.Entry, error) {
+				return svc.AddDestination(ctx, d, opts)
+			}, printDestinationEntry)
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "destination kind: webhook, nats or kafka")
@@ -92,8 +75,7 @@ destination's name is taken again only with --reuse-removed.`,
 }
 
 func newDeliveriesEditCommand(app *App) *cobra.Command {
-	var sets, unsets []string
-	var revision int64
+	var flags editFlags
 	cmd := &cobra.Command{
 		Use:   "edit NAME",
 		Short: "Change a registered destination's settings (its Delivery and the workers follow)",
@@ -110,31 +92,10 @@ revision N.`,
 			"  ordersync deliveries edit oms --set url=https://oms-2.example.com/hooks/orders --revision 14",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(sets) == 0 && len(unsets) == 0 {
-				return Usage(fmt.Errorf("nothing to change: give --set key=value or --unset key"))
-			}
-			svc, _, done, err := app.accountService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			var editErr error
-			e, err := svc.EditDestination(cmd.Context(), args[0], revision, func(d *config.Destination) error {
-				editErr = editDestination(d, sets, unsets)
-				return editErr
-			})
-			if editErr != nil {
-				return Usage(editErr)
-			}
-			if err != nil {
-				return registryError(err)
-			}
-			return printDestinationEntry(app, "edited", e)
+			return runEdit(cmd, app, args[0], flags, (*accounts.Service).EditDestination, editDestination, printDestinationEntry)
 		},
 	}
-	cmd.Flags().StringArrayVar(&sets, "set", nil, "a setting as key=value (dotted key, YAML value); repeatable")
-	cmd.Flags().StringArrayVar(&unsets, "unset", nil, "a setting to put back to its default; repeatable")
-	cmd.Flags().Int64Var(&revision, "revision", 0, "apply only if the destination is still at this revision")
+	flags.register(cmd, "destination")
 	return cmd
 }
 
@@ -154,21 +115,9 @@ again finishes the removal. The name stays taken: adding it again needs
 		Example: "  ordersync deliveries remove old-oms",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, _, done, err := app.accountService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			for _, name := range args {
-				e, err := svc.RemoveDestination(cmd.Context(), name)
-				if err != nil {
-					return registryError(err)
-				}
-				if err := printDestinationEntry(app, "removed", e); err != nil {
-					return err
-				}
-			}
-			return nil
+			return runRemove(cmd, app, args, func(ctx context.Context, svc *accounts.Service, name string) (accounts.Entry, error) {
+				return svc.RemoveDestination(ctx, name)
+			}, printDestinationEntry)
 		},
 	}
 }
@@ -258,24 +207,14 @@ func resetPath(m, defaults map[string]any, key string) error {
 
 // printDestinationEntry says what a registry change did to a destination.
 func printDestinationEntry(app *App, verb string, e accounts.Entry) error {
-	if app.Output == "json" {
-		return writeJSON(app, destinationRow{Destination: e.Name, Kind: e.Kind, State: e.State, Revision: e.Revision,
-			TaskQueue: e.TaskQueue, UpdatedAt: e.UpdatedAt, Settings: e.Settings})
-	}
-	fmt.Fprintf(app.Out, "%s: %s at revision %d (kind %s, task queue %s, %s)\n", term(e.Name), verb, e.Revision, term(e.Kind), term(e.TaskQueue), e.State)
-	return nil
+	return printEntryAs(app, verb, e, destinationRow{Destination: e.Name, entryFields: fieldsOf(e)})
 }
 
 // destinationRow is how a destination's registry entry is shown (its
 // settings hold a secret reference, never the secret).
 type destinationRow struct {
-	Destination string          `json:"destination"`
-	Kind        string          `json:"kind"`
-	State       accounts.State  `json:"state"`
-	Revision    int64           `json:"revision"`
-	TaskQueue   string          `json:"task_queue"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	Settings    json.RawMessage `json:"settings,omitempty"`
+	Destination string `json:"destination"`
+	entryFields
 }
 
 // SeedDestinations registers the file's destinations that the registry
@@ -284,36 +223,21 @@ type destinationRow struct {
 // delivered to, whatever the file says), a file that differs from the
 // registry named in a warning.
 func SeedDestinations(ctx context.Context, reg accounts.Registry, f *config.File, logf func(msg string, args ...any)) error {
-	for _, d := range f.Destinations {
-		e, found, err := reg.Get(ctx, accounts.ClassDestination, d.Name)
-		if err != nil {
-			return err
-		}
-		if found {
-			if e.State == accounts.Removed {
-				logf("destination in the file was removed from the registry; not delivered to", "destination", d.Name, "revision", e.Revision)
-				continue
-			}
-			if cur, err := accounts.DecodeDestination(e); err == nil && !accounts.SameDestination(cur, d) {
-				logf("the platforms file's destination differs from the registry, which wins; run `ordersync platform apply -f FILE` to apply the file",
-					"destination", d.Name, "file", f.Path, "revision", e.Revision)
-			}
-			continue
-		}
-		entry, err := accounts.DestinationEntry(d, accounts.Active)
-		if err != nil {
-			return err
-		}
-		rev, err := reg.Put(ctx, entry, 0)
-		if errors.Is(err, accounts.ErrConflict) || errors.Is(err, accounts.ErrRemovedName) {
-			continue // another worker registered it a moment ago
-		}
-		if err != nil {
-			return fmt.Errorf("register destination %s from %s: %w", d.Name, f.Path, err)
-		}
-		logf("registered destination from the platforms file", "destination", d.Name, "revision", rev, "task_queue", d.TaskQueue)
-	}
-	return nil
+	return seedEntries(ctx, reg, f, f.Destinations, seedClass[config.Destination]{
+		noun:  "destination",
+		class: accounts.ClassDestination,
+		name:  func(d config.Destination) string { return d.Name },
+		differs: func(e accounts.Entry, d config.Destination) bool {
+			cur, err := accounts.DecodeDestination(e)
+			return err == nil && !accounts.SameDestination(cur, d)
+		},
+		entry: func(d config.Destination) (accounts.Entry, error) {
+			return accounts.DestinationEntry(d, accounts.Active)
+		},
+		removedMsg:    "destination in the file was removed from the registry; not delivered to",
+		differsMsg:    "the platforms file's destination differs from the registry, which wins; run `ordersync platform apply -f FILE` to apply the file",
+		registeredMsg: "registered destination from the platforms file",
+	}, logf)
 }
 
 // feedConsumers is who compaction waits for: the registry's destinations
@@ -323,23 +247,17 @@ func SeedDestinations(ctx context.Context, reg accounts.Registry, f *config.File
 func feedConsumers(ctx context.Context, reg accounts.Registry, file []string) (consumers, removed []string, err error) {
 	seen := map[string]bool{}
 	for _, state := range []accounts.State{accounts.Active, accounts.Paused, accounts.Removed} {
-		for after := ""; ; {
-			page, err := reg.List(ctx, accounts.Filter{Class: accounts.ClassDestination, State: state, After: after, Limit: accounts.MaxPage})
-			if err != nil {
-				return nil, nil, fmt.Errorf("list the registry's destinations: %w", err)
+		err := accounts.EachEntry(ctx, reg, accounts.Filter{Class: accounts.ClassDestination, State: state}, func(e accounts.Entry) error {
+			seen[e.Name] = true
+			if state == accounts.Removed {
+				removed = append(removed, e.Name)
+			} else {
+				consumers = append(consumers, e.Name)
 			}
-			for _, e := range page {
-				seen[e.Name] = true
-				if state == accounts.Removed {
-					removed = append(removed, e.Name)
-				} else {
-					consumers = append(consumers, e.Name)
-				}
-			}
-			if len(page) < accounts.MaxPage {
-				break
-			}
-			after = page[len(page)-1].Name
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("list the registry's destinations: %w", err)
 		}
 	}
 	for _, name := range file {

@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -34,37 +34,21 @@ A removed platform's name is taken again only with --reuse-removed.`,
 			"  ordersync platform add sim-new -f examples/demo-platforms.yaml",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var p config.Platform
-			if kind == "" && app.fileGiven {
-				f, err := app.LoadPlatforms()
-				if err != nil {
-					return err
-				}
+			p, err := toAdd(app, args[0], kind, "(and --endpoint, credentials)", func(f *config.File) (config.Platform, error) {
 				ps, err := SelectPlatforms(f, args)
 				if err != nil {
-					return err
+					return config.Platform{}, err
 				}
-				p = ps[0]
-			} else {
-				if kind == "" {
-					return Usage(fmt.Errorf("give --kind (and --endpoint, credentials), or -f FILE holding %s", args[0]))
-				}
-				var err error
-				p, err = platformFromFlags(args[0], kind, endpoint, config.CredentialRef{Env: credEnv, File: credFile}, sets)
-				if err != nil {
-					return Usage(err)
-				}
-			}
-			svc, _, done, err := app.accountService(cmd.Context())
+				return ps[0], nil
+			}, func() (config.Platform, error) {
+				return platformFromFlags(args[0], kind, endpoint, config.CredentialRef{Env: credEnv, File: credFile}, sets)
+			})
 			if err != nil {
 				return err
 			}
-			defer done()
-			e, err := svc.AddPlatform(cmd.Context(), p, opts)
-			if err != nil {
-				return registryError(err)
-			}
-			return printEntry(app, "added", e)
+			return runAdd(cmd, app, func(ctx context.Context, svc *accounts.Service) (accounts.Entry, error) {
+				return svc.AddPlatform(ctx, p, opts)
+			}, printEntry)
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "platform kind: shopify, amazon, ebay, woocommerce, http, sim")
@@ -78,8 +62,7 @@ A removed platform's name is taken again only with --reuse-removed.`,
 }
 
 func newPlatformEditCommand(app *App) *cobra.Command {
-	var sets, unsets []string
-	var revision int64
+	var flags editFlags
 	cmd := &cobra.Command{
 		Use:   "edit NAME",
 		Short: "Change a registered platform's settings (running cursor and workers follow)",
@@ -95,31 +78,10 @@ revision N (someone else's edit in between is an error, exit 1).`,
 			"  ordersync platform edit shopify-acme --set endpoint=https://acme-2.myshopify.com --revision 12",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(sets) == 0 && len(unsets) == 0 {
-				return Usage(fmt.Errorf("nothing to change: give --set key=value or --unset key"))
-			}
-			svc, _, done, err := app.accountService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			var editErr error
-			e, err := svc.EditPlatform(cmd.Context(), args[0], revision, func(p *config.Platform) error {
-				editErr = editPlatform(p, sets, unsets)
-				return editErr
-			})
-			if editErr != nil {
-				return Usage(editErr)
-			}
-			if err != nil {
-				return registryError(err)
-			}
-			return printEntry(app, "edited", e)
+			return runEdit(cmd, app, args[0], flags, (*accounts.Service).EditPlatform, editPlatform, printEntry)
 		},
 	}
-	cmd.Flags().StringArrayVar(&sets, "set", nil, "a setting as key=value (dotted key, YAML value); repeatable")
-	cmd.Flags().StringArrayVar(&unsets, "unset", nil, "a setting to drop back to its default; repeatable")
-	cmd.Flags().Int64Var(&revision, "revision", 0, "apply only if the platform is still at this revision")
+	flags.register(cmd, "platform")
 	return cmd
 }
 
@@ -138,21 +100,9 @@ The name stays taken: adding it again needs --reuse-removed.`,
 		Example: "  ordersync platform remove shopify-old\n  ordersync platform remove shopify-old --discard-dead-letters",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, _, done, err := app.accountService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			for _, name := range args {
-				e, err := svc.RemovePlatform(cmd.Context(), name, opts)
-				if err != nil {
-					return registryError(err)
-				}
-				if err := printEntry(app, "removed", e); err != nil {
-					return err
-				}
-			}
-			return nil
+			return runRemove(cmd, app, args, func(ctx context.Context, svc *accounts.Service, name string) (accounts.Entry, error) {
+				return svc.RemovePlatform(ctx, name, opts)
+			}, printEntry)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.DiscardDeadLetters, "discard-dead-letters", false, "end the platform's dead-letter workflow too")

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -61,40 +59,32 @@ func (a *App) accountService(ctx context.Context) (*accounts.Service, client.Cli
 // so the upgrade strands no cursor. The file's destinations are
 // registered the same way (SeedDestinations).
 func SeedRegistry(ctx context.Context, reg accounts.Registry, f *config.File, engine accounts.Engine, logf func(msg string, args ...any)) error {
-	for _, p := range f.Platforms {
-		e, found, err := reg.Get(ctx, accounts.ClassPlatform, p.Name)
-		if err != nil {
-			return err
-		}
-		if found {
-			if e.State == accounts.Removed {
-				logf("platform in the file was removed from the registry; not served", "platform", p.Name, "revision", e.Revision)
-				continue
+	err := seedEntries(ctx, reg, f, f.Platforms, seedClass[config.Platform]{
+		noun:  "platform",
+		class: accounts.ClassPlatform,
+		name:  func(p config.Platform) string { return p.Name },
+		differs: func(e accounts.Entry, p config.Platform) bool {
+			cur, err := accounts.DecodePlatform(e)
+			return err == nil && !accounts.SamePlatform(cur, p)
+		},
+		prepare: func(ctx context.Context, p *config.Platform) error {
+			q, running, err := engine.RunningQueue(ctx, p.Name)
+			if err != nil {
+				return err
 			}
-			if cur, err := accounts.DecodePlatform(e); err == nil && !accounts.SamePlatform(cur, p) {
-				logf("the platforms file differs from the registry, which wins; run `ordersync platform apply -f FILE` to apply the file",
-					"platform", p.Name, "file", f.Path, "revision", e.Revision)
+			if running && q != p.TaskQueue {
+				logf("platform keeps the task queue its cursor runs on", "platform", p.Name, "task_queue", q, "file_says", p.TaskQueue)
+				p.TaskQueue = q
 			}
-			continue
-		}
-		if q, running, err := engine.RunningQueue(ctx, p.Name); err != nil {
-			return err
-		} else if running && q != p.TaskQueue {
-			logf("platform keeps the task queue its cursor runs on", "platform", p.Name, "task_queue", q, "file_says", p.TaskQueue)
-			p.TaskQueue = q
-		}
-		entry, err := accounts.PlatformEntry(p, accounts.Active)
-		if err != nil {
-			return err
-		}
-		rev, err := reg.Put(ctx, entry, 0)
-		if errors.Is(err, accounts.ErrConflict) || errors.Is(err, accounts.ErrRemovedName) {
-			continue // another worker registered it a moment ago
-		}
-		if err != nil {
-			return fmt.Errorf("register %s from %s: %w", p.Name, f.Path, err)
-		}
-		logf("registered platform from the platforms file", "platform", p.Name, "revision", rev, "task_queue", p.TaskQueue)
+			return nil
+		},
+		entry:         func(p config.Platform) (accounts.Entry, error) { return accounts.PlatformEntry(p, accounts.Active) },
+		removedMsg:    "platform in the file was removed from the registry; not served",
+		differsMsg:    "the platforms file differs from the registry, which wins; run `ordersync platform apply -f FILE` to apply the file",
+		registeredMsg: "registered platform from the platforms file",
+	}, logf)
+	if err != nil {
+		return err
 	}
 	return SeedDestinations(ctx, reg, f, logf)
 }
@@ -206,28 +196,18 @@ func jsonable(v any) any {
 
 // printEntry says what a registry change did.
 func printEntry(app *App, verb string, e accounts.Entry) error {
-	if app.Output == "json" {
-		return writeJSON(app, entryView(e))
-	}
-	fmt.Fprintf(app.Out, "%s: %s at revision %d (kind %s, task queue %s, %s)\n", term(e.Name), verb, e.Revision, term(e.Kind), term(e.TaskQueue), e.State)
-	return nil
+	return printEntryAs(app, verb, e, entryView(e))
 }
 
 // registryRow is how a registry entry is shown (settings without secrets:
 // they hold references only).
 type registryRow struct {
-	Platform  string          `json:"platform"`
-	Kind      string          `json:"kind"`
-	State     accounts.State  `json:"state"`
-	Revision  int64           `json:"revision"`
-	TaskQueue string          `json:"task_queue"`
-	UpdatedAt time.Time       `json:"updated_at"`
-	Settings  json.RawMessage `json:"settings,omitempty"`
+	Platform string `json:"platform"`
+	entryFields
 }
 
 func entryView(e accounts.Entry) registryRow {
-	return registryRow{Platform: e.Name, Kind: e.Kind, State: e.State, Revision: e.Revision, TaskQueue: e.TaskQueue,
-		UpdatedAt: e.UpdatedAt, Settings: e.Settings}
+	return registryRow{Platform: e.Name, entryFields: fieldsOf(e)}
 }
 
 // resolvePlatforms finds each named platform in the registry, or else in
@@ -246,22 +226,16 @@ func (a *App) resolvePlatforms(ctx context.Context, names []string) ([]config.Pl
 	if len(names) == 0 {
 		var out []config.Platform
 		seen := map[string]bool{}
-		for after := ""; ; {
-			page, err := reg.List(ctx, accounts.Filter{Class: accounts.ClassPlatform, After: after, Limit: accounts.MaxPage})
+		err := accounts.EachEntry(ctx, reg, accounts.Filter{Class: accounts.ClassPlatform}, func(e accounts.Entry) error {
+			p, err := accounts.DecodePlatform(e)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			for _, e := range page {
-				p, err := accounts.DecodePlatform(e)
-				if err != nil {
-					return nil, err
-				}
-				out, seen[p.Name] = append(out, p), true
-			}
-			if len(page) < accounts.MaxPage {
-				break
-			}
-			after = page[len(page)-1].Name
+			out, seen[p.Name] = append(out, p), true
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if f != nil {
 			for _, p := range f.Platforms {

@@ -45,13 +45,7 @@ func TestDestinationOnboardingAtRuntimePostgres(t *testing.T) {
 }
 
 func testDestinationOnboarding(t *testing.T, st stack) {
-	if testing.Short() {
-		t.Skip("end-to-end")
-	}
-	if st.workerProcesses > 0 {
-		requirePostgres(t)
-	}
-	st.registry = true
+	st = onboardingStack(t, st)
 	// The repository's receiver checks every signature and counts what it got.
 	rcv, err := receiver.New("e2e-dest", destOnboardingSecret)
 	require.NoError(t, err)

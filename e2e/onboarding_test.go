@@ -71,14 +71,24 @@ func TestOnboardingAtRuntimePostgres(t *testing.T) {
 	testOnboarding(t, postgresStack)
 }
 
-func testOnboarding(t *testing.T, st stack) {
+// onboardingStack is st with the registry on, for the onboarding tests
+// (platforms and destinations); the test is skipped in -short, and where
+// it needs PostgreSQL and there is none.
+func onboardingStack(t *testing.T, st stack) stack {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	if st.workerProcesses > 0 {
 		requirePostgres(t)
 	}
-	st.registry, st.servedQueues = true, []string{"orders-sim"}
+	st.registry = true
+	return st
+}
+
+func testOnboarding(t *testing.T, st stack) {
+	st = onboardingStack(t, st)
+	st.servedQueues = []string{"orders-sim"}
 	s := startSystemOn(t, st, onboardingSim(), onboardingPlatforms)
 	// Every order the simulator ever shows, history included.
 	from := s.sim.Started().Add(-onboardingSim().History - time.Minute).Format(time.RFC3339)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
@@ -48,16 +49,9 @@ func (e Engine) StartDelivery(ctx context.Context, d config.Destination) error {
 // which stays below its oldest set-aside change, so nothing is skipped.
 func (e Engine) ReconfigureDelivery(ctx context.Context, d config.Destination) error {
 	id := api.DeliveryWorkflowID(d.Name)
-	desc, err := e.Client.DescribeWorkflowExecution(ctx, id, "")
-	switch {
-	case isNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("describe %s: %w", id, err)
-	}
-	info := desc.GetWorkflowExecutionInfo()
-	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return nil
+	info, err := e.runningExecution(ctx, id)
+	if err != nil || info == nil {
+		return err
 	}
 	if q := info.GetTaskQueue(); q != "" && q != d.TaskQueue {
 		if err := e.StopDelivery(ctx, d.Name); err != nil {
@@ -86,16 +80,9 @@ func (e Engine) StopDelivery(ctx context.Context, name string) error {
 	cancelled := ""
 	deadline := time.Now().Add(DeliveryStopWait)
 	for {
-		desc, err := e.Client.DescribeWorkflowExecution(ctx, id, "")
-		switch {
-		case isNotFound(err):
-			return nil
-		case err != nil:
-			return fmt.Errorf("describe %s: %w", id, err)
-		}
-		info := desc.GetWorkflowExecutionInfo()
-		if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			return nil
+		info, err := e.runningExecution(ctx, id)
+		if err != nil || info == nil {
+			return err
 		}
 		run := info.GetExecution().GetRunId()
 		if run != cancelled {
@@ -119,4 +106,22 @@ func (e Engine) StopDelivery(ctx context.Context, name string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// runningExecution describes workflow id's latest run: nil (and no error)
+// when there is none or it is not running, which both callers take as
+// nothing to do.
+func (e Engine) runningExecution(ctx context.Context, id string) (*workflowpb.WorkflowExecutionInfo, error) {
+	desc, err := e.Client.DescribeWorkflowExecution(ctx, id, "")
+	switch {
+	case isNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("describe %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil, nil
+	}
+	return info, nil
 }

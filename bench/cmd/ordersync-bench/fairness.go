@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -342,14 +341,7 @@ func printFairness(w io.Writer, r fairnessResult) {
 // writeFairness writes the result beside the other results as
 // fairness-<start>.json (it is not part of latest.json, like B7).
 func writeFairness(dir string, r fairnessResult) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	name := filepath.Join(dir, "fairness-"+r.Started.Format("20060102T150405Z")+".json")
-	fmt.Fprintf(os.Stderr, "B9 results: %s\n", name)
-	return os.WriteFile(name, append(b, '\n'), 0o644)
+	name := "fairness-" + r.Started.Format("20060102T150405Z") + ".json"
+	fmt.Fprintf(os.Stderr, "B9 results: %s\n", filepath.Join(dir, name))
+	return writeResultFile(dir, name, r)
 }

@@ -246,14 +246,20 @@ func printRegistry(w io.Writer, r registryResult) {
 }
 
 func writeRegistry(dir string, r registryResult) error {
+	return writeResultFile(dir, "registry-latest.json", r)
+}
+
+// writeResultFile writes a result as indented JSON to dir/name, making
+// dir if need be.
+func writeResultFile(dir, name string, v any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "registry-latest.json"), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
 }
 
 // heapInUse reads the worker's Go heap in use from its /metrics, in MiB.
