@@ -6,12 +6,12 @@ package activities
 
 import (
 	"context"
+	"github.com/ordersync/ordersync/api"
 	"log/slog"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/store"
@@ -22,7 +22,7 @@ import (
 
 // ConnectorSource builds (or reuses) the connector for a platform's settings.
 type ConnectorSource interface {
-	Connector(p config.Platform) (connectors.Connector, error)
+	Connector(p api.Settings) (connectors.Connector, error)
 }
 
 // OrderStore is the part of the store the activities write to.

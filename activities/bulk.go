@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ordersync/ordersync/api"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
@@ -35,8 +35,8 @@ const bulkBatchOrders = 250
 
 // BulkInput names a slice's bulk query.
 type BulkInput struct {
-	Platform config.Platform `json:"platform"`
-	SliceID  string          `json:"slice_id"`
+	Platform api.Settings `json:"platform"`
+	SliceID  string       `json:"slice_id"`
 	// From and To are the request window, already widened by the overlap.
 	From time.Time `json:"from"`
 	To   time.Time `json:"to"`
@@ -77,7 +77,7 @@ type bulkProgress struct {
 }
 
 // bulkConnector is the platform's connector as a bulk lister.
-func (a *Activities) bulkConnector(p config.Platform) (connectors.BulkLister, error) {
+func (a *Activities) bulkConnector(p api.Settings) (connectors.BulkLister, error) {
 	conn, err := a.Connectors.Connector(p)
 	if err != nil {
 		return nil, classify(fmt.Errorf("connector for %s: %w", p.Name, err))
@@ -92,7 +92,7 @@ func (a *Activities) bulkConnector(p config.Platform) (connectors.BulkLister, er
 
 // bulkRequest is the platform's bulk connector once one request may go
 // out (StartBulk, PollBulk, CancelBulk send one each).
-func (a *Activities) bulkRequest(ctx context.Context, p config.Platform) (connectors.BulkLister, error) {
+func (a *Activities) bulkRequest(ctx context.Context, p api.Settings) (connectors.BulkLister, error) {
 	b, err := a.bulkConnector(p)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (a *Activities) bulkRequest(ctx context.Context, p config.Platform) (connec
 }
 
 // request waits for the platform's request rate, as a page does.
-func (a *Activities) request(ctx context.Context, p config.Platform) error {
+func (a *Activities) request(ctx context.Context, p api.Settings) error {
 	if err := a.Limiters.Wait(ctx, p); err != nil {
 		return classify(fmt.Errorf("rate limiter wait: %w", err))
 	}

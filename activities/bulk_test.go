@@ -113,7 +113,7 @@ func TestDownloadBulkResumesAfterKill(t *testing.T) {
 // it until the simulator completes it.
 func completedBulk(t *testing.T, env *testsuite.TestActivityEnvironment, acts *Activities, p config.Platform, to time.Time) (BulkInput, BulkState) {
 	t.Helper()
-	in := BulkInput{Platform: p, SliceID: "slice/shop/bulk", From: to.Add(-25 * time.Hour), To: to}
+	in := BulkInput{Platform: p.Settings(), SliceID: "slice/shop/bulk", From: to.Add(-25 * time.Hour), To: to}
 	val, err := env.ExecuteActivity(acts.StartBulk, in)
 	require.NoError(t, err)
 	var state BulkState

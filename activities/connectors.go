@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ordersync/ordersync/accounts"
+	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 )
@@ -26,13 +27,13 @@ type DeclaredPlatforms interface {
 //
 // It is the trust boundary between workflow input and secrets: settings
 // arrive from workflow inputs and signals, which anyone who can reach the
-// Temporal frontend can write, while credentials live on the worker. The
-// cache takes a platform's identity (kind, endpoint, credentials, options,
-// allow_plaintext) only from its DeclaredPlatforms (the account registry,
-// or the platforms a test or file-only process was given), by name, and
-// only the tuning from the input: a message cannot point a secret at
-// another host or read another secret into a request, because what it
-// says about identity is never used. A platform the registry does not hold
+// Temporal frontend can write, while credentials live on the worker.
+// Inputs carry only a reference (the platform's name) and its tuning
+// (api.Settings); the cache takes the platform's identity (kind, endpoint,
+// credentials, options, allow_plaintext) only from its DeclaredPlatforms
+// (the account registry, or the platforms a test or file-only process was
+// given), by name: a message cannot point a secret at another host or read
+// another secret into a request, because it cannot even say one. A platform the registry does not hold
 // is retried (NotDeclaredError: it may be registered in a moment); a
 // removed one is a permanent error. Either way nothing is sent.
 type ConnectorCache struct {
@@ -61,10 +62,10 @@ func NewConnectorCache(declared DeclaredPlatforms) *ConnectorCache {
 	return &ConnectorCache{declared: declared, byKey: map[string]cachedConnector{}}
 }
 
-// Connector returns the cached connector for p, building it if needed,
-// with p's identity replaced by the declared one.
-func (c *ConnectorCache) Connector(p config.Platform) (connectors.Connector, error) {
-	p, err := c.resolve(p)
+// Connector returns the cached connector for s's platform, built from the
+// platform's declared identity with s's tuning (page size, timeout, rate).
+func (c *ConnectorCache) Connector(s api.Settings) (connectors.Connector, error) {
+	p, err := c.resolve(s)
 	if err != nil {
 		return nil, err
 	}
@@ -85,39 +86,33 @@ func (c *ConnectorCache) Connector(p config.Platform) (connectors.Connector, err
 	return conn, nil
 }
 
-// Resolve is p with the identity fields its declaration has: what a
-// request for p is sent with.
-func (c *ConnectorCache) Resolve(p config.Platform) (config.Platform, error) { return c.resolve(p) }
+// Resolve is the platform s names as its declaration has it (identity:
+// kind, endpoint, credentials, options, allow_plaintext) with s's tuning:
+// what a request for s is sent with.
+func (c *ConnectorCache) Resolve(s api.Settings) (config.Platform, error) { return c.resolve(s) }
 
-func (c *ConnectorCache) resolve(p config.Platform) (config.Platform, error) {
+func (c *ConnectorCache) resolve(s api.Settings) (config.Platform, error) {
 	if c.declared == nil {
-		return p, &NotDeclaredError{Platform: p.Name, NoFile: true}
+		return config.Platform{}, &NotDeclaredError{Platform: s.Name, NoFile: true}
 	}
 	if r, ok := c.declared.(registryLookup); ok {
-		d, state, found, err := r.Lookup(context.Background(), p.Name)
+		d, state, found, err := r.Lookup(context.Background(), s.Name)
 		switch {
 		case err != nil:
-			return p, fmt.Errorf("%s: look up the platform in the registry: %w", printableName(p.Name), err)
+			return config.Platform{}, fmt.Errorf("%s: look up the platform in the registry: %w", printableName(s.Name), err)
 		case !found:
-			return p, &NotDeclaredError{Platform: p.Name, Registry: true}
+			return config.Platform{}, &NotDeclaredError{Platform: s.Name, Registry: true}
 		case state == accounts.Removed:
-			return p, &connectors.PermanentError{Platform: p.Name,
+			return config.Platform{}, &connectors.PermanentError{Platform: s.Name,
 				Msg: "the platform was removed from the registry; nothing is fetched for it (add it again to fetch)"}
 		}
-		return withIdentity(p, d), nil
+		return d.WithTuning(s), nil
 	}
-	d, ok := c.declared.Get(p.Name)
+	d, ok := c.declared.Get(s.Name)
 	if !ok {
-		return p, &NotDeclaredError{Platform: p.Name, File: declaredPath(c.declared)}
+		return config.Platform{}, &NotDeclaredError{Platform: s.Name, File: declaredPath(c.declared)}
 	}
-	return withIdentity(p, d), nil
-}
-
-// withIdentity is p's tuning with declared's identity.
-func withIdentity(p, declared config.Platform) config.Platform {
-	p.Kind, p.Endpoint, p.Credentials = declared.Kind, declared.Endpoint, declared.Credentials
-	p.Options, p.AllowPlaintext = declared.Options, declared.AllowPlaintext
-	return p
+	return d.WithTuning(s), nil
 }
 
 // NotDeclaredError is a page or bulk activity for a platform this worker's

@@ -56,7 +56,7 @@ func fetchOnce(t *testing.T, declared DeclaredPlatforms, p config.Platform) erro
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
-	_, err := env.ExecuteActivity(acts.FetchPage, FetchPageInput{Platform: p, SliceID: "slice/" + p.Name + "/x", From: t0, To: t0.Add(time.Hour), Page: 1})
+	_, err := env.ExecuteActivity(acts.FetchPage, FetchPageInput{Platform: p.Settings(), SliceID: "slice/" + p.Name + "/x", From: t0, To: t0.Add(time.Hour), Page: 1})
 	return err
 }
 

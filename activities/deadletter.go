@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/textclip"
@@ -16,7 +15,7 @@ import (
 
 // RecordDeadLetterInput adds one failed slice to the platform's dead-letter workflow.
 type RecordDeadLetterInput struct {
-	Platform config.Platform     `json:"platform"`
+	Platform api.Settings        `json:"platform"`
 	Entry    api.DeadLetterEntry `json:"entry"`
 }
 

@@ -27,7 +27,7 @@ func TestRecordDeadLetterStartsWithTheFairnessKey(t *testing.T) {
 	p := config.BuiltinDefaults()
 	p.Name, p.TaskQueue = "shop-eu", "orders-shopify"
 	a := &Activities{Client: c}
-	require.NoError(t, a.RecordDeadLetter(context.Background(), RecordDeadLetterInput{Platform: p, Entry: api.DeadLetterEntry{SliceID: "slice/shop-eu/1"}}))
+	require.NoError(t, a.RecordDeadLetter(context.Background(), RecordDeadLetterInput{Platform: p.Settings(), Entry: api.DeadLetterEntry{SliceID: "slice/shop-eu/1"}}))
 	c.AssertExpectations(t)
 	require.Equal(t, "orders-shopify", got.TaskQueue)
 	require.Equal(t, fairness.Priority("shop-eu"), got.Priority)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ordersync/ordersync/api"
 	"math"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/internal/textclip"
@@ -67,8 +67,8 @@ type RateLimitAnswer struct {
 
 // FetchPageInput asks for one page of a slice.
 type FetchPageInput struct {
-	Platform config.Platform `json:"platform"`
-	SliceID  string          `json:"slice_id"`
+	Platform api.Settings `json:"platform"`
+	SliceID  string       `json:"slice_id"`
 	// From and To are the request window, already widened by the overlap.
 	From  time.Time `json:"from"`
 	To    time.Time `json:"to"`
@@ -224,7 +224,7 @@ func (a *Activities) learn(platform string, rps float64) {
 // rateLimited is the failure of an attempt the platform answered with its
 // rate limit: a wait for the workflow, never retried by the activity (see
 // RateLimitAnswer).
-func (a *Activities) rateLimited(ctx context.Context, p config.Platform, rl *connectors.RateLimitError, err error) error {
+func (a *Activities) rateLimited(ctx context.Context, p api.Settings, rl *connectors.RateLimitError, err error) error {
 	wait := rl.RetryAfter
 	if wait <= 0 {
 		rps, _ := a.Limiters.Effective(p)

@@ -64,7 +64,7 @@ func TestFetchPageRestartsAnAmazonWindowOneRequestPerSlot(t *testing.T) {
 			env.RegisterActivity(acts)
 
 			from, to := clk.Now().Add(-20*time.Hour), clk.Now().Add(-3*time.Hour)
-			in := FetchPageInput{Platform: p, SliceID: "slice/amazon-acme/w", From: from, To: to, Page: 1}
+			in := FetchPageInput{Platform: p.Settings(), SliceID: "slice/amazon-acme/w", From: from, To: to, Page: 1}
 			restarts := 0
 			for ; in.Page < 100; in.Page++ {
 				if in.Page == 3 || in.Page == 7 {

@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func input() FetchPageInput {
-	return FetchPageInput{Platform: testPlatform(), SliceID: "slice/shop/a-b", From: t0, To: t0.Add(time.Hour), Token: "tok", Page: 2}
+	return FetchPageInput{Platform: testPlatform().Settings(), SliceID: "slice/shop/a-b", From: t0, To: t0.Add(time.Hour), Token: "tok", Page: 2}
 }
 
 func TestFetchPageStoresAndReturnsOnlyCounts(t *testing.T) {
@@ -158,7 +158,7 @@ func TestFetchPageRateLimitIsAWaitNotAnAttempt(t *testing.T) {
 			var answer RateLimitAnswer
 			require.NoError(t, app.Details(&answer))
 			require.Equal(t, RateLimitAnswer{Attempt: 1, Limit: tc.rl.Limit}, answer)
-			rps, _ := f.acts.Limiters.Effective(testPlatform())
+			rps, _ := f.acts.Limiters.Effective(testPlatform().Settings())
 			if tc.rl.Limit > 0 {
 				require.Equal(t, tc.rl.Limit, rps, "paced at the stated rate from now on")
 				require.Equal(t, tc.rl.Limit, metricValue(t, rec, "ordersync_platform_rate_limit_learned", ""))

@@ -13,7 +13,7 @@ import (
 	context "context"
 	reflect "reflect"
 
-	config "github.com/ordersync/ordersync/config"
+	api "github.com/ordersync/ordersync/api"
 	connectors "github.com/ordersync/ordersync/connectors"
 	store "github.com/ordersync/ordersync/store"
 	gomock "go.uber.org/mock/gomock"
@@ -44,7 +44,7 @@ func (m *MockConnectorSource) EXPECT() *MockConnectorSourceMockRecorder {
 }
 
 // Connector mocks base method.
-func (m *MockConnectorSource) Connector(p config.Platform) (connectors.Connector, error) {
+func (m *MockConnectorSource) Connector(p api.Settings) (connectors.Connector, error) {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "Connector", p)
 	ret0, _ := ret[0].(connectors.Connector)

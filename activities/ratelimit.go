@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ordersync/ordersync/api"
 	"go.temporal.io/sdk/activity"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/quota"
 )
@@ -45,7 +45,7 @@ const slotMargin = 2 * time.Second
 // Wait blocks until the platform may send one more request, following the
 // platform's current rate_limit settings, lowered to what the platform
 // itself last reported.
-func (l *Limiters) Wait(ctx context.Context, p config.Platform) error {
+func (l *Limiters) Wait(ctx context.Context, p api.Settings) error {
 	if l == nil {
 		return nil
 	}
@@ -88,7 +88,7 @@ func (l *Limiters) Wait(ctx context.Context, p config.Platform) error {
 // Effective is the rate and burst requests are paced at: the platform's
 // settings, lowered to the limit the platform last reported in a response
 // header (X-RateLimit-Limit and its kin), never raised above the settings.
-func (l *Limiters) Effective(p config.Platform) (float64, int) {
+func (l *Limiters) Effective(p api.Settings) (float64, int) {
 	rps, burst := p.RateLimit.RPS, max(p.RateLimit.Burst, 1)
 	if l == nil {
 		return rps, burst
@@ -181,7 +181,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // ("points/<platform>"), apart from the platform's request slots, and is
 // shared by every worker process when Shared books points; otherwise it
 // paces this process only.
-func (l *Limiters) Meter(p config.Platform) connectors.Meter {
+func (l *Limiters) Meter(p api.Settings) connectors.Meter {
 	if l == nil {
 		return nil
 	}

@@ -47,20 +47,20 @@ func TestLimitersFollowReportedLimitButNeverExceedSettings(t *testing.T) {
 	var l Limiters // the zero value works, as a struct literal in a worker would
 	p := testPlatform()
 	p.RateLimit.RPS, p.RateLimit.Burst = 10, 0
-	rps, burst := l.Effective(p)
+	rps, burst := l.Effective(p.Settings())
 	require.Equal(t, 10.0, rps)
 	require.Equal(t, 1, burst, "burst 0 means one request at a time")
 
 	l.Report(p.Name, 4) // the platform lowered its limit
-	rps, _ = l.Effective(p)
+	rps, _ = l.Effective(p.Settings())
 	require.Equal(t, 4.0, rps)
 	l.Report(p.Name, 0) // a response without the header changes nothing
-	rps, _ = l.Effective(p)
+	rps, _ = l.Effective(p.Settings())
 	require.Equal(t, 4.0, rps)
 	l.Report(p.Name, 50) // a higher announcement never raises the configured limit
-	rps, _ = l.Effective(p)
+	rps, _ = l.Effective(p.Settings())
 	require.Equal(t, 10.0, rps)
-	require.NoError(t, l.Wait(context.Background(), p))
+	require.NoError(t, l.Wait(context.Background(), p.Settings()))
 }
 
 func TestLimitersBookSharedSlotsAtTheEffectiveRate(t *testing.T) {
@@ -71,25 +71,25 @@ func TestLimitersBookSharedSlotsAtTheEffectiveRate(t *testing.T) {
 	p.RateLimit.RPS = 8
 	l.Report(p.Name, 2)
 	start := time.Now()
-	require.NoError(t, l.Wait(context.Background(), p))
+	require.NoError(t, l.Wait(context.Background(), p.Settings()))
 	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "waits for the booked slot")
 	require.Equal(t, []float64{2}, slots.rates)
 
 	slots.err = quota.ErrNoSlot
-	err := l.Wait(context.Background(), p)
+	err := l.Wait(context.Background(), p.Settings())
 	require.ErrorIs(t, err, quota.ErrNoSlot)
 
 	slots.err, slots.wait = nil, time.Hour
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, l.Wait(ctx, p), context.DeadlineExceeded, "an attempt's deadline ends the wait")
+	require.ErrorIs(t, l.Wait(ctx, p.Settings()), context.DeadlineExceeded, "an attempt's deadline ends the wait")
 }
 
 func TestMeterBooksPointsOfTheSharedBudget(t *testing.T) {
 	shared := &fakePoints{}
 	l := NewLimiters()
 	l.Shared = shared
-	m := l.Meter(testPlatform())
+	m := l.Meter(testPlatform().Settings())
 	b := connectors.CostBudget{Rate: 100, Capacity: 2000}
 	require.NoError(t, m.Book(context.Background(), b, 852))
 	require.NoError(t, m.Settle(context.Background(), b, -800, 40))
@@ -109,7 +109,7 @@ func TestMeterPacesInProcessWithoutSharedPoints(t *testing.T) {
 		"shared slots without points": {Shared: &fakeSlots{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := l.Meter(testPlatform())
+			m := l.Meter(testPlatform().Settings())
 			b := connectors.CostBudget{Rate: 100, Capacity: 1000}
 			require.NoError(t, m.Book(context.Background(), b, 1000), "a full bucket")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -120,5 +120,5 @@ func TestMeterPacesInProcessWithoutSharedPoints(t *testing.T) {
 		})
 	}
 	var none *Limiters
-	require.Nil(t, none.Meter(testPlatform()))
+	require.Nil(t, none.Meter(testPlatform().Settings()))
 }

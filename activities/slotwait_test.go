@@ -46,13 +46,13 @@ func TestRegularAttemptWaitsWithinItsDeadline(t *testing.T) {
 	p.RateLimit.RPS, p.RateLimit.Burst = 20, 1
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	require.NoError(t, l.Wait(ctx, p))
-	require.NoError(t, l.Wait(ctx, p), "50 ms fits in the attempt: waited")
+	require.NoError(t, l.Wait(ctx, p.Settings()))
+	require.NoError(t, l.Wait(ctx, p.Settings()), "50 ms fits in the attempt: waited")
 
 	p.RateLimit.RPS = 0.01 // the next slot is 100 s away
 	short, cancel2 := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel2()
-	err := l.Wait(short, p)
+	err := l.Wait(short, p.Settings())
 	var sw *SlotWaitError
 	require.ErrorAs(t, err, &sw)
 	require.Greater(t, sw.Delay, 3*time.Second)

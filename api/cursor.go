@@ -3,7 +3,6 @@ package api
 import (
 	"time"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/slicequeue"
 )
 
@@ -18,8 +17,12 @@ const (
 	SignalResume = "resume"
 	// SignalReprocess fetches a range again. Payload: ReprocessRequest.
 	SignalReprocess = "reprocess"
-	// SignalConfig replaces the platform's settings from the next slice on.
-	// Payload: config.Platform as JSON (the platform's entry, merged).
+	// SignalConfig replaces the platform's tuning from the next slice on.
+	// Payload: Settings as JSON. A payload that still carries the platform's
+	// identity (endpoint, credentials, options, allow_plaintext: old CLIs,
+	// the whole platform entry sent by hand) is accepted with those fields
+	// ignored: identity is the registry's, never a message's. Any other
+	// unknown field is refused, by name.
 	SignalConfig = "config"
 	// QueryStatus returns CursorStatus.
 	QueryStatus = "status"
@@ -27,7 +30,7 @@ const (
 
 // CursorInput starts a cursor, or continues one with its carried state.
 type CursorInput struct {
-	Platform config.Platform `json:"platform"`
+	Platform Settings `json:"platform"`
 	// Start is the resolved backfill start (UTC).
 	Start time.Time `json:"start"`
 	// State is set when the cursor continues as new.
@@ -266,7 +269,7 @@ type CursorStatus struct {
 	// growing lag is a problem, not the backfill's normal state.
 	CaughtUp bool `json:"caught_up"`
 	// Settings are the platform settings the cursor runs with now.
-	Settings config.Platform `json:"settings"`
+	Settings Settings `json:"settings"`
 	// AlertsPending counts alerts not yet delivered (a webhook down keeps
 	// them pending); AlertsDropped those dropped at continue-as-new over
 	// the cursor's life because too many waited (workflows, alerts.go).

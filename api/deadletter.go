@@ -2,8 +2,6 @@ package api
 
 import (
 	"time"
-
-	"github.com/ordersync/ordersync/config"
 )
 
 // Dead-letter signals and query.
@@ -16,7 +14,8 @@ const (
 	SignalDeadLetterReprocess = "reprocess"
 	// SignalDeadLetterDiscard drops one slice, or all, without running it. Payload: DeadLetterSelector.
 	SignalDeadLetterDiscard = "discard"
-	// SignalDeadLetterConfig updates the settings reprocessing uses. Payload: config.Platform.
+	// SignalDeadLetterConfig updates the settings reprocessing uses.
+	// Payload: Settings, read like SignalConfig's (identity ignored).
 	SignalDeadLetterConfig = "config"
 	// QueryDeadLetterList returns []DeadLetterEntry, oldest slice first.
 	QueryDeadLetterList = "list"
@@ -49,7 +48,7 @@ type DeadLetterStatus struct {
 
 // DeadLetterInput starts or continues a dead-letter workflow.
 type DeadLetterInput struct {
-	Platform config.Platform   `json:"platform"`
+	Platform Settings          `json:"platform"`
 	Entries  []DeadLetterEntry `json:"entries,omitempty"`
 	// Rejected and LastError carry DeadLetterStatus across continue-as-new.
 	Rejected  int    `json:"rejected,omitempty"`

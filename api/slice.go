@@ -2,16 +2,14 @@ package api
 
 import (
 	"time"
-
-	"github.com/ordersync/ordersync/config"
 )
 
 // SliceInput starts a FetchSlice workflow for [Start, End). The request sent
 // to the platform covers [Start - overlap, End).
 type SliceInput struct {
-	Platform config.Platform `json:"platform"`
-	Start    time.Time       `json:"start"`
-	End      time.Time       `json:"end"`
+	Platform Settings  `json:"platform"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
 	// Resweep marks a second fetch of a closed window; orders it inserts
 	// are late arrivals.
 	Resweep bool `json:"resweep,omitempty"`

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/ordersync/ordersync/accounts"
 	"io"
 	"maps"
 	"net/url"
@@ -152,7 +153,9 @@ acknowledged, are not counted.`,
 }
 
 // verifySettings are the platform's settings from the platforms file or,
-// without one, from its running cursor (the status query carries them).
+// without one, from the account registry: verify asks the platform
+// itself, so it needs the identity (endpoint, credentials, options),
+// which only the registry holds (a cursor's status shows its tuning).
 func (a *App) verifySettings(ctx context.Context, platform string) (config.Platform, error) {
 	f, err := a.loadPlatformsIfAny()
 	if err != nil {
@@ -165,19 +168,19 @@ func (a *App) verifySettings(ctx context.Context, platform string) (config.Platf
 		}
 		return p, nil
 	}
-	c, err := a.Dial(ctx)
+	reg, closeReg, err := a.openRegistry(ctx)
 	if err != nil {
-		return config.Platform{}, err
+		return config.Platform{}, fmt.Errorf("%w (or pass --platforms FILE)", err)
 	}
-	defer c.Close()
-	st, found, err := cursorStatus(ctx, c, platform)
+	defer closeReg()
+	e, found, err := reg.Get(ctx, accounts.ClassPlatform, platform)
 	if err != nil {
-		return config.Platform{}, err
+		return config.Platform{}, fmt.Errorf("read platform %s from the registry: %w", platform, err)
 	}
-	if !found {
-		return config.Platform{}, errNoPlatformsFile(a.PlatformsFile)
+	if !found || e.State == accounts.Removed {
+		return config.Platform{}, Usage(fmt.Errorf("platform %q is not registered (ordersync platform list)", platform))
 	}
-	return st.Settings, nil
+	return accounts.DecodePlatform(e)
 }
 
 func (a *App) verifyCutoff(ctx context.Context, platform, until string) (time.Time, error) {

@@ -60,6 +60,10 @@ func decodeJSONFields(fields map[string]json.RawMessage, target reflect.Value, p
 		}
 		fv := target.Field(i)
 		raw := fields[k]
+		if fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct && string(raw) != "null" {
+			fv.Set(reflect.New(fv.Type().Elem())) // a nested object (bulk) is decoded as strictly
+			fv = fv.Elem()
+		}
 		if fv.Kind() == reflect.Struct && string(raw) != "null" {
 			var sub map[string]json.RawMessage
 			if err := json.Unmarshal(raw, &sub); err != nil {

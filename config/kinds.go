@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ordersync/ordersync/internal/tuning"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -46,6 +47,10 @@ type kindSpec struct {
 	// check reports what else only the kind knows, after its limits and
 	// before its options; ve holds the problems found so far. nil: nothing.
 	check func(p Platform, ve *ValidationError)
+	// derive sets the tuning workflows decide by that the kind derives
+	// from its options (Shopify's bulk backfill), so workflow inputs carry
+	// it instead of the options. nil: nothing.
+	derive func(p Platform, s *tuning.Settings)
 }
 
 var kindSpecs = []kindSpec{
@@ -67,7 +72,8 @@ var kindSpecs = []kindSpec{
 		apiOption:   "api",
 		apiDefaults: map[string]KindInfo{ShopifyREST: {PageSize: 250, MaxPageSize: 250, RateLimit: RateLimit{RPS: 2, Burst: 40}}},
 		options:     func() kindOptions { return &ShopifyOptions{} },
-		check:       checkShopifyGraphQL},
+		check:       checkShopifyGraphQL,
+		derive:      deriveShopifyBulk},
 	// Amazon SP-API Orders v2026-01-01 searchOrders (models/orders-api-model/
 	// orders_2026-01-01.json in amzn/selling-partner-api-models):
 	// maxResultsPerPage 1..100, usage plan 0.0056 requests/s with burst 20,
@@ -173,13 +179,7 @@ func applyKindDefaults(p *Platform, explicit map[string]bool) {
 // the kind's own checks and its options.
 func (p Platform) validateKind() *ValidationError {
 	ve := &ValidationError{}
-	k := kindInfoOf(p)
-	if k.MaxPageSize > 0 && p.PageSize > k.MaxPageSize {
-		ve.add(p.Name, "page_size", "%s accepts at most %d orders per page, got %d", p.Kind, k.MaxPageSize, p.PageSize)
-	}
-	if p.Settle < k.MinSettle {
-		ve.add(p.Name, "settle", "%s rejects windows ending less than %s before now; must be at least %s, got %s", p.Kind, k.MinSettle, k.MinSettle, p.Settle)
-	}
+	checkKindLimits(p.tuning(), kindInfoOf(p), p.reporter(ve, nil))
 	s, _ := kindSpecOf(p.Kind)
 	if s.check != nil {
 		s.check(p, ve)

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/ordersync/ordersync/internal/tuning"
 	"io"
 	"io/fs"
 	"os"
@@ -85,40 +86,11 @@ type CredentialRef struct {
 	File string `json:"file,omitempty" yaml:"file"`
 }
 
-// RateLimit is a token bucket: sustained requests per second and burst.
-type RateLimit struct {
-	RPS   float64 `json:"rps" yaml:"rps"`
-	Burst int     `json:"burst" yaml:"burst"`
-}
-
-// DefaultStallAlert is a platform's stall_alert when none is set: longer
-// than a slice of the slowest plans takes (an Amazon seller at 0.0056
-// requests/s pages about 60 pages in 3 hours), short enough that a stuck
-// platform is noticed the same working day.
-const DefaultStallAlert = 3 * time.Hour
-
-// StallAlertOrDefault is p's stall_alert, or DefaultStallAlert.
-func (p Platform) StallAlertOrDefault() time.Duration {
-	if d := p.StallAlert.D(); d > 0 {
-		return d
-	}
-	return DefaultStallAlert
-}
-
-// DefaultRateLimitWait is a page's rate_limit_wait when none is set: long
-// enough for a seller's whole burst to refill at Amazon's slowest plan
-// (20 requests at 0.0056/s is an hour), short enough that a platform that
-// keeps refusing is seen in the dead-letter workflow the same morning.
-// FetchSlice decides by it, so a change is a workflow change: version it.
-const DefaultRateLimitWait = 4 * time.Hour
-
-// RateLimitWaitOrDefault is p's rate_limit_wait, or DefaultRateLimitWait.
-func (p Platform) RateLimitWaitOrDefault() time.Duration {
-	if d := p.RateLimitWait.D(); d > 0 {
-		return d
-	}
-	return DefaultRateLimitWait
-}
+// The stall and rate-limit-wait defaults are api's: workflows decide by them.
+const (
+	DefaultStallAlert    = tuning.DefaultStallAlert
+	DefaultRateLimitWait = tuning.DefaultRateLimitWait
+)
 
 // DefaultTaskQueue is the task queue of a platform that names none: one
 // per kind, shared by every account of that kind, each with its own
@@ -217,21 +189,5 @@ func (c CredentialRef) String() string {
 // ResolveStart turns Start into an absolute UTC time, relative to now when
 // Start is a duration.
 func (p Platform) ResolveStart(now time.Time) (time.Time, error) {
-	return parseStart(p.Start, now)
-}
-
-func parseStart(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, fmt.Errorf("is required (RFC3339 like 2026-01-01T00:00:00Z, or relative like -2160h)")
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d > 0 {
-			return time.Time{}, fmt.Errorf("relative start %q is in the future; use a negative duration like -2160h", s)
-		}
-		return now.Add(d).UTC(), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is neither RFC3339 (2026-01-01T00:00:00Z) nor a relative duration (-2160h)", s)
+	return tuning.ParseStart(p.Start, now)
 }

@@ -2,11 +2,11 @@ package config
 
 import (
 	"fmt"
+	"github.com/ordersync/ordersync/internal/tuning"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Problem is one invalid setting: which platform, which field, and why.
@@ -83,8 +83,8 @@ func (p Platform) Validate() *ValidationError {
 	ve := &ValidationError{}
 	p.checkLengths(ve)
 	p.checkStructure(ve, ve.fields())
-	p.checkRanges(ve, ve.fields())
-	p.checkDeadLetterRetry(ve, ve.fields())
+	p.tuning().CheckRanges(p.reporter(ve, ve.fields()))
+	p.tuning().CheckDeadLetterRetry(p.reporter(ve, ve.fields()))
 	if len(ve.Problems) == 0 {
 		// Kind checks (kinds.go) build on valid generic settings; run after
 		// them so one mistake does not pile up follow-on problems. The
@@ -107,14 +107,7 @@ func (p Platform) checkStructure(ve *ValidationError, skip map[string]bool) {
 		}
 	}
 
-	if !platformName.MatchString(p.Name) {
-		bad("", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
-	}
-	if p.Kind == "" {
-		bad("kind", "is required (one of %s)", strings.Join(Kinds, ", "))
-	} else if !slices.Contains(Kinds, p.Kind) {
-		bad("kind", "unknown kind %q (one of %s)", p.Kind, strings.Join(Kinds, ", "))
-	}
+	checkNameKind(p.Name, p.Kind, bad)
 	if p.Endpoint == "" {
 		bad("endpoint", "is required")
 	} else if u, err := url.Parse(p.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -128,77 +121,28 @@ func (p Platform) checkStructure(ve *ValidationError, skip map[string]bool) {
 	case p.Credentials.Env != "" && !envName.MatchString(p.Credentials.Env):
 		bad("credentials.env", "%q is not an environment variable name (put the secret in the environment, not here)", p.Credentials.Env)
 	}
-	// Only the form is checked, without the clock, so workflows can validate
-	// settings deterministically.
-	if _, err := parseStart(p.Start, time.Time{}); err != nil {
-		bad("start", "%v", err)
-	}
-	if p.Interval <= 0 {
-		bad("interval", "must be positive, got %s", p.Interval)
-	}
-	if p.Overlap < 0 {
-		bad("overlap", "must not be negative, got %s", p.Overlap)
-	} else if p.Interval > 0 && p.Overlap >= p.Interval {
-		bad("overlap", "must be shorter than interval (%s), got %s", p.Interval, p.Overlap)
-	}
-	if p.Settle < 0 {
-		bad("settle", "must not be negative, got %s", p.Settle)
-	}
-	if p.Timeout <= 0 {
-		bad("timeout", "must be positive, got %s", p.Timeout)
-	}
-	if p.Retries < 0 {
-		bad("retries", "must not be negative, got %d", p.Retries)
-	}
-	if p.RetryInterval <= 0 {
-		bad("retry_interval", "must be positive, got %s", p.RetryInterval)
-	}
-	if p.RetryBackoff < 1 {
-		bad("retry_backoff", "must be at least 1, got %g", p.RetryBackoff)
-	}
-	if p.MaxRetryInterval < p.RetryInterval {
-		bad("max_retry_interval", "must not be shorter than retry_interval (%s), got %s", p.RetryInterval, p.MaxRetryInterval)
-	}
-	if p.Concurrency < 1 {
-		bad("concurrency", "must be at least 1, got %d", p.Concurrency)
-	}
-	if p.RateLimit.RPS <= 0 {
-		bad("rate_limit.rps", "must be positive, got %g", p.RateLimit.RPS)
-	}
-	if p.RateLimit.Burst < 1 {
-		bad("rate_limit.burst", "must be at least 1, got %d", p.RateLimit.Burst)
-	}
-	if p.PageSize < 1 {
-		bad("page_size", "must be at least 1, got %d", p.PageSize)
-	}
-	if p.MaxPages < 1 {
-		bad("max_pages", "must be at least 1, got %d", p.MaxPages)
-	}
-	if p.BackfillMaxSpan < 0 {
-		bad("backfill_max_span", "must not be negative (0 keeps slices one interval long), got %s", p.BackfillMaxSpan)
-	} else if p.BackfillMaxSpan > 0 && p.Interval > 0 && p.BackfillMaxSpan < p.Interval {
-		bad("backfill_max_span", "must be 0 (off) or at least interval (%s), got %s", p.Interval, p.BackfillMaxSpan)
-	}
-	if p.ResweepDelay < 0 {
-		bad("resweep_delay", "must not be negative, got %s", p.ResweepDelay)
-	}
-	if p.BreakerFailures < 0 {
-		bad("breaker_failures", "must not be negative (0 disables the breaker), got %d", p.BreakerFailures)
-	}
-	if p.LagAlert < 0 {
-		bad("lag_alert", "must not be negative (0 disables the alert), got %s", p.LagAlert)
-	}
-	if p.StallAlert < 0 {
-		bad("stall_alert", "must not be negative (0 means the default, %s), got %s", DefaultStallAlert, p.StallAlert)
-	}
-	if !skip["windows"] {
-		for _, w := range p.Windows {
-			if _, err := ParseWindow(w); err != nil {
-				bad("windows", "%v", err)
-			}
+	p.tuning().CheckStructure(bad)
+}
+
+// reporter adds problems of p to ve, except for the fields in skip
+// (already reported).
+func (p Platform) reporter(ve *ValidationError, skip map[string]bool) tuning.Bad {
+	return func(field, format string, args ...any) {
+		if !skip[field] {
+			ve.add(p.Name, field, format, args...)
 		}
 	}
-	if strings.TrimSpace(p.TaskQueue) == "" {
-		bad("task_queue", "must not be empty")
+}
+
+// checkNameKind checks a platform's name and kind, in its settings as in
+// the file.
+func checkNameKind(name, kind string, bad tuning.Bad) {
+	if !platformName.MatchString(name) {
+		bad("", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
+	}
+	if kind == "" {
+		bad("kind", "is required (one of %s)", strings.Join(Kinds, ", "))
+	} else if !slices.Contains(Kinds, kind) {
+		bad("kind", "unknown kind %q (one of %s)", kind, strings.Join(Kinds, ", "))
 	}
 }

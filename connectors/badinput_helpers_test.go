@@ -130,7 +130,7 @@ func (pl *pipeline) fetchSlice(p config.Platform, start, end time.Time) (activit
 	token := ""
 	for page := 1; page < 100; page++ {
 		val, err := pl.env.ExecuteActivity(pl.acts.FetchPage, activities.FetchPageInput{
-			Platform: p, SliceID: "slice/" + p.Name + "/test", From: start.Add(-p.Overlap.D()), To: end, Token: token, Page: page,
+			Platform: p.Settings(), SliceID: "slice/" + p.Name + "/test", From: start.Add(-p.Overlap.D()), To: end, Token: token, Page: page,
 		})
 		if err != nil {
 			return sum, page, err

@@ -260,7 +260,7 @@ func (r *chaosRun) startCursors() {
 		_, err = r.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 			ID: api.CursorWorkflowID(p.Name), TaskQueue: p.TaskQueue,
 			TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
-		}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: chaosSlicesPerRun})
+		}, api.CursorWorkflowType, api.CursorInput{Platform: p.Settings(), Start: start, MaxSlicesPerRun: chaosSlicesPerRun})
 		require.NoError(r.t, err)
 	}
 }

@@ -153,7 +153,7 @@ func TestRecordHistories(t *testing.T) {
 	_, err = s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID: api.CursorWorkflowID("rec"), TaskQueue: p.TaskQueue,
 		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Platform.ValueSet("rec")),
-	}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: 5})
+	}, api.CursorWorkflowType, api.CursorInput{Platform: p.Settings(), Start: start, MaxSlicesPerRun: 5})
 	require.NoError(t, err)
 	cursorID := api.CursorWorkflowID("rec")
 	eventually(t, 2*time.Minute, "two continue-as-new generations", func() bool { return s.status("rec").Runs >= 2 })

@@ -171,7 +171,7 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 		_, err = c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 			ID: api.CursorWorkflowID(p.Name), TaskQueue: p.TaskQueue,
 			TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
-		}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: upgradeRunCap})
+		}, api.CursorWorkflowType, api.CursorInput{Platform: p.Settings(), Start: start, MaxSlicesPerRun: upgradeRunCap})
 		require.NoError(t, err)
 	}
 	for _, d := range file.Destinations {

@@ -41,10 +41,11 @@ func (e Engine) Start(ctx context.Context, p config.Platform) error {
 // with its `config` signal (validated in the workflow), and the
 // dead-letter workflow too, so reprocessing uses them.
 func (e Engine) Reconfigure(ctx context.Context, p config.Platform) error {
-	if err := e.signal(ctx, api.CursorWorkflowID(p.Name), api.SignalConfig, p); err != nil {
+	s := p.Settings() // the tuning only: identity stays in the registry
+	if err := e.signal(ctx, api.CursorWorkflowID(p.Name), api.SignalConfig, s); err != nil {
 		return err
 	}
-	return e.signal(ctx, api.DeadLetterWorkflowID(p.Name), api.SignalDeadLetterConfig, p)
+	return e.signal(ctx, api.DeadLetterWorkflowID(p.Name), api.SignalDeadLetterConfig, s)
 }
 
 // Pause implements accounts.Engine.

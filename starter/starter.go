@@ -46,7 +46,7 @@ func EnsureCursor(ctx context.Context, c client.Client, p config.Platform, now t
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
-	}, api.CursorWorkflowType, api.CursorInput{Platform: p, Start: start, MaxSlicesPerRun: workflows.DefaultMaxSlicesPerRun})
+	}, api.CursorWorkflowType, api.CursorInput{Platform: p.Settings(), Start: start, MaxSlicesPerRun: workflows.DefaultMaxSlicesPerRun})
 	if err != nil {
 		return Result{}, fmt.Errorf("start cursor of %s: %w", p.Name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/slicequeue"
 	"github.com/ordersync/ordersync/internal/textclip"
+	"github.com/ordersync/ordersync/internal/tuning"
 )
 
 // DefaultMaxSlicesPerRun caps one cursor run's history when the input does
@@ -29,7 +30,7 @@ const MaxReprocessSlices = 10000
 func PlatformCursor(ctx workflow.Context, in api.CursorInput) error {
 	// The structural check only: stricter rules live at the edges (file,
 	// CLI, validators), so tightening them never fails a replay here.
-	if err := in.Platform.ValidateStructure(); err != nil {
+	if err := config.CheckSettingsStructure(in.Platform); err != nil {
 		return temporal.NewNonRetryableApplicationError("invalid platform settings: "+err.Error(), "InvalidInput", nil)
 	}
 	if in.Start.IsZero() && in.State == nil {
@@ -48,8 +49,8 @@ func PlatformCursor(ctx workflow.Context, in api.CursorInput) error {
 // takes messages (cursor_messages.go) and continues as new with its state.
 // Every decision about slices is the queue's.
 type cursor struct {
-	platform config.Platform
-	windows  config.Windows
+	platform api.Settings
+	windows  tuning.Windows
 	start    time.Time
 	q        *slicequeue.Queue
 	rec      api.CursorRecord
@@ -91,7 +92,7 @@ type cursor struct {
 }
 
 func newCursor(in api.CursorInput) (*cursor, error) {
-	ws, err := config.ParseWindows(in.Platform.Windows)
+	ws, err := tuning.ParseWindows(in.Platform.Windows)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ var configAt = at("14m")
 
 // runConfigChange runs one slice at a time, two pages of three minutes
 // each, and sends change at configAt by signal or update.
-func runConfigChange(t *testing.T, via string, change config.Platform) (*pageLog, api.CursorStatus, *updateOutcome) {
+func runConfigChange(t *testing.T, via string, change api.Settings) (*pageLog, api.CursorStatus, *updateOutcome) {
 	t.Helper()
 	env := newEnv(t)
 	p := testPlatform(t)
@@ -115,12 +115,12 @@ func TestConfigChangeAppliesFromNextSlice(t *testing.T) {
 func TestInvalidConfigChangesNothing(t *testing.T) {
 	cases := []struct {
 		name   string
-		change func(p *config.Platform)
+		change func(p *api.Settings)
 		want   string
 	}{
-		{"other platform", func(p *config.Platform) { p.Name = "shop-y"; p.PageSize = 250 }, `settings are for platform "shop-y", this cursor is "shop-x38942"`},
-		{"invalid interval", func(p *config.Platform) { p.Interval = 0; p.PageSize = 250 }, `field "interval": must be positive`},
-		{"bad window", func(p *config.Platform) { p.Windows = []string{"SOMEDAY 25:00-26:00"}; p.PageSize = 250 }, `field "windows"`},
+		{"other platform", func(p *api.Settings) { p.Name = "shop-y"; p.PageSize = 250 }, `settings are for platform "shop-y", this cursor is "shop-x38942"`},
+		{"invalid interval", func(p *api.Settings) { p.Interval = 0; p.PageSize = 250 }, `field "interval": must be positive`},
+		{"bad window", func(p *api.Settings) { p.Windows = []string{"SOMEDAY 25:00-26:00"}; p.PageSize = 250 }, `field "windows"`},
 	}
 	for _, tc := range cases {
 		for _, via := range []string{"signal", "update"} {

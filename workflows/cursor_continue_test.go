@@ -8,12 +8,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/workflows"
 )
 
 // cappedInput is the cursor input with a run capped at n slices.
-func cappedInput(t *testing.T, p config.Platform, n int) api.CursorInput {
+func cappedInput(t *testing.T, p api.Settings, n int) api.CursorInput {
 	in := cursorInput(t, p)
 	in.MaxSlicesPerRun = n
 	return in
@@ -74,7 +73,7 @@ func TestContinueAsNewAppliesSignalsOfItsLastTask(t *testing.T) {
 }
 
 // sendLateSignals pauses, asks for a reprocess and changes page_size.
-func sendLateSignals(env *testsuite.TestWorkflowEnvironment, p config.Platform) {
+func sendLateSignals(env *testsuite.TestWorkflowEnvironment, p api.Settings) {
 	change := p
 	change.PageSize = 7
 	env.SignalWorkflow(api.SignalPause, api.PauseRequest{Reason: "before CAN"})

@@ -30,7 +30,7 @@ func TestCursorAppliesOverlapAndSettle(t *testing.T) {
 			env := newEnv(t)
 			p := testPlatform(t)
 			p.Overlap, p.Settle, p.Interval = config.Duration(tc.overlap), config.Duration(tc.settle), config.Duration(tc.interval)
-			require.Nil(t, p.Validate())
+			require.NoError(t, config.ValidateSettings(p))
 			pages := watchPages(env)
 			mockPages(env, pages, onePage, nil)
 			stopAt(env, 2*time.Hour, nil)

@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/textclip"
+	"github.com/ordersync/ordersync/internal/tuning"
 )
 
 // cursorMessage is one row of the cursor's message table. Each name is both
@@ -73,15 +73,15 @@ var cursorMessages = []cursorMessage{
 	},
 	{
 		name:    api.SignalConfig,
-		payload: func() any { return &config.Platform{} },
+		payload: func() any { return &api.Settings{} },
 		check: func(c *cursor, _ time.Time, v any) error {
-			return c.validateConfig(*v.(*config.Platform))
+			return c.validateConfig(*v.(*api.Settings))
 		},
 		verdict: func(ctx workflow.Context, c *cursor, v any) error {
-			return judgeSettings(ctx, *v.(*config.Platform), c.validateConfig)
+			return judgeSettings(ctx, c.fromMessage(*v.(*api.Settings)), c.validateConfig)
 		},
 		apply: func(c *cursor, v any) (any, error) {
-			err := c.applyConfig(*v.(*config.Platform))
+			err := c.applyConfig(*v.(*api.Settings))
 			return c.status(), err
 		},
 	},
@@ -235,21 +235,26 @@ func (c *cursor) validateReprocess(req api.ReprocessRequest, now time.Time) erro
 // validateConfig is the full settings check of today's release. It runs in
 // the update validator (never replayed) and, for signals, inside a recorded
 // verdict, so it may grow stricter between releases.
-func (c *cursor) validateConfig(p config.Platform) error {
+func (c *cursor) validateConfig(p api.Settings) error {
+	p = c.fromMessage(p)
 	if p.Name != c.platform.Name {
 		return fmt.Errorf("settings are for platform %q, this cursor is %q", p.Name, c.platform.Name)
 	}
 	return validateSettings(p)
 }
 
+// fromMessage is the settings a `config` message asks for (settingsFromMessage).
+func (c *cursor) fromMessage(p api.Settings) api.Settings { return settingsFromMessage(c.platform, p) }
+
 // applyConfig takes effect from the next slice; running slices keep the
 // settings they started with. The settings were judged already (validator
 // or recorded verdict).
-func (c *cursor) applyConfig(p config.Platform) error {
+func (c *cursor) applyConfig(p api.Settings) error {
+	p = c.fromMessage(p)
 	if p.Name != c.platform.Name {
 		return fmt.Errorf("settings are for platform %q, this cursor is %q", p.Name, c.platform.Name)
 	}
-	ws, err := config.ParseWindows(p.Windows)
+	ws, err := tuning.ParseWindows(p.Windows)
 	if err != nil {
 		return err
 	}

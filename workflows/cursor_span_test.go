@@ -28,7 +28,7 @@ func TestCursorAdaptiveSliceSpan(t *testing.T) {
 	p.MaxPages = 8
 	p.BackfillMaxSpan = config.Duration(8 * time.Hour)
 	p.Concurrency = 1 // one slice at a time, so the spans follow a fixed sequence
-	require.Nil(t, p.Validate())
+	require.NoError(t, config.ValidateSettings(p))
 	// Orders are dense in [-20h, -18h): each hour of it needs 10 pages, more
 	// than max_pages, so any slice touching it splits.
 	denseFrom, denseTo := at("-20h"), at("-18h")
@@ -137,7 +137,7 @@ func TestCursorSpanGrowsToTheDensityInOneStep(t *testing.T) {
 			p.MaxPages = 8
 			p.BackfillMaxSpan = config.Duration(48 * time.Hour)
 			p.Concurrency = concurrency
-			require.Nil(t, p.Validate())
+			require.NoError(t, config.ValidateSettings(p))
 			pages := watchPages(env)
 			mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
 				return activities.FetchPageResult{Fetched: 1}, nil

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ordersync/ordersync/api"
+	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/workflows"
 )
 
@@ -30,7 +31,7 @@ func TestCursorSleepsOutsideWorkWindows(t *testing.T) {
 	env := newEnv(t)
 	p := testPlatform(t)
 	p.Windows = berlinNights
-	require.Nil(t, p.Validate())
+	require.NoError(t, config.ValidateSettings(p))
 	pages := watchPages(env)
 	mockPages(env, pages, onePage, nil)
 
@@ -77,7 +78,7 @@ func TestReprocessOutsideWindowWaitsUnlessForced(t *testing.T) {
 			p := testPlatform(t)
 			p.Windows = berlinNights
 			p.Start = t0.Format(time.RFC3339) // no backlog: only the reprocess has work before the night
-			require.Nil(t, p.Validate())
+			require.NoError(t, config.ValidateSettings(p))
 			pages := watchPages(env)
 			mockPages(env, pages, onePage, nil)
 

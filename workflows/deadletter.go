@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/fairness"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/textclip"
@@ -28,7 +27,7 @@ func DeadLetter(ctx workflow.Context, in api.DeadLetterInput) error {
 }
 
 type deadLetter struct {
-	platform config.Platform
+	platform api.Settings
 	entries  []api.DeadLetterEntry // sorted by slice start
 	running  map[string]workflow.ChildWorkflowFuture
 	alerts   alertSender // alerts in flight (alerts.go)
@@ -99,11 +98,12 @@ func (d *deadLetter) run(ctx workflow.Context, carriedAlerts *api.AlertHandover)
 				d.discard(sel)
 			}
 		case cfg:
-			var p config.Platform
+			var p api.Settings
 			err := decodeSignal(ctx, raw, &p, false)
 			if err == nil && p.Name != d.platform.Name {
 				err = fmt.Errorf("settings are for platform %q, this dead-letter workflow is %q", p.Name, d.platform.Name)
 			}
+			p = settingsFromMessage(d.platform, p)
 			if err == nil {
 				err = judgeSettings(ctx, p, validateSettings)
 			}

@@ -16,7 +16,7 @@ import (
 )
 
 // autoRetryOff is p with dead_letter_retry.enabled: false.
-func autoRetryOff(p config.Platform) config.Platform {
+func autoRetryOff(p api.Settings) api.Settings {
 	off := false
 	p.DeadLetterRetry.Enabled = &off
 	return p
@@ -116,11 +116,11 @@ func TestDeadLetterPermanentWaitsForOperator(t *testing.T) {
 	untyped.ErrorType = ""
 	for _, tc := range []struct {
 		name  string
-		p     func(config.Platform) config.Platform
+		p     func(api.Settings) api.Settings
 		entry api.DeadLetterEntry
 	}{
-		{"permanent", func(p config.Platform) config.Platform { return p }, perm},
-		{"no error type", func(p config.Platform) config.Platform { return p }, untyped},
+		{"permanent", func(p api.Settings) api.Settings { return p }, perm},
+		{"no error type", func(p api.Settings) api.Settings { return p }, untyped},
 		{"transient, retry off", autoRetryOff, failed(at("-1h"), "HTTP 503")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,7 +167,7 @@ func TestBulkSliceTasksCarryTheFairnessKey(t *testing.T) {
 	p.Options = map[string]any{"bulk_min_span": "1h", "bulk_poll_interval": "5s"}
 	require.Nil(t, p.Validate())
 	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	in := api.SliceInput{Platform: p, Start: start, End: start.Add(time.Hour), LocalFirst: true}
+	in := api.SliceInput{Platform: p.Settings(), Start: start, End: start.Add(time.Hour), LocalFirst: true}
 
 	rec := &keyRecorder{}
 	newEnv := func() *testsuite.TestWorkflowEnvironment {

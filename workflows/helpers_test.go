@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ordersync/ordersync/internal/tuning"
 	"log/slog"
 	"sort"
 	"sync"
@@ -51,7 +52,7 @@ func at(offset string) time.Time {
 // testPlatform is a valid platform with readable numbers: 15-minute slices,
 // 2-minute overlap, 1-minute settle, 4 in flight, 2 retries 1s apart, and a
 // backfill that starts two hours before t0.
-func testPlatform(t *testing.T) config.Platform {
+func testPlatform(t *testing.T) api.Settings {
 	t.Helper()
 	p := config.BuiltinDefaults()
 	p.Name = platformName
@@ -66,7 +67,7 @@ func testPlatform(t *testing.T) config.Platform {
 	p.MaxRetryInterval = config.Duration(10 * time.Second)
 	p.BackfillMaxSpan = 0 // one-interval slices; cursor_span_test.go turns sizing on
 	require.Nil(t, p.Validate(), "test platform must be valid")
-	return p
+	return p.Settings()
 }
 
 // newEnv returns a test environment with the workflows and activities
@@ -255,9 +256,9 @@ func gridTiles(from, to time.Time, d time.Duration) []string {
 }
 
 // cursorInput starts the cursor at the platform's configured start.
-func cursorInput(t *testing.T, p config.Platform) api.CursorInput {
+func cursorInput(t *testing.T, p api.Settings) api.CursorInput {
 	t.Helper()
-	start, err := p.ResolveStart(t0)
+	start, err := tuning.ParseStart(p.Start, t0)
 	require.NoError(t, err)
 	return api.CursorInput{Platform: p, Start: start}
 }

@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
@@ -44,10 +45,12 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	if p, ok := v.(*config.Platform); ok {
+	if p, ok := v.(*api.Settings); ok {
 		// Names nested unknown fields (rate_limit.burts) and, unlike
-		// encoding/json, does not take "Kind" for "kind".
-		decoded, err := config.DecodePlatformJSON(raw)
+		// encoding/json, does not take "Kind" for "kind". Identity fields
+		// (endpoint, credentials, options, allow_plaintext) are dropped
+		// unread: they are the registry's (api.SignalConfig).
+		decoded, err := config.DecodeSettingsJSON(raw)
 		if err != nil {
 			return fmt.Errorf("settings are not valid: %s", textclip.Message(err.Error()))
 		}
@@ -89,9 +92,9 @@ func decodeSignal(ctx workflow.Context, raw json.RawMessage, v any, oldAcceptedM
 // edges: the platforms file, the CLI, update validators); recording its
 // verdict keeps an accepted signal accepted on replay. Runs from before
 // versionConfigVerdict replay the structural check they were judged by.
-func judgeSettings(ctx workflow.Context, p config.Platform, check func(config.Platform) error) error {
+func judgeSettings(ctx workflow.Context, p api.Settings, check func(api.Settings) error) error {
 	if workflow.GetVersion(ctx, versionConfigVerdict, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return p.ValidateStructure()
+		return config.CheckSettingsStructure(p)
 	}
 	var verdict string
 	err := workflow.SideEffect(ctx, func(workflow.Context) any {
@@ -109,14 +112,22 @@ func judgeSettings(ctx workflow.Context, p config.Platform, check func(config.Pl
 	return nil
 }
 
-// validateSettings is config.Platform.Validate as a plain error (a nil
-// *ValidationError must not become a non-nil error).
-func validateSettings(p config.Platform) error {
-	if err := p.Validate(); err != nil {
-		return err
+// settingsFromMessage is the settings a `config` message asks for: its
+// tuning, with what the registry owns kept as cur has it: the kind, and
+// the tuning derived from the kind's options (bulk) when the message
+// carries none (old CLIs send the whole platform entry, whose options are
+// dropped unread).
+func settingsFromMessage(cur, msg api.Settings) api.Settings {
+	msg.Kind, msg.LegacyOptions = cur.Kind, cur.LegacyOptions
+	if msg.Bulk == nil {
+		msg.Bulk = cur.Bulk
 	}
-	return nil
+	return msg
 }
+
+// validateSettings checks settings a message brings by the rules the
+// platforms file's tuning is checked with (config.ValidateSettings).
+func validateSettings(p api.Settings) error { return config.ValidateSettings(p) }
 
 // Bounded text. Messages are kept in workflow state (a pause reason, the
 // refusal of a bad one in last_error) and state is carried through

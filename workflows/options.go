@@ -1,13 +1,13 @@
 package workflows
 
 import (
+	"github.com/ordersync/ordersync/api"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/activities"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/fairness"
 )
 
@@ -17,11 +17,11 @@ var acts *activities.Activities
 // pageActivityContext mirrors the platform's retry settings: retry_interval
 // is the first wait, retry_backoff grows it (the growing interval), retries
 // limits the attempts, timeout bounds each attempt.
-func pageActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
+func pageActivityContext(ctx workflow.Context, p api.Settings) workflow.Context {
 	return workflow.WithActivityOptions(ctx, pageActivityOptions(p))
 }
 
-func pageActivityOptions(p config.Platform) workflow.ActivityOptions {
+func pageActivityOptions(p api.Settings) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           p.TaskQueue,
 		Priority:            fairness.Priority(p.Name),
@@ -39,7 +39,7 @@ func pageActivityOptions(p config.Platform) workflow.ActivityOptions {
 // localPageActivityContext is for a page's first attempt, run as a local
 // activity: one attempt bounded by the platform's timeout; retries are
 // fetchPageLocalFirst's business.
-func localPageActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
+func localPageActivityContext(ctx workflow.Context, p api.Settings) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: p.Timeout.D(),
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
@@ -50,7 +50,7 @@ func localPageActivityContext(ctx workflow.Context, p config.Platform) workflow.
 // attempt: retries attempts more, continuing the back-off where the first
 // wait (retry_interval) left it, so the waits are those of one activity
 // with the platform's retry policy.
-func pageRetryActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
+func pageRetryActivityContext(ctx workflow.Context, p api.Settings) workflow.Context {
 	opts := pageActivityOptions(p)
 	rp := opts.RetryPolicy
 	rp.InitialInterval = time.Duration(float64(rp.InitialInterval) * rp.BackoffCoefficient)
@@ -63,7 +63,7 @@ func pageRetryActivityContext(ctx workflow.Context, p config.Platform) workflow.
 
 // bookkeepingActivityContext is for recording dead letters and alerts: they
 // must eventually succeed, so they retry without limit.
-func bookkeepingActivityContext(ctx workflow.Context, p config.Platform) workflow.Context {
+func bookkeepingActivityContext(ctx workflow.Context, p api.Settings) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           p.TaskQueue,
 		Priority:            fairness.Priority(p.Name),

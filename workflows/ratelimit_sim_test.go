@@ -18,19 +18,11 @@ import (
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
-	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/workflows"
 )
-
-// builtConnectors builds each platform's connector from its settings.
-type builtConnectors struct{}
-
-func (builtConnectors) Connector(p config.Platform) (connectors.Connector, error) {
-	return connectors.New(p)
-}
 
 // countedSlots are shared request slots that are always free and count
 // their bookings, at the rate each was booked at.
@@ -85,7 +77,8 @@ func TestSliceAboveTheSellersRealRateCompletes(t *testing.T) {
 	slots := &countedSlots{}
 	limiters := activities.NewLimiters()
 	limiters.Shared = slots
-	real := &activities.Activities{Store: st, Connectors: builtConnectors{}, Limiters: limiters, Metrics: rec}
+	declared := &config.File{}
+	real := &activities.Activities{Store: st, Connectors: activities.NewConnectorCache(declared), Limiters: limiters, Metrics: rec}
 	workflows.Register(env)
 	env.RegisterActivity(real)
 	var deadLetters []api.DeadLetterEntry
@@ -99,11 +92,13 @@ func TestSliceAboveTheSellersRealRateCompletes(t *testing.T) {
 	require.NoError(t, os.WriteFile(secret, []byte(`{"client_id":"c","client_secret":"s","refresh_token":"acme-token"}`), 0o600))
 	base := ts.URL + "/shops/acme/amazon"
 	p := testPlatform(t)
-	p.Name, p.Kind, p.Endpoint, p.Credentials = "amazon-acme", "amazon", base, config.CredentialRef{File: secret}
-	p.Options = map[string]any{"marketplace_ids": []any{sim.AmazonMarketplaceIDs[0], sim.AmazonMarketplaceIDs[1], sim.AmazonMarketplaceIDs[2]},
-		"token_url": base + "/auth/o2/token"}
+	p.Name, p.Kind = "amazon-acme", "amazon"
 	p.RateLimit = config.RateLimit{RPS: 25, Burst: 1} // above the seller's real 20/s
 	p.Retries, p.PageSize, p.Overlap = 0, 5, 0
+	// The identity is the worker's (the registry's), never the input's.
+	declared.Platforms = []config.Platform{{Name: p.Name, Kind: "amazon", Endpoint: base, Credentials: config.CredentialRef{File: secret},
+		Options: map[string]any{"marketplace_ids": []any{sim.AmazonMarketplaceIDs[0], sim.AmazonMarketplaceIDs[1], sim.AmazonMarketplaceIDs[2]},
+			"token_url": base + "/auth/o2/token"}}}
 
 	start, end := now.Add(-12*time.Hour), now.Add(-3*time.Hour)
 	env.ExecuteWorkflow(workflows.FetchSlice, api.SliceInput{Platform: p, Start: start, End: end})

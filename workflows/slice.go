@@ -12,7 +12,6 @@ import (
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/searchattr"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
@@ -156,7 +155,7 @@ func tokenDigest(token string) string {
 // Re-running a local attempt after a worker crash re-fetches and re-upserts
 // the page, which the store makes harmless. The int is the attempts made,
 // for the dead-letter entry of a page that failed.
-func (s *sliceRun) fetchPageLocalFirst(ctx workflow.Context, p config.Platform, in activities.FetchPageInput) (activities.FetchPageResult, int, error) {
+func (s *sliceRun) fetchPageLocalFirst(ctx workflow.Context, p api.Settings, in activities.FetchPageInput) (activities.FetchPageResult, int, error) {
 	var r activities.FetchPageResult
 	err := workflow.ExecuteLocalActivity(localPageActivityContext(ctx, p), acts.FetchPage, in).Get(ctx, &r)
 	if err == nil {
@@ -282,7 +281,7 @@ func undeclared(err error) bool {
 // longest retry interval, until a worker that declares the platform takes
 // it or maxUndeclaredRounds rounds have failed so. With retries 0 the one
 // attempt on the wrong worker would otherwise have dead-lettered the slice.
-func (s *sliceRun) fetchUndeclaredAgain(ctx, pageCtx workflow.Context, p config.Platform, in activities.FetchPageInput, attempts int, err error) (activities.FetchPageResult, int, error) {
+func (s *sliceRun) fetchUndeclaredAgain(ctx, pageCtx workflow.Context, p api.Settings, in activities.FetchPageInput, attempts int, err error) (activities.FetchPageResult, int, error) {
 	var r activities.FetchPageResult
 	if workflow.GetVersion(ctx, versionUndeclaredRetried, workflow.DefaultVersion, 1) < 1 {
 		return r, attempts, err

@@ -3,6 +3,7 @@ package workflows
 import (
 	"time"
 
+	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 )
 
@@ -20,32 +21,54 @@ const (
 	frozenBulkPollInterval = 10 * time.Second
 )
 
-// readBulkSettings reads a platform's bulk options structurally, as
-// workflow code must (doc.go, "Recorded verdicts"): the settings check
-// (config.KindOptions) may grow stricter between releases and would then
-// turn a replayed bulk slice into a paged one. Settings reach a workflow
-// only after that check accepted them; a value this reader cannot read
-// pages the slice, which is always safe. slice_bulk_settings_test.go
-// checks it agrees with config on every accepted form.
-func readBulkSettings(p config.Platform, width time.Duration) bulkSettings {
+// readBulkSettings is the bulk decision of a slice of this width. Settings
+// written since v0.8 carry it derived at the edge (api.Settings.Bulk,
+// config.Platform.Settings); settings recorded before carry the kind's
+// options instead (LegacyOptions), read by readLegacyBulk as those runs
+// read them.
+func readBulkSettings(p api.Settings, width time.Duration) bulkSettings {
+	if p.Bulk == nil {
+		return readLegacyBulk(p, width)
+	}
+	s := bulkSettings{poll: frozenBulkPollInterval}
+	if d := p.Bulk.PollInterval.D(); d > 0 {
+		s.poll = d
+	}
+	minSpan := frozenBulkMinSpan
+	if d := p.Bulk.MinSpan.D(); d > 0 {
+		minSpan = d
+	}
+	s.use = p.Kind == "shopify" && p.Bulk.Enabled && width >= minSpan
+	return s
+}
+
+// readLegacyBulk reads the bulk options of settings recorded before v0.8
+// structurally, as workflow code must (doc.go, "Recorded verdicts"): the
+// settings check (config.KindOptions) may grow stricter between releases
+// and would then turn a replayed bulk slice into a paged one. Settings
+// reach a workflow only after that check accepted them; a value this
+// reader cannot read pages the slice, which is always safe.
+// slice_bulk_settings_test.go checks it agrees with config on every
+// accepted form. Can go after release v0.8 (api.Settings.LegacyOptions).
+func readLegacyBulk(p api.Settings, width time.Duration) bulkSettings {
 	s := bulkSettings{poll: frozenBulkPollInterval}
 	if p.Kind != "shopify" {
 		return s
 	}
-	api, ok := optionString(p.Options, "api", config.ShopifyGraphQL)
+	api, ok := optionString(p.LegacyOptions, "api", config.ShopifyGraphQL)
 	if !ok || api != config.ShopifyGraphQL {
 		return s
 	}
 	on := true
-	if v, set := p.Options["bulk_backfill"]; set && v != nil {
+	if v, set := p.LegacyOptions["bulk_backfill"]; set && v != nil {
 		b, isBool := v.(bool)
 		if !isBool {
 			return s
 		}
 		on = b
 	}
-	minSpan, ok1 := optionDuration(p.Options, "bulk_min_span", frozenBulkMinSpan)
-	poll, ok2 := optionDuration(p.Options, "bulk_poll_interval", frozenBulkPollInterval)
+	minSpan, ok1 := optionDuration(p.LegacyOptions, "bulk_min_span", frozenBulkMinSpan)
+	poll, ok2 := optionDuration(p.LegacyOptions, "bulk_poll_interval", frozenBulkPollInterval)
 	if !ok1 || !ok2 {
 		return s
 	}

@@ -20,12 +20,12 @@ import (
 
 // bulkPlatform is a shopify GraphQL platform whose slices of an hour or
 // more run as bulk queries, looked at every 5s.
-func bulkPlatform(t *testing.T) config.Platform {
+func bulkPlatform(t *testing.T) api.Settings {
 	p := testPlatform(t)
 	p.Kind = "shopify"
 	p.PageSize = 50
-	p.Options = map[string]any{"bulk_min_span": "1h", "bulk_poll_interval": "5s"}
-	require.Nil(t, p.Validate())
+	p.Bulk = &api.Bulk{Enabled: true, MinSpan: api.Duration(time.Hour), PollInterval: api.Duration(5 * time.Second)}
+	require.NoError(t, config.ValidateSettings(p))
 	return p
 }
 
@@ -169,8 +169,8 @@ func TestSliceBulkNeverCompletesBoundedByHistory(t *testing.T) {
 func TestSliceBulkNeverCompletesBoundedByTime(t *testing.T) {
 	env := newEnv(t)
 	p := bulkPlatform(t)
-	p.Options["bulk_poll_interval"] = "10m"
-	require.Nil(t, p.Validate())
+	p.Bulk.PollInterval = api.Duration(10 * time.Minute)
+	require.NoError(t, config.ValidateSettings(p))
 	env.OnActivity(acts.StartBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/9", Status: connectors.BulkRunning}, nil).Once()
 	env.OnActivity(acts.PollBulk, mock.Anything, mock.Anything).Return(activities.BulkState{ID: "gid://shopify/BulkOperation/9", Status: connectors.BulkRunning}, nil)
 	var cancelled atomic.Int32

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/workflows"
 )
 
@@ -58,7 +57,7 @@ func mockDeadLetters(env *testsuite.TestWorkflowEnvironment, delay time.Duration
 }
 
 // runSlice runs FetchSlice alone as the workflow under test.
-func runSlice(t *testing.T, env *testsuite.TestWorkflowEnvironment, p config.Platform, start, end time.Time) api.SliceResult {
+func runSlice(t *testing.T, env *testsuite.TestWorkflowEnvironment, p api.Settings, start, end time.Time) api.SliceResult {
 	t.Helper()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: api.SliceWorkflowID(p.Name, start, end)})
 	env.ExecuteWorkflow(workflows.FetchSlice, api.SliceInput{Platform: p, Start: start, End: end, LocalFirst: true})

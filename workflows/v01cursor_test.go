@@ -213,7 +213,7 @@ func (c *v01Cursor) startChild(ctx workflow.Context, ref *v01SliceRef) {
 		),
 	}
 	c.children[ref.ID] = workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts),
-		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: ref.Start, End: ref.End, Resweep: ref.Resweep, LocalFirst: true})
+		api.SliceWorkflowType, api.SliceInput{Platform: c.platform.Settings(), Start: ref.Start, End: ref.End, Resweep: ref.Resweep, LocalFirst: true})
 	ref.Running = true
 	ref.StartedAt = c.now
 	c.startedThisRun++
@@ -461,7 +461,7 @@ func (c *v01Cursor) lagAlertDue() time.Time {
 // alerts in flight so none is lost.
 func (c *v01Cursor) alert(ctx workflow.Context, a api.Alert) {
 	c.alerts++
-	f := workflow.ExecuteActivity(bookkeepingActivityContext(ctx, c.platform), acts.SendAlert, a)
+	f := workflow.ExecuteActivity(bookkeepingActivityContext(ctx, c.platform.Settings()), acts.SendAlert, a)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { c.alerts--; c.poke() }()
 		if err := f.Get(ctx, nil); err != nil {

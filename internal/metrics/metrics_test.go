@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/metrics"
 )
 
@@ -91,7 +90,7 @@ func TestStatusPollerExportsCursorAndDeadLetters(t *testing.T) {
 				Start:     now.Add(-10 * time.Hour),
 				Watermark: now.Add(-90 * time.Minute),
 				CaughtUp:  true,
-				Settings:  config.Platform{RateLimit: config.RateLimit{RPS: 2.5, Burst: 4}},
+				Settings:  api.Settings{RateLimit: api.RateLimit{RPS: 2.5, Burst: 4}},
 				InFlight:  []api.SliceView{{ID: "a"}, {ID: "b"}},
 				Queued:    []api.SliceView{{ID: "c"}},
 				Counts:    api.Counts{SlicesCompleted: 40, SlicesFailed: 2, SlicesSplit: 1, LateArrivals: 7},

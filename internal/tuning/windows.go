@@ -1,4 +1,4 @@
-package config
+package tuning
 
 import (
 	"fmt"

@@ -1,0 +1,146 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/ordersync/ordersync/internal/tuning"
+)
+
+// Settings are p's settings as workflows take them (api.Settings): name,
+// kind and tuning, plus the tuning its kind derives from its options
+// (Shopify's bulk backfill), never its identity (endpoint, credentials,
+// options, allow_plaintext), which activities resolve from the registry
+// by name. The revision is the caller's to set (0: unknown).
+func (p Platform) Settings() tuning.Settings {
+	s := p.tuning()
+	if spec, ok := kindSpecOf(p.Kind); ok && spec.derive != nil {
+		spec.derive(p, &s)
+	}
+	return s
+}
+
+// tuning is p's name, kind and tuning, without derived settings.
+func (p Platform) tuning() tuning.Settings {
+	return tuning.Settings{
+		Name: p.Name, Kind: p.Kind, Start: p.Start, Interval: p.Interval, Overlap: p.Overlap,
+		Settle: p.Settle, Timeout: p.Timeout, Retries: p.Retries, RetryInterval: p.RetryInterval,
+		RetryBackoff: p.RetryBackoff, MaxRetryInterval: p.MaxRetryInterval, Concurrency: p.Concurrency,
+		RateLimit: p.RateLimit, RateLimitWait: p.RateLimitWait, PageSize: p.PageSize, MaxPages: p.MaxPages,
+		BackfillMaxSpan: p.BackfillMaxSpan, ResweepDelay: p.ResweepDelay, BreakerFailures: p.BreakerFailures,
+		LagAlert: p.LagAlert, StallAlert: p.StallAlert, DeadLetterRetry: p.DeadLetterRetry,
+		Windows: p.Windows, TaskQueue: p.TaskQueue,
+	}
+}
+
+// WithTuning is p (its identity, as the registry holds it) with the
+// tuning of s: what a request for s is sent with. Name and kind stay p's.
+func (p Platform) WithTuning(s tuning.Settings) Platform {
+	p.Start, p.Interval, p.Overlap, p.Settle, p.Timeout = s.Start, s.Interval, s.Overlap, s.Settle, s.Timeout
+	p.Retries, p.RetryInterval, p.RetryBackoff, p.MaxRetryInterval = s.Retries, s.RetryInterval, s.RetryBackoff, s.MaxRetryInterval
+	p.Concurrency, p.RateLimit, p.RateLimitWait, p.PageSize, p.MaxPages = s.Concurrency, s.RateLimit, s.RateLimitWait, s.PageSize, s.MaxPages
+	p.BackfillMaxSpan, p.ResweepDelay, p.BreakerFailures = s.BackfillMaxSpan, s.ResweepDelay, s.BreakerFailures
+	p.LagAlert, p.StallAlert, p.DeadLetterRetry = s.LagAlert, s.StallAlert, s.DeadLetterRetry
+	p.Windows, p.TaskQueue = s.Windows, s.TaskQueue
+	return p
+}
+
+// deriveShopifyBulk sets the bulk backfill tuning from Shopify's options.
+// Options that do not decode leave bulk off (such settings never pass
+// Validate, so never reach a workflow from an edge).
+func deriveShopifyBulk(p Platform, s *tuning.Settings) {
+	s.Bulk = &tuning.Bulk{} // off, and never read from options (LegacyOptions)
+	o, err := KindOptions[ShopifyOptions](p)
+	if err != nil {
+		return
+	}
+	s.Bulk = &tuning.Bulk{Enabled: o.API == ShopifyGraphQL && o.BulkBackfill != nil && *o.BulkBackfill,
+		MinSpan: o.BulkMinSpan, PollInterval: o.BulkPollInterval}
+}
+
+// ValidateSettings checks settings as a `config` message brings them, by
+// the rules Validate checks a platform's tuning with (internal/tuning):
+// lengths, name and kind, form, ranges, the dead-letter retry schedule,
+// and the kind's page size and settle limits. nil when they pass.
+func ValidateSettings(s tuning.Settings) error {
+	ve := &ValidationError{}
+	report := func(skip map[string]bool) tuning.Bad {
+		return func(field, format string, args ...any) {
+			if !skip[field] {
+				ve.add(s.Name, field, format, args...)
+			}
+		}
+	}
+	s.CheckLengths(report(nil))
+	checkNameKind(s.Name, s.Kind, report(ve.fields()))
+	s.CheckStructure(report(ve.fields()))
+	s.CheckRanges(report(ve.fields()))
+	s.CheckDeadLetterRetry(report(ve.fields()))
+	if len(ve.Problems) == 0 {
+		checkKindLimits(s, KindDefaults(s.Kind), report(nil))
+	}
+	if len(ve.Problems) > 0 {
+		return ve
+	}
+	return nil
+}
+
+// CheckSettingsStructure is the frozen check workflow code runs on
+// settings (see ValidateStructure): name, kind and the form of the tuning.
+func CheckSettingsStructure(s tuning.Settings) error {
+	ve := &ValidationError{}
+	bad := func(field, format string, args ...any) { ve.add(s.Name, field, format, args...) }
+	checkNameKind(s.Name, s.Kind, bad)
+	s.CheckStructure(bad)
+	if len(ve.Problems) > 0 {
+		return ve
+	}
+	return nil
+}
+
+// checkKindLimits reports a page size or settle the kind's API refuses.
+func checkKindLimits(s tuning.Settings, k KindInfo, bad tuning.Bad) {
+	if k.MaxPageSize > 0 && s.PageSize > k.MaxPageSize {
+		bad("page_size", "%s accepts at most %d orders per page, got %d", s.Kind, k.MaxPageSize, s.PageSize)
+	}
+	if s.Settle < k.MinSettle {
+		bad("settle", "%s rejects windows ending less than %s before now; must be at least %s, got %s", s.Kind, k.MinSettle, k.MinSettle, s.Settle)
+	}
+}
+
+// IgnoredSettingsFields are the identity fields a `config` payload may
+// still carry (old CLIs and hand-written payloads send the whole platform
+// entry): accepted and ignored, since identity is the registry's.
+var IgnoredSettingsFields = []string{"endpoint", "credentials", "allow_plaintext", "options"}
+
+// DecodeSettingsJSON decodes a `config` payload as strictly as
+// DecodePlatformJSON: an unknown field at any depth is an error naming
+// it, except the identity fields in IgnoredSettingsFields, which are
+// dropped unread.
+func DecodeSettingsJSON(b []byte) (tuning.Settings, error) {
+	var s tuning.Settings
+	ve := &ValidationError{}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			ve.add("", "", "settings are not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+		} else {
+			ve.add("", "", "settings must be one JSON object of platform settings, got %s", clipJSON(b))
+		}
+		return s, ve
+	}
+	for _, k := range IgnoredSettingsFields {
+		delete(fields, k)
+	}
+	if raw, ok := fields["name"]; ok {
+		_ = json.Unmarshal(raw, &s.Name) // for the messages; a bad name is reported below
+	}
+	decodeJSONFields(fields, reflect.ValueOf(&s).Elem(), s.Name, "", ve)
+	if len(ve.Problems) > 0 {
+		return tuning.Settings{}, ve
+	}
+	return s, nil
+}
