@@ -96,7 +96,7 @@ func newCursor(in api.CursorInput) (*cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cursor{platform: in.Platform, windows: ws, start: in.Start, maxSlicesPerRun: in.MaxSlicesPerRun,
+	c := &cursor{platform: withoutLegacyOptions(in.Platform), windows: ws, start: in.Start, maxSlicesPerRun: in.MaxSlicesPerRun,
 		children: map[string]workflow.ChildWorkflowFuture{}, in: in}
 	if c.maxSlicesPerRun <= 0 {
 		c.maxSlicesPerRun = DefaultMaxSlicesPerRun

@@ -21,7 +21,7 @@ import (
 // discarded. It is started by the first failure (signal-with-start) and runs
 // for as long as the platform exists.
 func DeadLetter(ctx workflow.Context, in api.DeadLetterInput) error {
-	d := &deadLetter{platform: in.Platform, entries: in.Entries, running: map[string]workflow.ChildWorkflowFuture{},
+	d := &deadLetter{platform: withoutLegacyOptions(in.Platform), entries: in.Entries, running: map[string]workflow.ChildWorkflowFuture{},
 		rejected: in.Rejected, lastError: in.LastError}
 	return d.run(ctx, in.Alerts)
 }

@@ -77,6 +77,30 @@ func readLegacyBulk(p api.Settings, width time.Duration) bulkSettings {
 	return s
 }
 
+// withoutLegacyOptions is settings recorded before v0.8 in today's form:
+// the bulk decision their options make (readLegacyBulk) as Bulk, and no
+// options. Cursors and dead-letter workflows convert their input once, so
+// what they carry and hand their slices holds no options from then on;
+// readBulkSettings decides alike for both forms at every width.
+func withoutLegacyOptions(p api.Settings) api.Settings {
+	if p.Bulk != nil || p.Kind != "shopify" {
+		p.LegacyOptions = nil // only Shopify's bulk options were ever read
+		return p
+	}
+	b := &api.Bulk{}
+	// The legacy reader at an infinite width says whether bulk is on at
+	// all; at width 0 it cannot be on, so the poll it reads is the one it
+	// would use.
+	if wide := readLegacyBulk(p, time.Duration(1<<62)); wide.use {
+		b.Enabled = true
+		b.PollInterval = api.Duration(wide.poll)
+		minSpan, _ := optionDuration(p.LegacyOptions, "bulk_min_span", frozenBulkMinSpan)
+		b.MinSpan = api.Duration(minSpan)
+	}
+	p.Bulk, p.LegacyOptions = b, nil
+	return p
+}
+
 func optionString(m map[string]any, key, def string) (string, bool) {
 	v, set := m[key]
 	if !set || v == nil {

@@ -39,8 +39,10 @@ func TestReadBulkSettingsAgreesWithConfig(t *testing.T) {
 		require.NotNil(t, derived.Bulk)
 		require.Nil(t, derived.LegacyOptions, "settings never carry the options")
 		legacy := api.Settings{Name: "s", Kind: "shopify", LegacyOptions: opts}
+		converted := withoutLegacyOptions(legacy)
+		require.Nil(t, converted.LegacyOptions)
 		for _, w := range widths {
-			for _, s := range []api.Settings{derived, legacy} {
+			for _, s := range []api.Settings{derived, legacy, converted} {
 				got := readBulkSettings(s, w)
 				require.Equal(t, want.UseBulk(w), got.use, "options %v, width %s, bulk %+v", opts, w, s.Bulk)
 				if got.use {
