@@ -9,6 +9,17 @@ import (
 	"github.com/ordersync/ordersync/internal/tuning"
 )
 
+// A platform's settings are of two sorts. Identity says where its requests
+// go and which secret they carry: kind, endpoint, credentials, options
+// (options hold URLs and request shapes: token_url, the http kind's path,
+// auth and headers) and allow_plaintext. It lives in the account registry
+// only; activities read it from there by name (activities.ConnectorCache),
+// so no workflow input or message can point a secret at another host or
+// read another secret into a request. Everything else is tuning
+// (tuning.Settings, api.Settings): what workflows decide by, carried in
+// their inputs, and changed for a running cursor by its `config` message
+// within the ranges Validate enforces.
+
 // Settings are p's settings as workflows take them (api.Settings): name,
 // kind and tuning, plus the tuning its kind derives from its options
 // (Shopify's bulk backfill), never its identity (endpoint, credentials,
