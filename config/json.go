@@ -21,6 +21,16 @@ import (
 // are checked by their kind's schema in Validate.
 func DecodePlatformJSON(b []byte) (Platform, error) {
 	var p Platform
+	if err := decodeSettingsObject(b, nil, &p.Name, reflect.ValueOf(&p).Elem()); err != nil {
+		return Platform{}, err
+	}
+	return p, nil
+}
+
+// decodeSettingsObject decodes one JSON object of settings into target
+// (a struct, by json tag) strictly, reading its "name" into name first for
+// the messages; the keys in ignore are dropped unread.
+func decodeSettingsObject(b []byte, ignore []string, name *string, target reflect.Value) error {
 	ve := &ValidationError{}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
@@ -30,16 +40,19 @@ func DecodePlatformJSON(b []byte) (Platform, error) {
 		} else {
 			ve.add("", "", "settings must be one JSON object of platform settings, got %s", clipJSON(b))
 		}
-		return Platform{}, ve
+		return ve
+	}
+	for _, k := range ignore {
+		delete(fields, k)
 	}
 	if raw, ok := fields["name"]; ok {
-		_ = json.Unmarshal(raw, &p.Name) // for the messages; a bad name is reported below
+		_ = json.Unmarshal(raw, name) // for the messages; a bad name is reported below
 	}
-	decodeJSONFields(fields, reflect.ValueOf(&p).Elem(), p.Name, "", ve)
+	decodeJSONFields(fields, target, *name, "", ve)
 	if len(ve.Problems) > 0 {
-		return Platform{}, ve
+		return ve
 	}
-	return p, nil
+	return nil
 }
 
 // decodeJSONFields sets target's fields (by json tag) from fields, key by

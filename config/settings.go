@@ -1,10 +1,7 @@
 package config
 
 import (
-	"encoding/json"
-	"errors"
 	"reflect"
-	"strings"
 
 	"github.com/ordersync/ordersync/internal/tuning"
 )
@@ -132,26 +129,8 @@ var IgnoredSettingsFields = []string{"endpoint", "credentials", "allow_plaintext
 // dropped unread.
 func DecodeSettingsJSON(b []byte) (tuning.Settings, error) {
 	var s tuning.Settings
-	ve := &ValidationError{}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			ve.add("", "", "settings are not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
-		} else {
-			ve.add("", "", "settings must be one JSON object of platform settings, got %s", clipJSON(b))
-		}
-		return s, ve
-	}
-	for _, k := range IgnoredSettingsFields {
-		delete(fields, k)
-	}
-	if raw, ok := fields["name"]; ok {
-		_ = json.Unmarshal(raw, &s.Name) // for the messages; a bad name is reported below
-	}
-	decodeJSONFields(fields, reflect.ValueOf(&s).Elem(), s.Name, "", ve)
-	if len(ve.Problems) > 0 {
-		return tuning.Settings{}, ve
+	if err := decodeSettingsObject(b, IgnoredSettingsFields, &s.Name, reflect.ValueOf(&s).Elem()); err != nil {
+		return tuning.Settings{}, err
 	}
 	return s, nil
 }
