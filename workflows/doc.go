@@ -138,6 +138,20 @@
 // the cursor waits for every update handler to finish, then applies the
 // signals already delivered, so none is lost.
 //
+// # Settings by reference
+//
+// Workflows know a platform by its name and its tuning (api.Settings:
+// interval, settle, overlap, concurrency, page and retry limits, windows,
+// the Shopify bulk span, and the registry revision they were read at).
+// Where requests go and with which secret (endpoint, credentials, options,
+// allow_plaintext) is never in a workflow input or message: the page and
+// bulk activities resolve it from the account registry by name
+// (activities.ConnectorCache) and overlay the tuning. A `config` message
+// changes the tuning only; identity fields in its payload are ignored. The
+// checks are one rule (internal/tuning, used by config for the file and
+// by the cursor for messages). Runs started with settings by value keep
+// working (versions.go, "Settings by reference").
+//
 // # Versioning
 //
 // Workflow code reads time only through workflow.Now and must take the

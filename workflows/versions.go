@@ -280,6 +280,36 @@ const (
 //     a rolling upgrade finds its slices. The v0.1 form can go in the
 //     release after every worker runs v0.2 or later.
 //
+// Settings by reference (v0.8): the "platform" of cursor, slice,
+// dead-letter, page, bulk and record-dead-letter inputs and the payload of
+// the `config` signals are api.Settings, the tuning only. Before v0.8 they
+// were the whole config.Platform, identity included. No marker is needed:
+// no decision read the identity (activities already took it from the
+// registry), and the JSON names and forms are those of config.Platform, so
+// a recorded input decodes into api.Settings with its endpoint,
+// credentials and allow_plaintext ignored. Only Shopify's bulk decision
+// read the options; that decision is now the explicit api.Settings.Bulk,
+// derived at the edge (config.Platform.Settings).
+//
+//   - api.Settings.LegacyOptions: the options of settings recorded before
+//     v0.8, read by a slice of such a run for its bulk decision exactly as
+//     it was (readLegacyBulk, frozen). Cursors and dead-letter workflows
+//     turn them into Bulk when their run starts (withoutLegacyOptions), so
+//     what they carry on and hand their slices holds no options. New code
+//     never sets them. Can go after release v0.8, once no run started
+//     before it remains.
+//   - A `config` payload that still carries identity (old CLIs, a platform
+//     entry sent by hand) is accepted with those fields dropped unread
+//     (config.DecodeSettingsJSON); the kind and, when the payload has no
+//     bulk, the bulk tuning stay the run's (settingsFromMessage).
+//   - Rollback and mixed fleets: a worker of v0.7 or before refuses an
+//     input without an endpoint (its structural check), so a cursor
+//     started or continued by v0.8 fails InvalidInput if such a worker
+//     takes its first task. Upgrade every worker before starting or
+//     reconfiguring cursors with v0.8 (or use worker versioning, README,
+//     Rolling upgrades). The replay tests compare inputs as api.Settings
+//     reads them (replay_test.go, settingsByReference).
+//
 // Not versioned: what only the Web UI reads. A child's user metadata
 // (ChildWorkflowOptions.StaticSummary and StaticDetails) rides on its
 // start command, which the replayer matches by type and the replay tests
