@@ -143,7 +143,7 @@ func (s *Service) applyOne(ctx context.Context, p config.Platform, opts ApplyOpt
 			if err == nil && wasRunning {
 				// A cursor from before the registry runs with the settings
 				// it was started or last configured with: hand it these.
-				if err := s.Engine.Reconfigure(ctx, p); err != nil {
+				if err := s.Engine.Reconfigure(ctx, p, e.Revision); err != nil {
 					return e, &EngineError{Entry: e, Step: "reconfigure", Fix: "run `ordersync platform apply` again", Err: err}
 				}
 			}
@@ -169,9 +169,10 @@ type applyClass[T any] struct {
 	add        func(context.Context, T, AddOptions) (Entry, error)
 	edit       func(ctx context.Context, name string, expect int64, edit func(*T) error) (Entry, error)
 	// start starts the entry's workflow where it does not run, with the
-	// given settings (an unchanged entry's, or with startAfterEdit an
-	// updated one's); startFix says how to do it by hand.
-	start          func(context.Context, T) error
+	// given settings read at the given revision (an unchanged entry's, or
+	// with startAfterEdit an updated one's); startFix says how to do it by
+	// hand.
+	start          func(context.Context, T, int64) error
 	startFix       string
 	startAfterEdit bool
 }
@@ -218,7 +219,7 @@ func applyEntry[T any](ctx context.Context, reg Registry, name string, v T, opts
 	if len(a.fields) == 0 {
 		a.action, a.revision = ActionUnchanged, e.Revision
 		if !opts.DryRun {
-			if err := c.start(ctx, current); err != nil {
+			if err := c.start(ctx, current, e.Revision); err != nil {
 				return a, &EngineError{Entry: e, Step: "start", Fix: c.startFix, Err: err}
 			}
 		}
@@ -238,7 +239,7 @@ func applyEntry[T any](ctx context.Context, reg Registry, name string, v T, opts
 	}
 	// A workflow that does not run (ended by hand, or never started) runs
 	// with the new settings; a running one was reconfigured by the edit.
-	if err := c.start(ctx, v); err != nil {
+	if err := c.start(ctx, v, edited.Revision); err != nil {
 		return a, &EngineError{Entry: edited, Step: "start", Fix: c.startFix, Err: err}
 	}
 	return a, nil

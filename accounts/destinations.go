@@ -256,7 +256,7 @@ func (s *Service) applyDestination(ctx context.Context, eng DeliveryEngine, d co
 		decode:         DecodeDestination,
 		add:            s.AddDestination,
 		edit:           s.EditDestination,
-		start:          eng.StartDelivery,
+		start:          func(ctx context.Context, d config.Destination, _ int64) error { return eng.StartDelivery(ctx, d) },
 		startFix:       "run `ordersync deliveries start " + d.Name + "`",
 		startAfterEdit: true,
 	})

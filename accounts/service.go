@@ -13,10 +13,13 @@ import (
 // use a fake.
 type Engine interface {
 	// Start makes the platform's cursor run (a no-op when it runs).
-	Start(ctx context.Context, p config.Platform) error
+	// revision is the registry revision p was read at: the cursor's
+	// settings (api.Settings) name it.
+	Start(ctx context.Context, p config.Platform, revision int64) error
 	// Reconfigure hands a running cursor its new settings (the tuning it
-	// decides by); a cursor that does not run is left alone.
-	Reconfigure(ctx context.Context, p config.Platform) error
+	// decides by, read at revision); a cursor that does not run is left
+	// alone.
+	Reconfigure(ctx context.Context, p config.Platform, revision int64) error
 	// Pause and Resume pause and resume a running cursor.
 	Pause(ctx context.Context, name, reason string) error
 	Resume(ctx context.Context, name string) error
@@ -96,7 +99,7 @@ func (s *Service) AddPlatform(ctx context.Context, p config.Platform, opts AddOp
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := s.Engine.Start(ctx, p); err != nil {
+	if err := s.Engine.Start(ctx, p, e.Revision); err != nil {
 		return e, &EngineError{Entry: e, Step: "start", Fix: "run `ordersync platform start " + p.Name + "`", Err: err}
 	}
 	if opts.Paused {
@@ -139,7 +142,7 @@ func (s *Service) EditPlatform(ctx context.Context, name string, expect int64, e
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := s.Engine.Reconfigure(ctx, p); err != nil {
+	if err := s.Engine.Reconfigure(ctx, p, e.Revision); err != nil {
 		return e, &EngineError{Entry: e, Step: "reconfigure", Fix: "run `ordersync platform edit " + name + "` again", Err: err}
 	}
 	return e, nil

@@ -76,19 +76,20 @@ func TestStartersSendSettingsByReference(t *testing.T) {
 	c.On("SignalWorkflow", mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).
 		Run(func(args mock.Arguments) { signals = append(signals, args.Get(4)) }).Return(nil)
 
-	_, err := starter.EnsureCursor(context.Background(), c, p, time.Now())
-	require.NoError(t, err)
+	require.NoError(t, starter.Engine{Client: c}.Start(context.Background(), p, 5))
 	in, ok := input.(api.CursorInput)
 	require.True(t, ok, "%T", input)
 	requireNoIdentity(t, "cursor input", in, p)
 	require.Equal(t, p.Name, in.Platform.Name)
 	require.Equal(t, p.PageSize, in.Platform.PageSize)
+	require.Equal(t, int64(5), in.Platform.Revision, "the registry revision the settings were read at")
 	require.Equal(t, &api.Bulk{Enabled: true, MinSpan: api.Duration(2 * time.Hour), PollInterval: api.Duration(7 * time.Second)},
 		in.Platform.Bulk, "the bulk tuning derived from the options")
 
-	require.NoError(t, starter.Engine{Client: c}.Reconfigure(context.Background(), p))
+	require.NoError(t, starter.Engine{Client: c}.Reconfigure(context.Background(), p, 7))
 	require.Len(t, signals, 2, "the cursor's and the dead-letter workflow's config signal")
 	for _, s := range signals {
 		requireNoIdentity(t, "config signal", s, p)
+		require.Equal(t, int64(7), s.(api.Settings).Revision, "the registry revision the settings were read at")
 	}
 }

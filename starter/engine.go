@@ -28,20 +28,20 @@ type Engine struct {
 }
 
 // Start implements accounts.Engine.
-func (e Engine) Start(ctx context.Context, p config.Platform) error {
+func (e Engine) Start(ctx context.Context, p config.Platform, revision int64) error {
 	now := time.Now
 	if e.Now != nil {
 		now = e.Now
 	}
-	_, err := EnsureCursor(ctx, e.Client, p, now())
+	_, err := EnsureRegisteredCursor(ctx, e.Client, p, revision, now())
 	return err
 }
 
 // Reconfigure implements accounts.Engine: the cursor gets the settings
 // with its `config` signal (validated in the workflow), and the
 // dead-letter workflow too, so reprocessing uses them.
-func (e Engine) Reconfigure(ctx context.Context, p config.Platform) error {
-	s := p.Settings() // the tuning only: identity stays in the registry
+func (e Engine) Reconfigure(ctx context.Context, p config.Platform, revision int64) error {
+	s := settingsAt(p, revision) // the tuning only: identity stays in the registry
 	if err := e.signal(ctx, api.CursorWorkflowID(p.Name), api.SignalConfig, s); err != nil {
 		return err
 	}

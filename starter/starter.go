@@ -28,8 +28,15 @@ type Result struct {
 }
 
 // EnsureCursor starts the platform's cursor unless one is running. A
-// relative start ("-2160h") is resolved against now.
+// relative start ("-2160h") is resolved against now. The cursor gets p's
+// settings by reference (api.Settings), at an unknown registry revision.
 func EnsureCursor(ctx context.Context, c client.Client, p config.Platform, now time.Time) (Result, error) {
+	return EnsureRegisteredCursor(ctx, c, p, 0, now)
+}
+
+// EnsureRegisteredCursor is EnsureCursor for p as the account registry
+// holds it at revision.
+func EnsureRegisteredCursor(ctx context.Context, c client.Client, p config.Platform, revision int64, now time.Time) (Result, error) {
 	id := api.CursorWorkflowID(p.Name)
 	if desc, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil &&
 		desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
@@ -46,7 +53,7 @@ func EnsureCursor(ctx context.Context, c client.Client, p config.Platform, now t
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
-	}, api.CursorWorkflowType, api.CursorInput{Platform: p.Settings(), Start: start, MaxSlicesPerRun: workflows.DefaultMaxSlicesPerRun})
+	}, api.CursorWorkflowType, api.CursorInput{Platform: settingsAt(p, revision), Start: start, MaxSlicesPerRun: workflows.DefaultMaxSlicesPerRun})
 	if err != nil {
 		return Result{}, fmt.Errorf("start cursor of %s: %w", p.Name, err)
 	}
@@ -64,4 +71,11 @@ func EnsureCursors(ctx context.Context, c client.Client, platforms []config.Plat
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// settingsAt is p's settings as read at the registry's revision.
+func settingsAt(p config.Platform, revision int64) api.Settings {
+	s := p.Settings()
+	s.Revision = revision
+	return s
 }

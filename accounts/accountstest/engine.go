@@ -70,12 +70,12 @@ func (e *Engine) record(ctx context.Context, step, call string) error {
 }
 
 // Start implements accounts.Engine.
-func (e *Engine) Start(ctx context.Context, p config.Platform) error {
+func (e *Engine) Start(ctx context.Context, p config.Platform, _ int64) error {
 	return e.record(ctx, "start", "start "+p.Name)
 }
 
 // Reconfigure implements accounts.Engine.
-func (e *Engine) Reconfigure(ctx context.Context, p config.Platform) error {
+func (e *Engine) Reconfigure(ctx context.Context, p config.Platform, _ int64) error {
 	return e.record(ctx, "reconfigure", "reconfigure "+p.Name)
 }
 
