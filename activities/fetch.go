@@ -65,7 +65,9 @@ type RateLimitAnswer struct {
 	Limit float64 `json:"limit,omitempty"`
 }
 
-// FetchPageInput asks for one page of a slice.
+// FetchPageInput asks for one page of a slice. Platform is the platform's
+// settings by reference: where the request goes and with which secret is
+// the registry's (ConnectorCache), only its tuning comes from here.
 type FetchPageInput struct {
 	Platform api.Settings `json:"platform"`
 	SliceID  string       `json:"slice_id"`

@@ -243,7 +243,7 @@ func TestRecordHistories(t *testing.T) {
 	var queued int
 	require.NoError(t, upd.Get(ctx, &queued))
 	require.Positive(t, queued)
-	changed := p
+	changed := p.Settings() // by reference, as platform edit sends it
 	changed.PageSize = 30
 	require.NoError(t, s.client.SignalWorkflow(ctx, cursorID, "", api.SignalConfig, changed))
 	messagesRuns := s.status("rec").Runs
