@@ -17,6 +17,7 @@ import (
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/workflows"
 )
 
 // identityKeys are the JSON keys of a platform's identity: no workflow or
@@ -126,4 +127,47 @@ func TestNoInputCarriesIdentity(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.GreaterOrEqual(t, len(inputs), 8, "slices, pages and the continue-as-new were seen: %v", inputs)
+}
+
+// TestConfigIgnoresIdentityAndRefusesOtherUnknownFields: a `config`
+// update with the whole platform entry (endpoint, credentials, options,
+// allow_plaintext) is accepted with those fields ignored and its tuning
+// applied; a field that is neither tuning nor identity is refused by name.
+func TestConfigIgnoresIdentityAndRefusesOtherUnknownFields(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	pages := watchPages(env)
+	mockPages(env, pages, onePage, nil)
+
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	var whole map[string]any
+	require.NoError(t, json.Unmarshal(raw, &whole))
+	whole["endpoint"] = "https://elsewhere.example/shops/x"
+	whole["credentials"] = map[string]any{"env": "ORDERSYNC_STORE_DSN"}
+	whole["options"] = map[string]any{"api": "rest"}
+	whole["allow_plaintext"] = true
+	whole["page_size"] = 9
+	typo := map[string]any{}
+	for k, v := range whole {
+		typo[k] = v
+	}
+	typo["endpont"] = "https://elsewhere.example"
+
+	var accepted, refused *updateOutcome
+	var after api.CursorStatus
+	env.RegisterDelayedCallback(func() { accepted = sendUpdate(env, api.SignalConfig, whole) }, time.Minute)
+	env.RegisterDelayedCallback(func() { refused = sendUpdate(env, api.SignalConfig, typo) }, 2*time.Minute)
+	stopAt(env, 3*time.Minute, func() { after = status(t, env) })
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+
+	require.True(t, accepted.accepted, "identity fields are ignored, not refused: %v", accepted.rejected)
+	require.NoError(t, accepted.err)
+	require.Equal(t, 9, after.Settings.PageSize, "the tuning applied")
+	require.Equal(t, p.Kind, after.Settings.Kind)
+	shown, err := json.Marshal(after.Settings)
+	require.NoError(t, err)
+	require.Empty(t, identityIn(shown), "the cursor keeps no identity: %s", shown)
+	require.ErrorContains(t, refused.rejected, `field "endpont": unknown field`)
 }
