@@ -3,8 +3,6 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ordersync/ordersync/internal/tuning"
-	"time"
 )
 
 // Limits of a platforms file. A file is read whole and every platform
@@ -26,8 +24,6 @@ const (
 	maxFilePathLen = 4096
 	maxOptionsJSON = 64 << 10
 )
-
-const day = 24 * time.Hour
 
 // checkLengths reports strings longer than their limit and a platform with
 // too many windows or too large options. It runs first, so a huge value is
@@ -52,9 +48,6 @@ func (p Platform) checkLengths(ve *ValidationError) {
 		}
 	}
 }
-
-// shortDuration is tuning.ShortDuration.
-var shortDuration = tuning.ShortDuration
 
 // checkFileSize describes a file larger than MaxFileSize ("" when it fits).
 func checkFileSize(size int64) string {
