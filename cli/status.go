@@ -44,6 +44,7 @@ func newPlatformStatusCommand(app *App) *cobra.Command {
 	var watch bool
 	var every time.Duration
 	var state string
+	var minLag time.Duration
 	filter := accounts.Filter{Class: accounts.ClassPlatform}
 	cmd := &cobra.Command{
 		Use:   "status [PLATFORM...]",
@@ -66,10 +67,12 @@ Without names it shows a page of the account registry (--limit, then --after
 the last name shown; --state and --kind filter); with nothing registered, the
 platforms file's platforms, or else every cursor running on the server. Each
 query has its own timeout: a cursor whose task queue no worker polls is one
-failed row, the others are shown. --watch refreshes; with -o json it writes one JSON document per line (no
+failed row, the others are shown. --min-lag keeps the cursors at least that
+far behind now (and the rows that could not be read). --watch refreshes; with -o json it writes one JSON document per line (no
 screen codes). In JSON, state is the STATE column and lag_seconds is
 computed when the status is read (as_of).`,
-		Example: "  ordersync platform status\n  ordersync platform status --watch\n  ordersync platform status sim-acme -o json",
+		Example: "  ordersync platform status\n  ordersync platform status --watch\n  ordersync platform status sim-acme -o json\n" +
+			"  ordersync platform status --kind shopify --min-lag 1h --limit 1000",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter.State = accounts.State(state)
 			if state != "" && (filter.State != accounts.Active && filter.State != accounts.Paused) {
@@ -89,6 +92,7 @@ computed when the status is read (as_of).`,
 				if rows == nil {
 					return err
 				}
+				rows = laggingOnly(rows, minLag)
 				if rerr := app.renderStatus(rows, time.Now()); rerr != nil {
 					return rerr
 				}
@@ -101,6 +105,7 @@ computed when the status is read (as_of).`,
 				if rows == nil && err != nil && ctx.Err() == nil {
 					return err
 				}
+				rows = laggingOnly(rows, minLag)
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -128,6 +133,7 @@ computed when the status is read (as_of).`,
 	cmd.Flags().StringVar(&filter.Kind, "kind", "", "only registered platforms of this kind")
 	cmd.Flags().StringVar(&filter.After, "after", "", "start after this name (the last of the previous page)")
 	cmd.Flags().IntVar(&filter.Limit, "limit", 100, "platforms per page (at most 1000)")
+	cmd.Flags().DurationVar(&minLag, "min-lag", 0, "only cursors at least this far behind now (and rows that could not be read)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until Ctrl-C")
 	cmd.Flags().DurationVar(&every, "every", 2*time.Second, "refresh interval with --watch")
 	return cmd
@@ -137,6 +143,22 @@ computed when the status is read (as_of).`,
 // cannot be read gets a row with its error, and the errors are returned
 // beside the rows: one stuck workflow must not hide every other platform.
 // Rows are nil only when the context ended.
+// laggingOnly keeps the rows whose cursor is at least minLag behind now,
+// and the rows that could not be read (their lag is unknown); every row
+// when minLag is 0.
+func laggingOnly(rows []platformStatus, minLag time.Duration) []platformStatus {
+	if minLag <= 0 {
+		return rows
+	}
+	out := rows[:0:0]
+	for _, r := range rows {
+		if r.Error != "" || (r.Cursor != nil && r.Cursor.LagSeconds >= minLag.Seconds()) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // statusQueryTimeout bounds one query of a status: a cursor whose task
 // queue no worker polls costs its own row this long and is shown as
 // failed, never the rows of the others.

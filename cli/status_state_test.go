@@ -60,3 +60,21 @@ func TestStatusStateSaysTheStatedRate(t *testing.T) {
 	st.StatedRate = 2
 	require.Equal(t, "backfilling, concurrency limit", describeState(st), "a statement above the setting changes nothing")
 }
+
+func TestLaggingOnlyKeepsLaggardsAndUnreadRows(t *testing.T) {
+	rows := []platformStatus{
+		{Platform: "fresh", Cursor: &api.CursorStatus{LagSeconds: 60}},
+		{Platform: "behind", Cursor: &api.CursorStatus{LagSeconds: 7200}},
+		{Platform: "unread", Error: "query failed"},
+		{Platform: "not-started"},
+	}
+	names := func(rs []platformStatus) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Platform)
+		}
+		return out
+	}
+	require.Equal(t, []string{"behind", "unread"}, names(laggingOnly(rows, time.Hour)))
+	require.Len(t, laggingOnly(rows, 0), 4, "no filter")
+}
