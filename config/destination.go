@@ -122,6 +122,15 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 	if d.Kind == "nats" {
 		d.checkSubjectCollisions(platforms, bad)
 	}
+	d.checkTuning(bad)
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
+}
+
+// checkTuning checks what the Delivery workflow decides by.
+func (d Destination) checkTuning(bad func(field, format string, args ...any)) {
 	if d.BatchSize < 1 || d.BatchSize > 1000 {
 		bad("batch_size", "must be 1 to 1000, got %d", d.BatchSize)
 	}
@@ -154,10 +163,6 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 	if strings.TrimSpace(d.TaskQueue) == "" {
 		bad("task_queue", "must not be empty")
 	}
-	if len(ve.Problems) == 0 {
-		return nil
-	}
-	return ve
 }
 
 // checkKind checks what only the destination's kind knows.

@@ -235,6 +235,18 @@ const (
 	// before it that waited on replays its waits. Can go after release
 	// v0.7, once no bulk slice started before it runs.
 	versionBulkBudget = "shopify-bulk-budget"
+
+	// versionDestinationByRef guards the verdict on a Delivery's `config`
+	// signal since destinations travel by reference (api.DestinationSettings):
+	// identity fields in the payload (url, secret, subject, brokers, topic,
+	// allow_plaintext, platforms) are ignored, so a payload of tuning only
+	// is accepted and one whose identity was invalid is no longer refused
+	// for it; before it the payload was a whole config.Destination, checked
+	// identity and all (checkDestinationByValue, frozen). Asked lazily,
+	// only when the two verdicts differ, so a history recorded before it
+	// replays its verdict. Can go after release v0.9, once no Delivery run
+	// begun before it is open.
+	versionDestinationByRef = "destination-settings-by-reference"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
