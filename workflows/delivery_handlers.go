@@ -85,7 +85,7 @@ func checkDestination(d *delivery, raw json.RawMessage) error {
 		return fmt.Errorf("settings are not valid: %s", textclip.Message(err.Error()))
 	}
 	if dest.Name != d.dest.Name {
-		return fmt.Errorf("settings are for destination %s, this delivery is %s", textclip.Value(dest.Name), d.dest.Name)
+		return fmt.Errorf("settings are for destination %q, this delivery is %q", textclip.Value(dest.Name), d.dest.Name)
 	}
 	if ve := config.ValidateDestinationSettings(dest); ve != nil {
 		return ve
