@@ -59,7 +59,7 @@ type DestinationSettings = tuning.Destination
 // DeliveryInput starts a Delivery workflow, or continues one with its state.
 type DeliveryInput struct {
 	Destination DestinationSettings `json:"destination"`
-	State       *DeliveryState     `json:"state,omitempty"`
+	State       *DeliveryState      `json:"state,omitempty"`
 	// MaxBatchesPerRun caps one run's history (0: the default); it travels
 	// in the input so changing the default never changes a replay.
 	MaxBatchesPerRun int `json:"max_batches_per_run,omitempty"`

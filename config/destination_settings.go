@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -75,6 +76,12 @@ var IgnoredDestinationFields = []string{"url", "allow_plaintext", "secret", "sub
 func DecodeDestinationSettingsJSON(b []byte) (tuning.Destination, error) {
 	var s tuning.Destination
 	if err := decodeSettingsObject(b, IgnoredDestinationFields, &s.Name, reflect.ValueOf(&s).Elem()); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			for i := range ve.Problems { // the decoder names platforms
+				ve.Problems[i].Destination, ve.Problems[i].Platform = ve.Problems[i].Platform, ""
+			}
+		}
 		return tuning.Destination{}, err
 	}
 	return s, nil
