@@ -314,6 +314,24 @@ const (
 //     entry sent by hand) is accepted with those fields dropped unread
 //     (config.DecodeSettingsJSON); the kind and, when the payload has no
 //     bulk, the bulk tuning stay the run's (settingsFromMessage).
+//   - Destinations by reference: the "destination" of Delivery inputs and
+//     the payload of a Delivery's `config` signal are
+//     api.DestinationSettings (name, kind, revision and the tuning the
+//     workflow decides by), no longer the whole config.Destination. The
+//     JSON names are config.Destination's, so a recorded input decodes
+//     with its url, secret, subject, brokers, topic, allow_plaintext and
+//     platforms ignored, and the replay tests compare it as
+//     api.DestinationSettings reads it. No legacy field is kept: the one
+//     decision that read identity was the check of the input and of a
+//     `config` payload (config.Destination.Validate). At the start it is
+//     now the tuning check (config.ValidateDestinationSettings); the
+//     starters check the whole destination before they start it, so no
+//     Delivery they started failed there, and a run that did is closed.
+//     A `config` signal is judged by today's rule unless the frozen rule
+//     of before (checkDestinationByValue, which needs no input field: it
+//     reads the payload) decides otherwise on a run recorded before
+//     versionDestinationByRef. The activities take the whole destination
+//     from the registry by name, as they did (activities.Deliveries).
 //   - Rollback and mixed fleets: a worker of v0.7 or before refuses an
 //     input without an endpoint (its structural check), so a cursor
 //     started or continued by v0.8 fails InvalidInput if such a worker
