@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
-	"strings"
 
 	"github.com/ordersync/ordersync/internal/tuning"
 )
@@ -48,15 +46,7 @@ func ValidateDestinationSettings(s tuning.Destination) *ValidationError {
 	bad := func(field, format string, args ...any) {
 		ve.Problems = append(ve.Problems, Problem{Destination: s.Name, Field: field, Reason: fmt.Sprintf(format, args...)})
 	}
-	if !platformName.MatchString(s.Name) {
-		bad("", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
-	}
-	switch {
-	case s.Kind == "":
-		bad("kind", "is required (one of %s)", strings.Join(DestinationKinds, ", "))
-	case !slices.Contains(DestinationKinds, s.Kind):
-		bad("kind", "unknown kind %q (one of %s)", s.Kind, strings.Join(DestinationKinds, ", "))
-	}
+	checkDestinationNameKind(s.Name, s.Kind, bad)
 	Destination{Name: s.Name, Kind: s.Kind}.WithTuning(s).checkTuning(bad)
 	if len(ve.Problems) == 0 {
 		return nil
