@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/activities"
@@ -27,7 +28,11 @@ var identityKeys = []string{"endpoint", "credentials", "options", "allow_plainte
 
 // identityIn names the first identity key in a JSON value, at any depth
 // ("" when there is none).
-func identityIn(raw []byte) string {
+func identityIn(raw []byte) string { return keyIn(raw, identityKeys) }
+
+// keyIn names the first of keys in a JSON value, at any depth ("" when
+// there is none).
+func keyIn(raw []byte, keys []string) string {
 	var tree any
 	if json.Unmarshal(raw, &tree) != nil {
 		return "(not JSON)"
@@ -37,10 +42,8 @@ func identityIn(raw []byte) string {
 		switch x := x.(type) {
 		case map[string]any:
 			for k, e := range x {
-				for _, id := range identityKeys {
-					if k == id {
-						return path + "." + k
-					}
+				if slices.Contains(keys, k) {
+					return path + "." + k
 				}
 				if found := walk(path+"."+k, e); found != "" {
 					return found
@@ -56,6 +59,45 @@ func identityIn(raw []byte) string {
 		return ""
 	}
 	return walk("", tree)
+}
+
+// recordInputs records every activity and local activity input (and
+// child input, when children) as "type: JSON", and fails the test for
+// each that names one of keys.
+func recordInputs(t *testing.T, env *testsuite.TestWorkflowEnvironment, keys []string, children bool) (record func(what string, raw []byte), seen func() []string) {
+	var mu sync.Mutex
+	var inputs []string
+	record = func(what string, raw []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		inputs = append(inputs, what+": "+string(raw))
+		if k := keyIn(raw, keys); k != "" {
+			t.Errorf("%s input carries identity %s: %s", what, k, raw)
+		}
+	}
+	if children {
+		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+			var raw json.RawMessage
+			require.NoError(t, args.Get(&raw))
+			record(info.WorkflowType.Name, raw)
+		})
+	}
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		var raw json.RawMessage
+		require.NoError(t, args.Get(&raw))
+		record(info.ActivityType.Name, raw)
+	})
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, args []any) {
+		raw, err := json.Marshal(args[0])
+		require.NoError(t, err)
+		record("local "+info.ActivityType.Name, raw)
+	})
+	seen = func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), inputs...)
+	}
+	return record, seen
 }
 
 // legacyCursorInput is a cursor input as v0.7 and before wrote it: the
@@ -82,31 +124,7 @@ func TestNoInputCarriesIdentity(t *testing.T) {
 	p.Interval, p.PageSize = config.Duration(15*time.Minute), 50
 	require.Nil(t, p.Validate())
 
-	var mu sync.Mutex
-	var inputs []string
-	record := func(what string, raw []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		inputs = append(inputs, what+": "+string(raw))
-		if k := identityIn(raw); k != "" {
-			t.Errorf("%s input carries identity %s: %s", what, k, raw)
-		}
-	}
-	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
-		var raw json.RawMessage
-		require.NoError(t, args.Get(&raw))
-		record(info.WorkflowType.Name, raw)
-	})
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-		var raw json.RawMessage
-		require.NoError(t, args.Get(&raw))
-		record(info.ActivityType.Name, raw)
-	})
-	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, args []any) {
-		raw, err := json.Marshal(args[0])
-		require.NoError(t, err)
-		record("local "+info.ActivityType.Name, raw)
-	})
+	record, seen := recordInputs(t, env, identityKeys, true)
 	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FetchPageInput) (activities.FetchPageResult, error) {
 			return onePage(in)
@@ -125,9 +143,7 @@ func TestNoInputCarriesIdentity(t *testing.T) {
 	require.NoError(t, json.Unmarshal(next, &carried))
 	require.Equal(t, &api.Bulk{Enabled: true, MinSpan: api.Duration(2 * time.Hour), PollInterval: api.Duration(7 * time.Second)},
 		carried.Platform.Bulk, "the bulk decision of the recorded options, carried as tuning")
-	mu.Lock()
-	defer mu.Unlock()
-	require.GreaterOrEqual(t, len(inputs), 8, "slices, pages and the continue-as-new were seen: %v", inputs)
+	require.GreaterOrEqual(t, len(seen()), 8, "slices, pages and the continue-as-new were seen: %v", seen())
 }
 
 // TestConfigIgnoresIdentityAndRefusesOtherUnknownFields: a `config`
@@ -179,37 +195,6 @@ func TestConfigIgnoresIdentityAndRefusesOtherUnknownFields(t *testing.T) {
 // destinations travel by reference (api.DestinationSettings).
 var destinationIdentityKeys = []string{"url", "secret", "subject", "brokers", "topic", "allow_plaintext", "platforms", "headers"}
 
-// destinationIdentityIn names the first destination identity key in a
-// JSON value, at any depth ("" when there is none).
-func destinationIdentityIn(raw []byte) string {
-	var tree any
-	if json.Unmarshal(raw, &tree) != nil {
-		return "(not JSON)"
-	}
-	var walk func(path string, x any) string
-	walk = func(path string, x any) string {
-		switch x := x.(type) {
-		case map[string]any:
-			for k, e := range x {
-				if slices.Contains(destinationIdentityKeys, k) {
-					return path + "." + k
-				}
-				if found := walk(path+"."+k, e); found != "" {
-					return found
-				}
-			}
-		case []any:
-			for _, e := range x {
-				if found := walk(path+"[]", e); found != "" {
-					return found
-				}
-			}
-		}
-		return ""
-	}
-	return walk("", tree)
-}
-
 // legacyDeliveryInput is a Delivery input as written before destinations
 // travelled by reference: the whole destination, identity included.
 type legacyDeliveryInput struct {
@@ -240,26 +225,7 @@ func TestNoDeliveryInputCarriesIdentity(t *testing.T) {
 	f := &fakeDestination{seqs: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9}}
 	f.mock(env)
 
-	var mu sync.Mutex
-	var inputs []string
-	record := func(what string, raw []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		inputs = append(inputs, what+": "+string(raw))
-		if k := destinationIdentityIn(raw); k != "" {
-			t.Errorf("%s carries identity %s: %s", what, k, raw)
-		}
-	}
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-		var raw json.RawMessage
-		require.NoError(t, args.Get(&raw))
-		record(info.ActivityType.Name, raw)
-	})
-	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, args []any) {
-		raw, err := json.Marshal(args[0])
-		require.NoError(t, err)
-		record("local "+info.ActivityType.Name, raw)
-	})
+	record, seen := recordInputs(t, env, destinationIdentityKeys, false)
 	bigger := d
 	bigger.BatchSize = 4
 	var st api.DeliveryStatus
@@ -281,9 +247,7 @@ func TestNoDeliveryInputCarriesIdentity(t *testing.T) {
 	require.NoError(t, json.Unmarshal(next, &carried))
 	require.Equal(t, bigger.Settings(), carried.Destination, "the signal's tuning, carried on")
 	require.Zero(t, carried.State.Rejected, "the whole entry is accepted: %s", carried.State.LastError)
-	mu.Lock()
-	defer mu.Unlock()
-	require.GreaterOrEqual(t, len(inputs), 4, "listings, deliveries and the continue-as-new were seen: %v", inputs)
+	require.GreaterOrEqual(t, len(seen()), 4, "listings, deliveries and the continue-as-new were seen: %v", seen())
 }
 
 // TestDeliveryConfigIgnoresIdentityAndRefusesOtherUnknownFields: a
@@ -319,7 +283,7 @@ func TestDeliveryConfigIgnoresIdentityAndRefusesOtherUnknownFields(t *testing.T)
 	require.Equal(t, 7, afterWhole.Settings.BatchSize, "the tuning applied")
 	shown, err := json.Marshal(afterWhole)
 	require.NoError(t, err)
-	require.Empty(t, destinationIdentityIn(shown), "the delivery keeps no identity: %s", shown)
+	require.Empty(t, keyIn(shown, destinationIdentityKeys), "the delivery keeps no identity: %s", shown)
 	require.ErrorContains(t, refused.rejected, `field "batch_sise": unknown field`)
 	require.NoError(t, byRef.rejected, "settings by reference carry no url")
 	require.Equal(t, 8, afterByRef.Settings.BatchSize)
