@@ -3,7 +3,7 @@ package api
 import (
 	"time"
 
-	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/tuning"
 )
 
 // DeliveryWorkflowType is the registered name of the Delivery workflow.
@@ -30,8 +30,11 @@ const (
 	// SignalDeliverySkip drops set-aside changes without delivering them.
 	// Payload: DeliverySelector.
 	SignalDeliverySkip = "skip"
-	// SignalDeliveryConfig replaces the destination's settings from the next
-	// batch on. Payload: config.Destination as JSON (name must match).
+	// SignalDeliveryConfig replaces the destination's tuning from the next
+	// batch on. Payload: DestinationSettings as JSON (name must match);
+	// identity fields a whole destination entry carries (url, secret,
+	// subject, brokers, topic, allow_plaintext, platforms) are ignored,
+	// any other unknown field is refused by name.
 	SignalDeliveryConfig = "config"
 	// QueryDeliveryStatus returns DeliveryStatus.
 	QueryDeliveryStatus = "status"
@@ -46,10 +49,17 @@ const (
 	AlertDeliveryPoison  = "delivery_poison"
 )
 
+// DestinationSettings are what a Delivery workflow decides by, by
+// reference to the destination's registry entry: name, kind, the registry
+// revision they were read at and the tuning (internal/tuning). Where
+// batches go and with which secret is never part of them: the delivery
+// activities resolve the destination from the registry by name.
+type DestinationSettings = tuning.Destination
+
 // DeliveryInput starts a Delivery workflow, or continues one with its state.
 type DeliveryInput struct {
-	Destination config.Destination `json:"destination"`
-	State       *DeliveryState     `json:"state,omitempty"`
+	Destination DestinationSettings `json:"destination"`
+	State       *DeliveryState      `json:"state,omitempty"`
 	// MaxBatchesPerRun caps one run's history (0: the default); it travels
 	// in the input so changing the default never changes a replay.
 	MaxBatchesPerRun int `json:"max_batches_per_run,omitempty"`
@@ -141,7 +151,7 @@ type DeliveryStatus struct {
 	WaitUntil time.Time `json:"wait_until,omitzero"`
 	AsOf      time.Time `json:"as_of"`
 	// Settings are the destination's settings in force.
-	Settings config.Destination `json:"settings"`
+	Settings DestinationSettings `json:"settings"`
 	// InFlight is the seq range being delivered, if any.
 	InFlight *SeqRange `json:"in_flight,omitempty"`
 	// InFlightLanes counts the batches of InFlight being delivered at once

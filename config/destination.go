@@ -98,15 +98,7 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 	bad := func(field, format string, args ...any) {
 		ve.Problems = append(ve.Problems, Problem{Destination: d.Name, Field: field, Reason: fmt.Sprintf(format, args...)})
 	}
-	if !platformName.MatchString(d.Name) {
-		bad("", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
-	}
-	switch {
-	case d.Kind == "":
-		bad("kind", "is required (one of %s)", strings.Join(DestinationKinds, ", "))
-	case !slices.Contains(DestinationKinds, d.Kind):
-		bad("kind", "unknown kind %q (one of %s)", d.Kind, strings.Join(DestinationKinds, ", "))
-	}
+	checkDestinationNameKind(d.Name, d.Kind, bad)
 	switch {
 	case d.Secret.Env != "" && d.Secret.File != "":
 		bad("secret", "set env or file, not both")
@@ -122,6 +114,28 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 	if d.Kind == "nats" {
 		d.checkSubjectCollisions(platforms, bad)
 	}
+	d.checkTuning(bad)
+	if len(ve.Problems) == 0 {
+		return nil
+	}
+	return ve
+}
+
+// checkDestinationNameKind checks a destination's name and kind.
+func checkDestinationNameKind(name, kind string, bad func(field, format string, args ...any)) {
+	if !platformName.MatchString(name) {
+		bad("", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
+	}
+	switch {
+	case kind == "":
+		bad("kind", "is required (one of %s)", strings.Join(DestinationKinds, ", "))
+	case !slices.Contains(DestinationKinds, kind):
+		bad("kind", "unknown kind %q (one of %s)", kind, strings.Join(DestinationKinds, ", "))
+	}
+}
+
+// checkTuning checks what the Delivery workflow decides by.
+func (d Destination) checkTuning(bad func(field, format string, args ...any)) {
 	if d.BatchSize < 1 || d.BatchSize > 1000 {
 		bad("batch_size", "must be 1 to 1000, got %d", d.BatchSize)
 	}
@@ -154,10 +168,6 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 	if strings.TrimSpace(d.TaskQueue) == "" {
 		bad("task_queue", "must not be empty")
 	}
-	if len(ve.Problems) == 0 {
-		return nil
-	}
-	return ve
 }
 
 // checkKind checks what only the destination's kind knows.

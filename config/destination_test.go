@@ -1,11 +1,15 @@
 package config
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ordersync/ordersync/internal/tuning"
 )
 
 const destPlatforms = `
@@ -103,5 +107,98 @@ func TestDestinationsValidate(t *testing.T) {
 			require.Error(t, err)
 			require.Equal(t, strings.Join(tc.want, "\n"), err.Error())
 		})
+	}
+}
+
+// TestDestinationSettingsAreTheTuning: Settings holds every tuning field
+// of Destination and nothing of its identity, under the same JSON names
+// (so a whole destination recorded in history decodes into it), and
+// WithTuning puts them back: a field added to Destination must be placed
+// on one side or the other.
+func TestDestinationSettingsAreTheTuning(t *testing.T) {
+	identity := map[string]bool{}
+	for _, k := range IgnoredDestinationFields {
+		identity[k] = true
+	}
+	settingsFields := map[string]bool{}
+	st := reflect.TypeOf(tuning.Destination{})
+	for i := 0; i < st.NumField(); i++ {
+		settingsFields[jsonName(st.Field(i))] = true
+	}
+	dt := reflect.TypeOf(Destination{})
+	for i := 0; i < dt.NumField(); i++ {
+		name := jsonName(dt.Field(i))
+		require.False(t, identity[name] && settingsFields[name], "Destination field %q is both identity and tuning", name)
+		require.True(t, identity[name] || settingsFields[name], "Destination field %q is neither identity nor in tuning.Destination", name)
+	}
+
+	d := DestinationDefaults()
+	d.Name, d.Kind, d.URL, d.Secret = "oms", "webhook", "https://oms.example/hook", CredentialRef{Env: "OMS_SECRET"}
+	d.Platforms, d.Windows, d.MaxInFlight, d.AllowPlaintext = []string{"shop"}, []string{"MON-FRI 00:00-06:00"}, 3, true
+	require.Nil(t, d.Validate(nil))
+	s := d.Settings()
+	raw, err := json.Marshal(s)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "oms.example")
+	require.NotContains(t, string(raw), "OMS_SECRET")
+	whole, err := json.Marshal(d)
+	require.NoError(t, err)
+	var recorded tuning.Destination
+	require.NoError(t, json.Unmarshal(whole, &recorded))
+	require.Equal(t, s, recorded, "a whole destination decodes into its settings")
+
+	other := Destination{Name: "oms", Kind: "webhook", URL: "https://registered.example", Platforms: []string{"b"}}
+	back := other.WithTuning(s)
+	d.URL, d.Secret, d.Platforms, d.AllowPlaintext = other.URL, other.Secret, other.Platforms, false
+	require.Equal(t, d, back, "the tuning comes back whole, the identity stays the registry's")
+}
+
+// TestDecodeDestinationSettingsJSON: a destination's `config` payload may
+// still carry the whole entry; its identity is dropped unread, every
+// other unknown field is refused by name, at any depth, as a destination's.
+func TestDecodeDestinationSettingsJSON(t *testing.T) {
+	d := DestinationDefaults()
+	d.Name, d.Kind, d.URL, d.Secret = "oms", "webhook", "https://oms.example/hook", CredentialRef{Env: "OMS_SECRET"}
+	d.BatchSize = 42
+	full, err := json.Marshal(d)
+	require.NoError(t, err)
+	s, err := DecodeDestinationSettingsJSON(full)
+	require.NoError(t, err)
+	require.Equal(t, d.Settings(), s)
+
+	for payload, field := range map[string]string{
+		`{"name":"oms","urll":"https://x"}`:               "urll",
+		`{"name":"oms","rate_limit":{"rps":1,"burts":2}}`: "rate_limit.burts",
+		`{"name":"oms","Batch_Size":3}`:                   "Batch_Size",
+		`{"name":"oms","headers":{"Authorization":"x"}}`:  "headers",
+	} {
+		_, err := DecodeDestinationSettingsJSON([]byte(payload))
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, payload)
+		require.Equal(t, field, ve.Problems[0].Field, payload)
+		require.Equal(t, "oms", ve.Problems[0].Destination, payload)
+		require.Contains(t, ve.Error(), `destination "oms"`, payload)
+	}
+}
+
+// TestValidateDestinationSettings: the settings a Delivery takes are held
+// to the tuning rules the file's destinations are, and need no identity.
+func TestValidateDestinationSettings(t *testing.T) {
+	d := DestinationDefaults()
+	d.Name, d.Kind = "oms", "kafka"
+	require.Nil(t, ValidateDestinationSettings(d.Settings()), "no brokers or topic: identity is the registry's")
+	for field, mutate := range map[string]func(*tuning.Destination){
+		"":              func(s *tuning.Destination) { s.Name = "Bad Name" },
+		"kind":          func(s *tuning.Destination) { s.Kind = "smtp" },
+		"batch_size":    func(s *tuning.Destination) { s.BatchSize = 1001 },
+		"max_in_flight": func(s *tuning.Destination) { s.MaxInFlight = MaxInFlightLimit + 1 },
+		"windows":       func(s *tuning.Destination) { s.Windows = []string{"whenever"} },
+		"task_queue":    func(s *tuning.Destination) { s.TaskQueue = " " },
+	} {
+		s := d.Settings()
+		mutate(&s)
+		ve := ValidateDestinationSettings(s)
+		require.NotNil(t, ve, field)
+		require.Equal(t, field, ve.Problems[0].Field, field)
 	}
 }

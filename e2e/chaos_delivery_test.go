@@ -275,7 +275,7 @@ func (r *chaosRun) startDeliveries() {
 	for _, d := range r.file.Destinations {
 		_, err := r.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 			ID: api.DeliveryWorkflowID(d.Name), TaskQueue: d.TaskQueue,
-		}, api.DeliveryWorkflowType, api.DeliveryInput{Destination: d, MaxBatchesPerRun: chaosDeliveryBatchesPerRun})
+		}, api.DeliveryWorkflowType, api.DeliveryInput{Destination: d.Settings(), MaxBatchesPerRun: chaosDeliveryBatchesPerRun})
 		require.NoError(r.t, err)
 	}
 }

@@ -89,7 +89,7 @@ func startRecordedDelivery(t *testing.T, s *system, dest string, maxBatches int)
 	id := api.DeliveryWorkflowID(dest)
 	ctx := context.Background()
 	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: d.TaskQueue},
-		api.DeliveryWorkflowType, api.DeliveryInput{Destination: d, MaxBatchesPerRun: maxBatches})
+		api.DeliveryWorkflowType, api.DeliveryInput{Destination: d.Settings(), MaxBatchesPerRun: maxBatches})
 	require.NoError(t, err)
 	return id, func() api.DeliveryStatus {
 		v, err := s.client.QueryWorkflow(ctx, id, "", api.QueryDeliveryStatus)

@@ -8,7 +8,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/ordersync/ordersync/api"
@@ -92,4 +95,49 @@ func TestStartersSendSettingsByReference(t *testing.T) {
 		requireNoIdentity(t, "config signal", s, p)
 		require.Equal(t, int64(7), s.(api.Settings).Revision, "the registry revision the settings were read at")
 	}
+}
+
+// TestDeliveryStartersSendSettingsByReference: a Delivery's start input
+// and the `config` signal of a reconfigure carry the destination's tuning,
+// never its url, secret reference, platforms or other identity.
+func TestDeliveryStartersSendSettingsByReference(t *testing.T) {
+	d := config.DestinationDefaults()
+	d.Name, d.Kind, d.URL, d.AllowPlaintext = "oms", "webhook", "http://10.9.8.7/hook", true
+	d.Secret = config.CredentialRef{Env: "OMS_SIGNING_SECRET_REF"}
+	d.Platforms, d.BatchSize = []string{"shop-eu"}, 42
+	require.Nil(t, d.Validate(nil))
+	id := api.DeliveryWorkflowID(d.Name)
+	requireNone := func(what string, v any) {
+		t.Helper()
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		for _, k := range config.IgnoredDestinationFields {
+			require.NotContains(t, string(raw), `"`+k+`"`, "%s carries %s: %s", what, k, raw)
+		}
+		require.NotContains(t, string(raw), d.URL, what)
+		require.NotContains(t, string(raw), d.Secret.Env, what)
+	}
+
+	c := &mocks.Client{}
+	c.On("DescribeWorkflowExecution", mock.Anything, id, "").Return(nil, serviceerror.NewNotFound("not found")).Once()
+	run := &mocks.WorkflowRun{}
+	run.On("GetRunID").Return("run-1")
+	var input any
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, api.DeliveryWorkflowType, mock.Anything).
+		Run(func(args mock.Arguments) { input = args.Get(3) }).Return(run, nil).Once()
+	require.NoError(t, starter.Engine{Client: c}.StartDelivery(context.Background(), d))
+	in, ok := input.(api.DeliveryInput)
+	require.True(t, ok, "%T", input)
+	requireNone("delivery input", in)
+	require.Equal(t, d.Settings(), in.Destination)
+
+	running := &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+		Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, TaskQueue: d.TaskQueue}}
+	c.On("DescribeWorkflowExecution", mock.Anything, id, "").Return(running, nil)
+	var signal any
+	c.On("SignalWorkflow", mock.Anything, id, "", api.SignalDeliveryConfig, mock.Anything).
+		Run(func(args mock.Arguments) { signal = args.Get(4) }).Return(nil).Once()
+	require.NoError(t, starter.Engine{Client: c}.ReconfigureDelivery(context.Background(), d))
+	requireNone("config signal", signal)
+	require.Equal(t, d.Settings(), signal)
 }

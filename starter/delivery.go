@@ -27,7 +27,7 @@ func EnsureDelivery(ctx context.Context, c client.Client, d config.Destination) 
 		Priority:                 fairness.Priority(d.Name),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, api.DeliveryWorkflowType, api.DeliveryInput{Destination: d, MaxBatchesPerRun: workflows.DefaultMaxBatchesPerRun})
+	}, api.DeliveryWorkflowType, api.DeliveryInput{Destination: d.Settings(), MaxBatchesPerRun: workflows.DefaultMaxBatchesPerRun})
 	if err != nil {
 		return Result{}, fmt.Errorf("start delivery to %s: %w", d.Name, err)
 	}

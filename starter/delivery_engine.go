@@ -62,7 +62,7 @@ func (e Engine) ReconfigureDelivery(ctx context.Context, d config.Destination) e
 		}
 		return nil
 	}
-	return e.signal(ctx, id, api.SignalDeliveryConfig, d)
+	return e.signal(ctx, id, api.SignalDeliveryConfig, d.Settings())
 }
 
 // StopDelivery implements accounts.DeliveryEngine. It cancels the

@@ -44,7 +44,11 @@ const deliverHeartbeat = 10 * time.Second
 // deliver it, and moves the acknowledged seq only once the destination
 // confirmed. Order data never enters its history.
 func Delivery(ctx workflow.Context, in api.DeliveryInput) error {
-	if ve := in.Destination.Validate(nil); ve != nil {
+	// The tuning only: the input carries no identity (settings by
+	// reference). The starters check the whole destination before they
+	// start it, so no Delivery was started with an identity only this
+	// check would have refused (versions.go, "Destinations by reference").
+	if ve := config.ValidateDestinationSettings(in.Destination); ve != nil {
 		return temporal.NewNonRetryableApplicationError("invalid destination settings: "+ve.Error(), "InvalidInput", nil)
 	}
 	if in.Destination.MaxInFlight > 1 && !lanesAllowed(ctx) {
@@ -60,7 +64,7 @@ func Delivery(ctx workflow.Context, in api.DeliveryInput) error {
 }
 
 type delivery struct {
-	dest       config.Destination
+	dest       api.DestinationSettings
 	windows    config.Windows
 	st         api.DeliveryState
 	maxBatches int

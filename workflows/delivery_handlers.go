@@ -55,8 +55,7 @@ var deliveryMessages = []deliveryMessage{
 		}
 	}},
 	{api.SignalDeliveryConfig, checkDestination, func(d *delivery, raw json.RawMessage) {
-		var dest config.Destination
-		_ = decodeStrict(raw, &dest)
+		dest := destinationFromMessage(d.dest, raw)
 		ws, _ := config.ParseWindows(dest.Windows) // checkDestination parsed them
 		d.dest, d.windows = dest, ws
 		d.tokens = min(d.tokens, float64(dest.RateLimit.Burst))
@@ -75,11 +74,30 @@ var deliveryMessages = []deliveryMessage{
 	}},
 }
 
-// checkDestination accepts settings for this destination that validate.
-// The verdict depends only on the payload and the destination's name, and
-// the rules are new with this workflow; a release that makes them stricter
-// must record the verdict as judgeSettings does.
+// checkDestination accepts settings for this destination whose tuning
+// validates; identity fields in the payload (a whole destination entry)
+// are ignored (config.DecodeDestinationSettingsJSON). The verdict depends
+// only on the payload and the destination's name; a release that makes
+// the rules stricter must record the verdict as judgeSettings does.
 func checkDestination(d *delivery, raw json.RawMessage) error {
+	dest, err := config.DecodeDestinationSettingsJSON(raw)
+	if err != nil {
+		return fmt.Errorf("settings are not valid: %s", textclip.Message(err.Error()))
+	}
+	if dest.Name != d.dest.Name {
+		return fmt.Errorf("settings are for destination %q, this delivery is %q", textclip.Value(dest.Name), d.dest.Name)
+	}
+	if ve := config.ValidateDestinationSettings(dest); ve != nil {
+		return ve
+	}
+	return nil
+}
+
+// checkDestinationByValue is checkDestination as it was before
+// destinations travelled by reference (frozen): the payload a whole
+// config.Destination, identity included and checked. A signal recorded
+// before versionDestinationByRef replays its verdict.
+func checkDestinationByValue(d *delivery, raw json.RawMessage) error {
 	var dest config.Destination
 	if err := decodeStrict(raw, &dest); err != nil {
 		return err
@@ -91,6 +109,21 @@ func checkDestination(d *delivery, raw json.RawMessage) error {
 		return ve
 	}
 	return nil
+}
+
+// destinationFromMessage is the settings a checked `config` payload asks
+// for: its tuning, with the kind kept as cur has it (the registry's). A
+// payload only the check of before accepted (a history recorded before
+// versionDestinationByRef) is read as that check read it.
+func destinationFromMessage(cur api.DestinationSettings, raw json.RawMessage) api.DestinationSettings {
+	dest, err := config.DecodeDestinationSettingsJSON(raw)
+	if err != nil {
+		var old config.Destination
+		_ = decodeStrict(raw, &old)
+		dest = old.Settings()
+	}
+	dest.Kind = cur.Kind
+	return dest
 }
 
 // checkSelector refuses a selector that picks nothing: a seq that is not
@@ -116,8 +149,7 @@ func checkSelector(d *delivery, raw json.RawMessage) error {
 // asksForLanes says whether checked config settings set max_in_flight
 // above 1.
 func asksForLanes(raw json.RawMessage) bool {
-	var dest config.Destination
-	return decodeStrict(raw, &dest) == nil && dest.MaxInFlight > 1
+	return destinationFromMessage(api.DestinationSettings{}, raw).MaxInFlight > 1
 }
 
 func (d *delivery) selected(raw json.RawMessage) []int64 {
@@ -191,6 +223,9 @@ func (d *delivery) checkMessage(m deliveryMessage, raw json.RawMessage) error {
 // changes nothing but the rejection count and last error (clipped).
 func (d *delivery) handleSignal(ctx workflow.Context, m deliveryMessage, raw json.RawMessage) {
 	err := d.checkMessage(m, raw)
+	if m.name == api.SignalDeliveryConfig {
+		err = d.configVerdict(ctx, raw, err)
+	}
 	if err != nil && !boundsApply(ctx, err) {
 		err = nil // applied, clipped, as before versionBoundedText
 	}
@@ -205,6 +240,25 @@ func (d *delivery) handleSignal(ctx workflow.Context, m deliveryMessage, raw jso
 	}
 	m.apply(d, raw)
 	d.woken = true
+}
+
+// configVerdict is a `config` signal's verdict: err, today's, unless the
+// check of before destinations travelled by reference decides otherwise
+// (it checked the identity a payload carried, and refused a payload
+// without it) on a run recorded before versionDestinationByRef. The
+// version is asked only when the two verdicts differ.
+func (d *delivery) configVerdict(ctx workflow.Context, raw json.RawMessage, err error) error {
+	old := checkDestinationByValue(d, raw)
+	if old == nil {
+		old = checkPayloadSize(raw)
+	}
+	if (old == nil) == (err == nil) {
+		return err
+	}
+	if workflow.GetVersion(ctx, versionDestinationByRef, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return old
+	}
+	return err
 }
 
 // drainSignals applies signals that arrived but were not yet handled, so

@@ -21,7 +21,13 @@ import (
 	"github.com/ordersync/ordersync/config"
 )
 
-func testDestination() config.Destination {
+func testDestination() api.DestinationSettings {
+	return testDestinationEntry().Settings()
+}
+
+// testDestinationEntry is testDestination as the registry holds it,
+// identity included.
+func testDestinationEntry() config.Destination {
 	d := config.DestinationDefaults()
 	d.Name, d.Kind, d.URL = "oms", "webhook", "https://oms.example.com/hook"
 	d.Secret = config.CredentialRef{Env: "OMS_SECRET"}

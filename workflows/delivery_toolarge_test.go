@@ -50,9 +50,10 @@ func TestDeliverySetsAsideAChangeTooLargeForNATS(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	d := testDestination()
-	d.Kind, d.URL, d.Subject, d.Secret = "nats", url, "orders", config.CredentialRef{}
-	live := &activities.Activities{Feed: st, Deliveries: &activities.Deliveries{Destinations: map[string]config.Destination{d.Name: d}}}
+	entry := testDestinationEntry()
+	entry.Kind, entry.URL, entry.Subject, entry.Secret = "nats", url, "orders", config.CredentialRef{}
+	d := entry.Settings()
+	live := &activities.Activities{Feed: st, Deliveries: &activities.Deliveries{Destinations: map[string]config.Destination{d.Name: entry}}}
 	defer live.Deliveries.Close()
 
 	env := newEnv(t)

@@ -150,7 +150,10 @@
 // changes the tuning only; identity fields in its payload are ignored. The
 // checks are one rule (internal/tuning, used by config for the file and
 // by the cursor for messages). Runs started with settings by value keep
-// working (versions.go, "Settings by reference").
+// working (versions.go, "Settings by reference"). Destinations travel the
+// same way: a Delivery knows its destination by name and tuning
+// (api.DestinationSettings); the delivery activities resolve where to send
+// and with which secret from the registry by name.
 //
 // # Versioning
 //

@@ -167,7 +167,10 @@ func sameRecordedInput(kind, want, got string) error {
 
 // settingsByReference is an input with every platform's settings (the
 // "platform" object of cursor, slice, dead-letter, page and bulk inputs)
-// as api.Settings reads them, keys sorted. Histories before v0.8 recorded
+// as api.Settings reads them, and every destination's (the "destination"
+// object of Delivery inputs) as api.DestinationSettings reads them, keys
+// sorted. Delivery inputs recorded before destinations travelled by
+// reference carry the whole config.Destination (url, secret...). Histories before v0.8 recorded
 // the whole config.Platform there; from v0.8 inputs carry settings by
 // reference, without identity (endpoint, credentials, allow_plaintext),
 // which a run replayed from such a history gives its commands: that is
@@ -196,10 +199,13 @@ func asSettings(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if p, ok := e.(map[string]any); ok && k == "platform" {
+			if p, ok := e.(map[string]any); ok && (k == "platform" || k == "destination") {
 				raw, _ := json.Marshal(p)
-				var s api.Settings
-				if json.Unmarshal(raw, &s) == nil {
+				var s any = &api.Settings{}
+				if k == "destination" {
+					s = &api.DestinationSettings{}
+				}
+				if json.Unmarshal(raw, s) == nil {
 					raw, _ = json.Marshal(s)
 					dec := json.NewDecoder(strings.NewReader(string(raw)))
 					dec.UseNumber()

@@ -235,6 +235,18 @@ const (
 	// before it that waited on replays its waits. Can go after release
 	// v0.7, once no bulk slice started before it runs.
 	versionBulkBudget = "shopify-bulk-budget"
+
+	// versionDestinationByRef guards the verdict on a Delivery's `config`
+	// signal since destinations travel by reference (api.DestinationSettings):
+	// identity fields in the payload (url, secret, subject, brokers, topic,
+	// allow_plaintext, platforms) are ignored, so a payload of tuning only
+	// is accepted and one whose identity was invalid is no longer refused
+	// for it; before it the payload was a whole config.Destination, checked
+	// identity and all (checkDestinationByValue, frozen). Asked lazily,
+	// only when the two verdicts differ, so a history recorded before it
+	// replays its verdict. Can go after release v0.9, once no Delivery run
+	// begun before it is open.
+	versionDestinationByRef = "destination-settings-by-reference"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which
@@ -302,6 +314,24 @@ const (
 //     entry sent by hand) is accepted with those fields dropped unread
 //     (config.DecodeSettingsJSON); the kind and, when the payload has no
 //     bulk, the bulk tuning stay the run's (settingsFromMessage).
+//   - Destinations by reference: the "destination" of Delivery inputs and
+//     the payload of a Delivery's `config` signal are
+//     api.DestinationSettings (name, kind, revision and the tuning the
+//     workflow decides by), no longer the whole config.Destination. The
+//     JSON names are config.Destination's, so a recorded input decodes
+//     with its url, secret, subject, brokers, topic, allow_plaintext and
+//     platforms ignored, and the replay tests compare it as
+//     api.DestinationSettings reads it. No legacy field is kept: the one
+//     decision that read identity was the check of the input and of a
+//     `config` payload (config.Destination.Validate). At the start it is
+//     now the tuning check (config.ValidateDestinationSettings); the
+//     starters check the whole destination before they start it, so no
+//     Delivery they started failed there, and a run that did is closed.
+//     A `config` signal is judged by today's rule unless the frozen rule
+//     of before (checkDestinationByValue, which needs no input field: it
+//     reads the payload) decides otherwise on a run recorded before
+//     versionDestinationByRef. The activities take the whole destination
+//     from the registry by name, as they did (activities.Deliveries).
 //   - Rollback and mixed fleets: a worker of v0.7 or before refuses an
 //     input without an endpoint (its structural check), so a cursor
 //     started or continued by v0.8 fails InvalidInput if such a worker
