@@ -84,7 +84,9 @@ func TestRawJSONSignalsAndUpdates(t *testing.T) {
 	raw, _ = json.Marshal(settings)
 	require.NoError(t, update(api.SignalConfig, string(raw), &st))
 	require.Equal(t, 34, st.Settings.PageSize)
-	require.ErrorContains(t, update(api.SignalConfig, `{"name":"cli-a","kind":"nope"}`, &st), `unknown kind "nope"`)
+	err = update(api.SignalConfig, `{"name":"cli-a","kind":"nope"}`, &st)
+	require.ErrorContains(t, err, `field "interval": must be positive`, "settings are the whole tuning, checked as a file's")
+	require.ErrorContains(t, update(api.SignalConfig, `{"name":"cli-a","page_sise":5}`, &st), "page_sise", "an unknown field is named")
 
 	// Dead-letter workflow: an entry added by raw JSON, listed, then
 	// discarded; an entry of another platform is refused and reported.

@@ -120,7 +120,7 @@ func TestSecretsAndOrdersStayOutOfHistory(t *testing.T) {
 	for i, p := range personal {
 		needles[fmt.Sprintf("personal data %d", i)] = p
 	}
-	var references, redactions int
+	var references, redactions, decoded int
 	for run, h := range histories {
 		texts := append([][]byte{h}, decodedPayloads(t, h)...)
 		for what, needle := range needles {
@@ -131,15 +131,18 @@ func TestSecretsAndOrdersStayOutOfHistory(t *testing.T) {
 		for _, text := range texts {
 			references += bytes.Count(text, []byte("ORDERSYNC_E2E_SEC_TOKEN"))
 			redactions += bytes.Count(text, []byte(connectors.Redacted))
+			decoded += bytes.Count(text, []byte(`"page_size"`))
 		}
 	}
-	// Controls: the search sees decoded inputs (which carry the credential
-	// reference, never the secret), and the echo platform's quote of the key
-	// reached history redacted.
-	require.Positive(t, references, "no decoded workflow input holds the credential reference")
+	// Settings travel by reference: not even the credential's reference
+	// (the variable's name) reaches history, only the registry holds it.
+	// Controls: the search sees decoded inputs (their settings), and the
+	// echo platform's quote of the key reached history redacted.
+	require.Zero(t, references, "a workflow input or message holds the credential reference")
+	require.Positive(t, decoded, "no decoded workflow input was searched")
 	require.Positive(t, redactions, "the echoed key should appear redacted in a failure")
 	t.Logf("%d workflow runs' histories searched for the canary (plain, base64, every payload decoded) and %d customer emails and names: none found; "+
-		"%d mentions of the credential reference, %d redacted quotes of the key", len(histories), len(personal), references, redactions)
+		"no mention of the credential reference in %d decoded settings; %d redacted quotes of the key", len(histories), len(personal), decoded, redactions)
 }
 
 // storedPersonalData returns customer emails and names of stored orders.
