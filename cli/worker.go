@@ -25,32 +25,38 @@ func newWorkerCommand(app *App) *cobra.Command {
 	var deploymentName, buildID string
 	cmd := &cobra.Command{
 		Use:   "worker",
-		Short: "Run Temporal workers for the configured platforms' task queues",
-		Long: `Runs one Temporal worker per task queue of the selected platforms (all by
-default) and serves their cursor, slice and dead-letter workflows and the
-fetch activities. Run as many worker processes as you like; Temporal spreads
-the work. SIGINT or SIGTERM drains: no new work is taken and running
-activities get --stop-timeout to finish.
+		Short: "Run Temporal workers for every registered platform's task queue",
+		Long: `Serves every task queue a registered platform or destination uses (the
+account registry in the store, ORDERSYNC_STORE_DSN): the cursor, slice,
+dead-letter and delivery workflows and their activities. A platform added
+later on a new queue is served within seconds (at once on PostgreSQL), with
+no restart. --task-queues restricts the worker to some queues (a pool for a
+busy account's dedicated queue); --platforms to the queues of some
+platforms of the file. Run as many worker processes as you like; Temporal
+spreads the work. SIGINT or SIGTERM drains: no new work is taken and
+running activities get --stop-timeout to finish.
 
-Before it starts, every selected platform's credential reference must
-resolve (the environment variable set and not empty, the file readable and
-not empty); otherwise it exits with status 2, one line per platform. The
-namespace must exist and have ordersync's search attributes; otherwise it
-exits with status 2 and asks for ` + "`ordersync setup`" + `.
+With a platforms file (-f, ORDERSYNC_PLATFORMS_FILE, or platforms.yaml
+here), the worker first registers the file's platforms and destinations
+that the registry does not hold yet (never overwriting one, never taking a
+removed name); a file that differs from the registry is named in a warning
+(run ` + "`ordersync platform apply -f FILE`" + ` to apply it). Before it
+starts, the file's credential references must resolve (the environment
+variable set and not empty, the file readable and not empty); otherwise it
+exits with status 2, one line per platform. The namespace must exist and
+have ordersync's search attributes; otherwise it exits with status 2 and
+asks for ` + "`ordersync setup`" + `.
 
-The worker sends a platform's credential only with the kind, endpoint,
-credentials and options its own platforms file declares for that platform;
-a cursor whose settings differ in one of them (after a config signal, say)
-gets a permanent error naming the field, and the slice is dead-lettered.
-The worker re-reads the file when it changes (within a few seconds), so an
-edited endpoint needs no restart; a new task queue does.
+A request carries a credential only with the kind, endpoint and options the
+registry holds for the platform, resolved by name: nothing a workflow
+message says changes where a secret goes.
 
 With --deployment-name and --build-id (or ORDERSYNC_DEPLOYMENT_NAME and
 ORDERSYNC_BUILD_ID) the worker is that version of a Temporal Worker
 Deployment: it gets work only once the version is the deployment's current
 one (` + "`ordersync deployment set-current`" + `), and every workflow moves
 to the next version promoted. Without them it runs unversioned.`,
-		Example: "  ordersync worker\n  ordersync worker --platforms shopify-acme,amazon-eu --stop-timeout 1m\n" +
+		Example: "  ordersync worker\n  ordersync worker --task-queues orders-acme --stop-timeout 1m\n" +
 			"  ordersync worker --deployment-name ordersync --build-id v1.5.0",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
