@@ -64,9 +64,12 @@ func NewRootCommand(app *App) *cobra.Command {
 		Long: `ordersync pulls orders from e-commerce platform accounts (Shopify, Amazon,
 eBay, WooCommerce, any JSON API) into one store, in time slices, on Temporal.
 
-Process settings come from ORDERSYNC_* environment variables (see the README);
-platforms come from a YAML file (--platforms-file, ORDERSYNC_PLATFORMS_FILE).`,
-		Example:       "  ordersync dev --platforms-file examples/demo-platforms.yaml\n  ordersync worker --platforms shopify-acme\n  ordersync platform start --all",
+Process settings come from ORDERSYNC_* environment variables (see the README).
+Platforms and destinations live in the account registry in the store
+(ordersync platform add|edit|remove, or ordersync serve's HTTP API); a YAML
+file (--platforms-file, ORDERSYNC_PLATFORMS_FILE) is applied to it with
+ordersync platform apply.`,
+		Example:       "  ordersync dev --platforms-file examples/demo-platforms.yaml\n  ordersync worker\n  ordersync platform apply -f platforms.yaml\n  ordersync platform list",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
