@@ -3,7 +3,6 @@ package workflows
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -113,11 +112,7 @@ func TestReplayGivesEveryTaskItsFairnessKey(t *testing.T) {
 	for release, files := range recordedHistories(t) {
 		for _, f := range files {
 			t.Run(release+"/"+filepath.Base(f), func(t *testing.T) {
-				raw, err := os.Open(f)
-				require.NoError(t, err)
-				defer raw.Close()
-				h, err := client.HistoryFromJSON(raw, client.HistoryJSONOptions{})
-				require.NoError(t, err)
+				h := readHistory(t, f)
 				started := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
 				rec := &keyRecorder{}
 				replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{

@@ -72,11 +72,7 @@ func TestReplayIssuesTheRecordedCommands(t *testing.T) {
 	for release, files := range recordedHistories(t) {
 		for _, f := range files {
 			t.Run(release+"/"+filepath.Base(f), func(t *testing.T) {
-				raw, err := os.Open(f)
-				require.NoError(t, err)
-				defer raw.Close()
-				h, err := client.HistoryFromJSON(raw, client.HistoryJSONOptions{})
-				require.NoError(t, err)
+				h := readHistory(t, f)
 				started := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
 				rec := &commandRecorder{workflowType: started.GetWorkflowType().GetName()}
 				replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{
@@ -224,4 +220,15 @@ func asSettings(v any) any {
 		}
 	}
 	return v
+}
+
+// readHistory reads one recorded history file.
+func readHistory(t *testing.T, path string) *historypb.History {
+	t.Helper()
+	raw, err := os.Open(path)
+	require.NoError(t, err)
+	defer raw.Close()
+	h, err := client.HistoryFromJSON(raw, client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	return h
 }
