@@ -79,11 +79,14 @@ type Platform struct {
 	Options map[string]any `json:"options,omitempty" yaml:"options"`
 }
 
-// CredentialRef says where a secret lives: an environment variable or a file.
-// Only the reference is ever stored or sent; Resolve reads the secret.
+// CredentialRef says where a secret lives: an environment variable, a file,
+// or a credential stored (encrypted) in the store under a name, for OAuth
+// tokens that rotate. Only the reference is ever stored or sent; Resolve
+// reads an env or file secret, package credentials serves stored ones.
 type CredentialRef struct {
-	Env  string `json:"env,omitempty" yaml:"env"`
-	File string `json:"file,omitempty" yaml:"file"`
+	Env    string `json:"env,omitempty" yaml:"env"`
+	File   string `json:"file,omitempty" yaml:"file"`
+	Stored string `json:"stored,omitempty" yaml:"stored"`
 }
 
 // The stall and rate-limit-wait defaults are api's: workflows decide by them.
@@ -129,8 +132,10 @@ func (c CredentialRef) Resolve() (string, error) {
 			return "", fmt.Errorf("credential file %s is empty", c.File)
 		}
 		return strings.TrimSpace(string(b)), nil
+	case c.Stored != "":
+		return "", fmt.Errorf("credential %s is stored in the credential store; a worker with ORDERSYNC_CREDENTIAL_KEYS reads it", c)
 	default:
-		return "", fmt.Errorf("no credential reference (env or file) configured")
+		return "", fmt.Errorf("no credential reference (env, file or stored) configured")
 	}
 }
 
@@ -166,6 +171,9 @@ func readSecretFile(path string) ([]byte, error) {
 func CheckCredentials(source string, platforms []Platform) error {
 	ve := &ValidationError{Source: source}
 	for _, p := range platforms {
+		if p.Credentials.Stored != "" {
+			continue // in the credential store; the worker checks it there
+		}
 		if _, err := p.Credentials.Resolve(); err != nil {
 			ve.add(p.Name, "credentials", "%v", err)
 		}
@@ -182,6 +190,8 @@ func (c CredentialRef) String() string {
 		return "env:" + c.Env
 	case c.File != "":
 		return "file:" + c.File
+	case c.Stored != "":
+		return "stored:" + c.Stored
 	}
 	return "none"
 }

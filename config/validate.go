@@ -72,6 +72,7 @@ func (e *ValidationError) merge(other *ValidationError) {
 var (
 	platformName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	storedName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 )
 
 // Validate checks one merged platform and returns nil or every problem
@@ -113,11 +114,19 @@ func (p Platform) checkStructure(ve *ValidationError, skip map[string]bool) {
 	} else if u, err := url.Parse(p.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("endpoint", "%q is not an http(s) URL", p.Endpoint)
 	}
+	set := 0
+	for _, v := range []string{p.Credentials.Env, p.Credentials.File, p.Credentials.Stored} {
+		if v != "" {
+			set++
+		}
+	}
 	switch {
-	case p.Credentials.Env != "" && p.Credentials.File != "":
-		bad("credentials", "set env or file, not both")
-	case p.Credentials.Env == "" && p.Credentials.File == "":
-		bad("credentials", "is required: {env: VAR_NAME} or {file: /path/to/secret}; secrets never go in this file")
+	case set > 1:
+		bad("credentials", "set one of env, file or stored, not several")
+	case set == 0:
+		bad("credentials", "is required: {env: VAR_NAME}, {file: /path/to/secret} or {stored: credential-name}; secrets never go in this file")
+	case p.Credentials.Stored != "" && !storedName.MatchString(p.Credentials.Stored):
+		bad("credentials.stored", "%q is not a stored credential name (letters, digits, '.', '_', '-', at most 128)", p.Credentials.Stored)
 	case p.Credentials.Env != "" && !envName.MatchString(p.Credentials.Env):
 		bad("credentials.env", "%q is not an environment variable name (put the secret in the environment, not here)", p.Credentials.Env)
 	}
