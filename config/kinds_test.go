@@ -407,6 +407,15 @@ platforms:
 	require.Empty(t, get("recent").warnings(now), "41 days need no read_all_orders")
 	require.Empty(t, get("other").warnings(now))
 	require.Contains(t, f.Warnings(), get("legacy").warnings(now)[0], "the file's warnings are its platforms'")
+
+	december := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	require.Equal(t, []string{`platform "recent": field "credentials": env:C holds a static token: from 2027-01-01 Shopify rejects non-expiring offline tokens of public apps (custom apps are exempt); ` +
+		`for a public app move the shop to a stored expiring token (ordersync credentials migrate-shopify, or re-install through ordersync serve; README, Credentials)`},
+		lines(get("recent").warnings(december)), "a month before Shopify's cut-off a static token is named")
+	stored := get("recent")
+	stored.Credentials = CredentialRef{Stored: "c"}
+	require.Empty(t, stored.warnings(december), "a stored (expiring) token needs no warning")
+	require.Empty(t, get("other").warnings(december), "only Shopify has the cut-off")
 }
 
 func TestHTTPKindLinesOption(t *testing.T) {

@@ -17,6 +17,15 @@ import (
 // error (https://shopify.dev/docs/api/admin-graphql/latest/objects/Order).
 const shopifyRecentOrders = 60 * 24 * time.Hour
 
+// Shopify rejects Admin API requests from public apps that use
+// non-expiring offline tokens from ShopifyStaticTokenEnd; a month before,
+// a shopify platform on an {env} or {file} token gets a warning (custom
+// apps are exempt, so it stays a warning).
+var (
+	ShopifyStaticTokenEnd  = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	shopifyStaticTokenWarn = ShopifyStaticTokenEnd.AddDate(0, -1, 0)
+)
+
 // Warnings lists the warnings of one merged, valid platform.
 func (p Platform) Warnings() []Problem { return p.warnings(time.Now()) }
 
@@ -43,6 +52,11 @@ func (p Platform) warnings(now time.Time) []Problem {
 		if start, err := p.ResolveStart(now); err == nil && now.Sub(start) > shopifyRecentOrders {
 			warn("start", "reaches back %d days: Shopify lists orders older than 60 days only to apps with the read_all_orders scope, and leaves them out without an error otherwise",
 				int(now.Sub(start).Hours()/24))
+		}
+		if p.Credentials.Stored == "" && !now.Before(shopifyStaticTokenWarn) {
+			warn("credentials", "%s holds a static token: from %s Shopify rejects non-expiring offline tokens of public apps (custom apps are exempt); "+
+				"for a public app move the shop to a stored expiring token (ordersync credentials migrate-shopify, or re-install through ordersync serve; README, Credentials)",
+				p.Credentials, ShopifyStaticTokenEnd.Format("2006-01-02"))
 		}
 	}
 	return out
