@@ -333,3 +333,25 @@ func TestConfigIsChecked(t *testing.T) {
 		require.Error(t, err, name)
 	}
 }
+
+func TestOnboardingFile(t *testing.T) {
+	cfg, err := onboarding.ParseFile("oauth.yaml", []byte(`
+public_url: https://ordersync.example.com
+shopify:
+  app: shopify-public
+  settings: {interval: 10m, options: {api: graphql}}
+amazon:
+  app: lwa
+  application_id: amzn1.sp.solution.abc
+  consent_url: https://sellercentral-europe.amazon.com/apps/authorize/consent
+  settings: {endpoint: https://sellingpartnerapi-eu.amazon.com, options: {marketplace_ids: [A1PA6795UKMFR9]}}
+`))
+	require.NoError(t, err)
+	require.Equal(t, "shopify-public", cfg.Shopify.App)
+	require.Equal(t, "amzn1.sp.solution.abc", cfg.Amazon.ApplicationID)
+
+	_, err = onboarding.ParseFile("oauth.yaml", []byte("public_url: https://o.example.com\nshopify: {app: a, scope: [read_orders]}\n"))
+	require.ErrorContains(t, err, "scope", "a misspelt field is named")
+	_, err = onboarding.ParseFile("oauth.yaml", []byte("public_url: https://o.example.com\nshopify: {app: a, settings: {credentials: {env: X}}}\n"))
+	require.ErrorContains(t, err, "settings.credentials")
+}
