@@ -317,6 +317,9 @@ func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
 		Source: metrics.TemporalStatus{Client: opts.Client}, Platforms: names,
 		Interval: opts.MetricsPollInterval, QueryRate: opts.MetricsQueryRate, Logger: logger,
 	}
+	if opts.Registry != nil {
+		poller.List = func(ctx context.Context) ([]string, error) { return ws.registeredPlatforms(ctx, opts.Registry) }
+	}
 	if err := opts.Metrics.Registry().Register(poller); err != nil {
 		return fmt.Errorf("register status metrics: %w", err)
 	}
@@ -328,6 +331,24 @@ func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
 		opts.Metrics.Registry().Unregister(poller)
 	}
 	return nil
+}
+
+// registeredPlatforms names the registered (not removed) platforms on the
+// task queues this process serves: an account added at runtime gets its
+// status gauges without a restart, a removed one loses them.
+func (ws *Workers) registeredPlatforms(ctx context.Context, reg accounts.Registry) ([]string, error) {
+	served := map[string]bool{}
+	for _, q := range ws.Queues() {
+		served[q] = true
+	}
+	var names []string
+	err := accounts.EachEntry(ctx, reg, accounts.Filter{Class: accounts.ClassPlatform}, func(e accounts.Entry) error {
+		if served[e.TaskQueue] {
+			names = append(names, e.Name)
+		}
+		return nil
+	})
+	return names, err
 }
 
 // Queues lists the task queues served.

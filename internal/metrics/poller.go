@@ -54,7 +54,8 @@ func (p *StatusPoller) PollOnce(ctx context.Context) {
 	p.passes++
 	pass := p.passes
 	p.mu.Unlock()
-	for _, name := range p.Platforms {
+	names := p.names(ctx)
+	for _, name := range names {
 		p.mu.Lock()
 		s := p.snaps[name]
 		p.mu.Unlock()
@@ -87,6 +88,34 @@ func (p *StatusPoller) PollOnce(ctx context.Context) {
 	p.mu.Lock()
 	p.lastPass = max(p.now().Sub(started), time.Nanosecond) // 0 means "no pass yet"
 	p.mu.Unlock()
+}
+
+// names lists this pass's platforms. With List, a platform no longer
+// listed loses its snapshot, so a removed account leaves the gauges.
+func (p *StatusPoller) names(ctx context.Context) []string {
+	if p.List == nil {
+		return p.Platforms
+	}
+	names, err := p.List(ctx)
+	if err != nil {
+		p.logger().Warn("metrics: listing the registered platforms failed; polling the last list", "error", err)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.Platforms
+	}
+	keep := make(map[string]bool, len(names))
+	for _, n := range names {
+		keep[n] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Platforms = names
+	for n := range p.snaps {
+		if !keep[n] {
+			delete(p.snaps, n)
+		}
+	}
+	return names
 }
 
 // deadLettersDue says whether this pass must read the platform's dead-letter

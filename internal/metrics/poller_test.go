@@ -378,3 +378,37 @@ func queryCounts(t *testing.T, rec *metrics.Recorder) map[string]float64 {
 	}
 	return out
 }
+
+// With List the poller follows the registry: an account added at runtime
+// gets gauges at the next pass, a removed one loses them, and a failed
+// list keeps the last names.
+func TestStatusPollerFollowsTheListedPlatforms(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	src := newCountingSource(clock)
+	for _, n := range []string{"a", "b", "c"} {
+		src.failed[n] = 0
+	}
+	listed := []string{"a", "b"}
+	var listErr error
+	rec := metrics.New()
+	p := &metrics.StatusPoller{Source: src, QueryRate: 1000, Now: clock.Now, Sleep: clock.Sleep,
+		List: func(context.Context) ([]string, error) { return listed, listErr }}
+	require.NoError(t, rec.Registry().Register(p))
+	series := func(name string) bool { return hasSeries(t, rec, "ordersync_cursor_status_timestamp_seconds", name) }
+
+	p.PollOnce(context.Background())
+	require.True(t, series("a"))
+	require.True(t, series("b"))
+	require.False(t, series("c"), "not registered yet")
+
+	listed = []string{"b", "c"}
+	p.PollOnce(context.Background())
+	require.False(t, series("a"), "removed: its gauges go")
+	require.True(t, series("c"), "added at runtime: its gauges come without a restart")
+
+	listErr = errors.New("store down")
+	listed = nil
+	p.PollOnce(context.Background())
+	require.True(t, series("b"))
+	require.True(t, series("c"), "a failed list keeps the last names")
+}

@@ -124,6 +124,11 @@ type snapshot struct {
 type StatusPoller struct {
 	Source    StatusSource
 	Platforms []string
+	// List, when set, names the platforms at the start of every pass
+	// instead of Platforms: the accounts registered now (added at runtime
+	// included; removed ones drop out of the gauges). A failed list keeps
+	// the previous pass's names.
+	List func(ctx context.Context) ([]string, error)
 	// Interval is the shortest time between two passes (default
 	// DefaultPollInterval).
 	Interval time.Duration
