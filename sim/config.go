@@ -214,8 +214,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.UpdateSpread < 0 || c.Late < 0 {
 		bad("UpdateSpread and Late must not be negative, got %s and %s", c.UpdateSpread, c.Late)
 	}
-	if c.ShopifyAccessTTL < 0 || c.ShopifyRefreshTTL < 0 {
-		bad("ShopifyAccessTTL and ShopifyRefreshTTL must not be negative, got %s and %s", c.ShopifyAccessTTL, c.ShopifyRefreshTTL)
+	if (c.ShopifyAccessTTL != 0 && c.ShopifyAccessTTL < time.Second) || (c.ShopifyRefreshTTL != 0 && c.ShopifyRefreshTTL < time.Second) {
+		// expires_in counts whole seconds: less than one would state 0.
+		bad("ShopifyAccessTTL and ShopifyRefreshTTL must be at least 1s (or 0 for the default), got %s and %s", c.ShopifyAccessTTL, c.ShopifyRefreshTTL)
 	}
 	if c.AmazonTokenTTL < 0 || c.AmazonAccessTTL < 0 {
 		bad("AmazonTokenTTL and AmazonAccessTTL must not be negative, got %s and %s", c.AmazonTokenTTL, c.AmazonAccessTTL)

@@ -410,8 +410,9 @@ func (s *Simulator) SetTokenTTL(surface string, access, refresh time.Duration) e
 	if err := checkSurface(surface); err != nil {
 		return err
 	}
-	if access < 0 || refresh < 0 {
-		return fmt.Errorf("token TTLs must not be negative, got %s and %s", access, refresh)
+	if access < 0 || refresh < 0 || (access > 0 && access < time.Second) || (refresh > 0 && refresh < time.Second) {
+		// expires_in counts whole seconds: less than one would state 0.
+		return fmt.Errorf("token TTLs must be at least 1s (0 keeps the current one), got %s and %s", access, refresh)
 	}
 	if surface == SurfaceAmazon && refresh != 0 {
 		return errors.New("LWA refresh tokens do not expire; set only the access TTL")
