@@ -459,6 +459,11 @@ func TestShopifyRevocation(t *testing.T) {
 	}
 	status, _ = gqlStatus(t, base, "globex", "globex-token")
 	require.Equal(t, http.StatusOK, status, "other shops are untouched")
+	code, m = shopifyToken(t, base, "acme", map[string]string{"client_id": testClientID, "client_secret": testSecret,
+		"grant_type": shopifyExchangeGrant, "subject_token": "acme-token",
+		"subject_token_type": shopifyOfflineType, "requested_token_type": shopifyOfflineType, "expiring": "1"}, true)
+	require.Equal(t, http.StatusBadRequest, code, "an uninstalled shop's static token cannot be migrated")
+	require.Equal(t, "invalid_subject_token", m["error"])
 }
 
 // TestShopifyTokenExchangeMigration: a non-expiring token is exchanged for

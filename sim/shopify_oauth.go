@@ -378,7 +378,7 @@ func (a *authority) shopifyMigrate(shop string, app *ShopifyApp, p url.Values, n
 			return shopifyTokens{}, bad
 		}
 		mig, scope = &g.migrated, g.scope
-	} else if a.staticToken != nil && a.staticToken(shop, subject) {
+	} else if a.staticToken != nil && !a.staticOff[shop] && a.staticToken(shop, subject) {
 		m := a.staticMigrate[shop]
 		mig, scope = &m, sortedScopes(app.Scopes)
 		defer func() { a.staticMigrate[shop] = m }()
