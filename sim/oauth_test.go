@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -723,4 +724,47 @@ func TestOAuthAdminClient(t *testing.T) {
 	require.EqualValues(t, 1, st.Shopify.Dropped)
 	require.EqualValues(t, 1, st.Shopify.UnauthorizedRefreshed)
 	require.EqualValues(t, 2, st.Shopify.RefreshSpent[TokenFingerprint(r0)])
+}
+
+// TestShopifyConcurrentRefreshes: refreshes racing with one refresh token
+// (two workers that both saw the token expire) all succeed and agree on
+// the replacement, so neither locks the other out.
+func TestShopifyConcurrentRefreshes(t *testing.T) {
+	clk := newFakeClock()
+	s, base := shopifyOAuthSim(t, clk, nil)
+	_, r0 := expiringPair(t, base, "acme")
+	const n = 8
+	got := make(chan string, n)
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			b, _ := json.Marshal(refreshParams(r0))
+			resp, err := http.Post(base+"/shops/acme/admin/oauth/access_token", "application/json", bytes.NewReader(b))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			var m map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusOK {
+				errs <- fmt.Errorf("HTTP %d: %v %v", resp.StatusCode, m, err)
+				return
+			}
+			got <- m["refresh_token"].(string)
+		}()
+	}
+	var first string
+	for i := 0; i < n; i++ {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case r := <-got:
+			if first == "" {
+				first = r
+			}
+			require.Equal(t, first, r)
+		}
+	}
+	require.EqualValues(t, n, s.RefreshSpent(r0))
+	require.EqualValues(t, n-1, s.AuthStats().Shopify.RefreshRetries)
 }
