@@ -185,6 +185,13 @@ func TestShopifyInstallAndCodeGrant(t *testing.T) {
 	require.EqualValues(t, 90*24*3600, m["refresh_token_expires_in"])
 	status, _ := shopJSON(t, base, "acme", m["access_token"].(string))
 	require.Equal(t, http.StatusOK, status)
+	req, _ := http.NewRequest(http.MethodGet, base+"/shops/acme/admin/oauth/access_scopes.json", nil)
+	req.Header.Set("X-Shopify-Access-Token", m["access_token"].(string))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	sb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.JSONEq(t, `{"access_scopes":[{"handle":"read_customers"},{"handle":"read_orders"}]}`, string(sb))
 	status, _ = shopJSON(t, base, "globex", m["access_token"].(string))
 	require.Equal(t, http.StatusUnauthorized, status, "a token opens its own shop only")
 
