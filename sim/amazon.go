@@ -186,7 +186,7 @@ func (s *Simulator) handleAmazonOrders(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	q, qerr := parseAmazonQuery(r, now)
-	authed := sh.accessValid(r.Header.Get("x-amz-access-token"), now)
+	authed, denied := s.amazonAuth(sh, r.Header.Get("x-amz-access-token"), now)
 
 	sh.mu.Lock()
 	sh.stats.Requests++
@@ -197,8 +197,7 @@ func (s *Simulator) handleAmazonOrders(w http.ResponseWriter, r *http.Request) {
 	if !authed {
 		sh.stats.Unauthorized++
 		sh.mu.Unlock()
-		writeAmazonError(w, http.StatusForbidden, "Unauthorized", "Access to requested resource is denied.",
-			"The access token you provided is revoked, malformed or invalid.")
+		writeAmazonError(w, http.StatusForbidden, amazonUnauthorizedErr, amazonDeniedMessage, denied)
 		return
 	}
 	if ok, _ := sh.bucket.allow(now); !ok {

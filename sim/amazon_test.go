@@ -336,7 +336,7 @@ func TestAmazonAccessTokensLapseEarly(t *testing.T) {
 	clk.Add(5 * time.Minute)
 	code, _, body := searchOrders(t, ts.URL, "acme", access, q)
 	require.Equal(t, http.StatusForbidden, code)
-	require.Contains(t, string(body), "The access token you provided is revoked, malformed or invalid.")
+	require.Contains(t, string(body), "The access token you provided has expired.")
 	code, _, _ = searchOrders(t, ts.URL, "acme", amazonAccess(t, ts.URL, "acme", "acme-token"), q)
 	require.Equal(t, http.StatusOK, code)
 	require.EqualValues(t, 1, s.Stats().Shops["acme"].Unauthorized)

@@ -6,9 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
-	"net/http"
 	"strings"
 	"time"
 )
@@ -41,55 +39,25 @@ func (sh *shop) accessMAC(expiry int64) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// accessValid checks an access token of sh at now (µs).
-func (sh *shop) accessValid(token string, now int64) bool {
+// accessExpiry reads a stateless access token of sh: its expiry (µs) and
+// whether the shop's key signed it.
+func (sh *shop) accessExpiry(token string) (int64, bool) {
 	rest, ok := strings.CutPrefix(token, amazonAccessPrefix)
 	if !ok {
-		return false
+		return 0, false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(rest)
 	if err != nil || len(b) != 8+16 {
-		return false
+		return 0, false
 	}
 	expiry := int64(binary.BigEndian.Uint64(b))
-	return subtle.ConstantTimeCompare(b[8:], sh.accessMAC(expiry)) == 1 && now < expiry
+	return expiry, subtle.ConstantTimeCompare(b[8:], sh.accessMAC(expiry)) == 1
 }
 
 // lwaError is Login with Amazon's error body.
 type lwaError struct {
 	Error            string `json:"error"`
 	ErrorDescription string `json:"error_description"`
-}
-
-// handleAmazonToken serves POST /shops/{shop}/amazon/auth/o2/token, the
-// shop's Login with Amazon: grant_type=refresh_token with the shop's token
-// as refresh_token and any non-empty client_id and client_secret.
-func (s *Simulator) handleAmazonToken(w http.ResponseWriter, r *http.Request) {
-	sh, ok := s.byName[r.PathValue("shop")]
-	if !ok {
-		writeJSON(w, http.StatusNotFound, lwaError{"invalid_request", fmt.Sprintf("unknown shop %q", r.PathValue("shop"))})
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, lwaError{"invalid_request", "the body is not a form"})
-		return
-	}
-	f := r.PostForm
-	switch {
-	case f.Get("grant_type") != "refresh_token":
-		writeJSON(w, http.StatusBadRequest, lwaError{"unsupported_grant_type", "grant_type must be refresh_token"})
-	case f.Get("client_id") == "" || f.Get("client_secret") == "":
-		writeJSON(w, http.StatusUnauthorized, lwaError{"invalid_client", "Client authentication failed"})
-	case len(sh.token) == 0 || subtle.ConstantTimeCompare([]byte(f.Get("refresh_token")), sh.token) != 1:
-		writeJSON(w, http.StatusBadRequest, lwaError{"invalid_grant", "The request has an invalid grant parameter : refresh_token"})
-	default:
-		writeJSON(w, http.StatusOK, map[string]any{
-			"access_token":  sh.accessToken(s.now() + s.cfg.AmazonAccessTTL.Microseconds()),
-			"refresh_token": f.Get("refresh_token"),
-			"token_type":    "bearer",
-			"expires_in":    int64(amazonAccessTTL.Seconds()),
-		})
-	}
 }
 
 // amazonCursor is what a searchOrders pagination token carries: the search

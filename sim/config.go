@@ -68,6 +68,13 @@ type Config struct {
 	// so a shorter value plays tokens that lapse mid-window: the client
 	// gets 403 Unauthorized and must refresh.
 	AmazonAccessTTL time.Duration
+	// ShopifyAccessTTL is how long an expiring access token the Shopify
+	// token endpoint issues lives (default 1h, as Shopify's; its
+	// expires_in says so). Tests make it a minute or seconds.
+	ShopifyAccessTTL time.Duration
+	// ShopifyRefreshTTL is how long a Shopify refresh token lives (default
+	// 90 days).
+	ShopifyRefreshTTL time.Duration
 	// Start, when set, is the instant the backlog ends and live creation
 	// begins; by default the first clock reading. Restarting a simulator
 	// with the same Seed and Start replays the same world, which is how
@@ -207,6 +214,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.UpdateSpread < 0 || c.Late < 0 {
 		bad("UpdateSpread and Late must not be negative, got %s and %s", c.UpdateSpread, c.Late)
 	}
+	if (c.ShopifyAccessTTL != 0 && c.ShopifyAccessTTL < time.Second) || (c.ShopifyRefreshTTL != 0 && c.ShopifyRefreshTTL < time.Second) {
+		// expires_in counts whole seconds: less than one would state 0.
+		bad("ShopifyAccessTTL and ShopifyRefreshTTL must be at least 1s (or 0 for the default), got %s and %s", c.ShopifyAccessTTL, c.ShopifyRefreshTTL)
+	}
 	if c.AmazonTokenTTL < 0 || c.AmazonAccessTTL < 0 {
 		bad("AmazonTokenTTL and AmazonAccessTTL must not be negative, got %s and %s", c.AmazonTokenTTL, c.AmazonAccessTTL)
 	}
@@ -256,6 +267,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AmazonAccessTTL == 0 {
 		c.AmazonAccessTTL = amazonAccessTTL
+	}
+	if c.ShopifyAccessTTL == 0 {
+		c.ShopifyAccessTTL = shopifyAccessTTL
+	}
+	if c.ShopifyRefreshTTL == 0 {
+		c.ShopifyRefreshTTL = shopifyRefreshTTL
 	}
 	if c.ShopifyCost.MaxAvailable == 0 {
 		c.ShopifyCost.MaxAvailable = 20 * c.ShopifyCost.RestoreRate
@@ -339,6 +356,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.AmazonTokenTTL, "amazon-token-ttl", c.AmazonTokenTTL, "lifetime of the Amazon surface's pagination tokens (0: 24h)")
 	fs.StringVar(&c.AmazonTokenError, "amazon-token-error", c.AmazonTokenError, "the Amazon surface's 400 for an expired pagination token, one of "+strings.Join(AmazonTokenErrors, ", ")+" (empty: expired)")
 	fs.DurationVar(&c.AmazonAccessTTL, "amazon-access-ttl", c.AmazonAccessTTL, "how long the Amazon surface accepts an access token; expires_in still says 1h (0: 1h)")
+	fs.DurationVar(&c.ShopifyAccessTTL, "shopify-access-ttl", c.ShopifyAccessTTL, "how long an expiring Shopify access token lives (0: 1h)")
 }
 
 func shopsString(shops []ShopConfig) string {

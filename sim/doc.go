@@ -107,4 +107,59 @@
 //	    Config.AmazonAccessTTL although expires_in says an hour; 429
 //	    QuotaExceeded without Retry-After; x-amzn-RateLimit-Limit on every
 //	    answer; the same faults as the list endpoint.
+//
+// # OAuth: installs, token endpoints and their worst cases
+//
+// Both surfaces also play their platform's authorization (shopify_oauth.go,
+// amazon_oauth.go, oauth.go), so a credential manager that refreshes
+// stored tokens can be tested against documented behaviour. Apps are
+// registered first (Simulator.RegisterShopifyApp / RegisterAmazonApp, or
+// the admin API); the merchant or seller approves at once.
+//
+//	GET  /shops/{shop}/admin/oauth/authorize?client_id&scope&redirect_uri&state
+//	     302 to redirect_uri with code, hmac, host, shop, state, timestamp
+//	     (hmac: ShopifyQueryHMAC, keyed with the client secret).
+//	     Simulator.ShopifyInstallURL gives the install request (app URL
+//	     with hmac, host, shop, timestamp).
+//	POST /shops/{shop}/admin/oauth/access_token   JSON or form
+//	     code [+ expiring=1] | grant_type=refresh_token | token exchange
+//	     (urn:ietf:params:oauth:grant-type:token-exchange, subject_token =
+//	     a non-expiring offline token, expiring=1)
+//	     -> access_token, scope[, expires_in, refresh_token, refresh_token_expires_in]
+//	     A refresh rotates both tokens; the previous refresh token stays
+//	     valid until the replacement is used (a retry returns the same
+//	     replacement), then answers 400 invalid_grant. Wrong client
+//	     credentials: 401 invalid_client.
+//	GET  /shops/{shop}/admin/oauth/access_scopes.json, /shops/{shop}/admin/api/{version}/shop.json
+//	     REST Admin API calls; with GraphQL they answer an expired, revoked
+//	     or unknown token 401 {"errors":"[API] Invalid API key or access
+//	     token (unrecognized login or wrong password)"}.
+//	GET  /shops/{shop}/amazon/apps/authorize/consent?application_id&state[&version=beta][&redirect_uri]
+//	     302 to the redirect URI with state, selling_partner_id,
+//	     spapi_oauth_code (five minutes, once); MD1000, MD5101, MD5110 pages.
+//	POST /shops/{shop}/amazon/auth/o2/token
+//	     grant_type=authorization_code (code, redirect_uri, client_id,
+//	     client_secret) or refresh_token -> access_token, refresh_token,
+//	     token_type, expires_in; a revoked refresh token: 400 invalid_grant.
+//	     SP-API answers an expired access token 403 Unauthorized "The
+//	     access token you provided has expired.".
+//
+// Lifetimes: Config.ShopifyAccessTTL (1h), ShopifyRefreshTTL (90 days),
+// AmazonAccessTTL (1h, while expires_in still says 3600); SetTokenTTL
+// changes them for tokens issued from then on. Worst cases, per surface
+// (SurfaceShopify, SurfaceAmazon), from Go or the admin API
+// (/admin/oauth/..., AdminClient):
+//
+//   - SetTokenFaults(TokenFaults{RateLimited, Err5xx, DropAnswers}): the
+//     next N token requests answer 429 or 503, or issue their tokens and
+//     drop the connection (the lost refresh answer);
+//   - ExpireAccessTokens: every access token lapses now, mid-window;
+//   - RevokeRefreshToken, RevokeShopifyInstall (uninstall: every token of
+//     the app, or with client "" also the shop's static token),
+//     RevokeAmazonAuthorization.
+//
+// Accounting: AuthStats (tokens issued, grants by type, retries, faults,
+// 401/403 answers to issued tokens and to tokens a refresh issued, and per
+// refresh token by TokenFingerprint how often it was spent) and
+// RefreshSpent(token).
 package sim

@@ -21,6 +21,11 @@ type Simulator struct {
 	last   atomic.Int64
 	shops  []*shop
 	byName map[string]*shop
+	// auth holds the OAuth side: apps, issued tokens, token faults (oauth.go).
+	auth *authority
+	// amazonLapse is when ExpireAccessTokens last lapsed the Amazon
+	// surface's tokens (µs; 0 never), for stateless tokens it never recorded.
+	amazonLapse atomic.Int64
 }
 
 // shop is one account: its world plus the request-side state, all guarded by mu.
@@ -56,7 +61,11 @@ func New(cfg Config) (*Simulator, error) {
 		}
 		start = cfg.Start.UnixMicro()
 	}
-	s := &Simulator{cfg: cfg, start: start, byName: map[string]*shop{}}
+	s := &Simulator{cfg: cfg, start: start, byName: map[string]*shop{}, auth: newAuthority(cfg)}
+	s.auth.staticToken = func(shop, token string) bool {
+		sh, ok := s.byName[shop]
+		return ok && len(sh.token) > 0 && subtle.ConstantTimeCompare([]byte(token), sh.token) == 1
+	}
 	s.last.Store(s.start)
 	for _, sc := range cfg.Shops {
 		h := hashString(sc.Name)
@@ -119,11 +128,17 @@ func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /shops/{shop}/orders", s.handleList)
 	mux.HandleFunc("POST /shops/{shop}/amazon/auth/o2/token", s.handleAmazonToken)
+	mux.HandleFunc("GET /shops/{shop}/amazon/apps/authorize/consent", s.handleAmazonConsent)
+	mux.HandleFunc("GET /shops/{shop}/admin/oauth/authorize", s.handleShopifyAuthorize)
+	mux.HandleFunc("POST /shops/{shop}/admin/oauth/access_token", s.handleShopifyToken)
+	mux.HandleFunc("GET /shops/{shop}/admin/oauth/access_scopes.json", s.handleShopifyScopes)
+	mux.HandleFunc("GET /shops/{shop}/admin/api/{version}/shop.json", s.handleShopifyShop)
 	mux.HandleFunc("GET /shops/{shop}/amazon/orders/2026-01-01/orders", s.handleAmazonOrders)
 	mux.HandleFunc("POST /shops/{shop}/admin/api/{version}/graphql.json", s.handleShopifyGraphQL)
 	mux.HandleFunc("GET /bulk-results/{shop}/{file}", s.handleBulkResult)
 	mux.HandleFunc("GET /admin/shops/{shop}/truth", s.handleTruth)
 	mux.HandleFunc("GET /admin/stats", s.handleStats)
+	s.adminOAuthRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -163,8 +162,7 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 		writeJSON(w, http.StatusNotFound, map[string]string{"errors": "Not Found"})
 		return
 	}
-	token := []byte(r.Header.Get("X-Shopify-Access-Token"))
-	authed := len(sh.token) > 0 && subtle.ConstantTimeCompare(token, sh.token) == 1
+	authed, _ := s.shopifyAuth(sh, r.Header.Get("X-Shopify-Access-Token"), s.now())
 	var body struct {
 		Query         string         `json:"query"`
 		OperationName string         `json:"operationName"`
@@ -179,7 +177,7 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 	if !authed {
 		sh.stats.Unauthorized++
 		sh.mu.Unlock()
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"errors": "[API] Invalid API key or access token (unrecognized login or wrong password)"})
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"errors": shopifyUnauthorized})
 		return
 	}
 	if bodyErr != nil {
