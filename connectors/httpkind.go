@@ -20,14 +20,14 @@ func init() { register("http", newHTTPKind) }
 // the platform comes from the platform's options (config.HTTPOptions), so a
 // JSON API that lists orders by update time can be added without Go code.
 type httpKindConnector struct {
-	platform  string
-	cred      config.CredentialRef
-	opts      config.HTTPOptions
-	url       string
-	origin    origin // the endpoint's; link pagination never leaves it
-	pageSize  int
-	http      *resty.Client
-	src       credentials.Source // the secret, asked per request
+	platform string
+	cred     config.CredentialRef
+	opts     config.HTTPOptions
+	url      string
+	origin   origin // the endpoint's; link pagination never leaves it
+	pageSize int
+	http     *resty.Client
+	src      credentials.Source // the secret, asked per request
 }
 
 // newHTTPKind builds the connector of kind "http" from its options (see
