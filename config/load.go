@@ -179,7 +179,7 @@ func Parse(b []byte) (*File, error) {
 		set := maps.Clone(defaultsSet)
 		decodeInto(val, &p, name, "", ve, set)
 		checkEntryOptions(p, val, ve) // kinds.go: the entry's own options are its kind's
-		applyKindDefaults(&p, set) // kinds.go: the platform's documented defaults for unset fields
+		applyKindDefaults(&p, set)    // kinds.go: the platform's documented defaults for unset fields
 		if p.TaskQueue == "" {
 			p.TaskQueue = DefaultTaskQueue(p.Kind)
 		}
