@@ -38,6 +38,7 @@ type DeclaredPlatforms interface {
 // removed one is a permanent error. Either way nothing is sent.
 type ConnectorCache struct {
 	declared DeclaredPlatforms
+	opts     []connectors.Option // how connectors get secrets (the credential store's)
 
 	mu    sync.Mutex
 	byKey map[string]cachedConnector
@@ -57,9 +58,10 @@ type registryLookup interface {
 // NewConnectorCache returns an empty cache that trusts what declared
 // declares. A worker passes its registry directory; tests pass the
 // platforms they fetch for (&config.File{Platforms: ...}). A nil declared
-// trusts nothing.
-func NewConnectorCache(declared DeclaredPlatforms) *ConnectorCache {
-	return &ConnectorCache{declared: declared, byKey: map[string]cachedConnector{}}
+// trusts nothing. opts go to every connectors.New: a worker with the
+// credential store's keys passes connectors.WithStoredCredentials.
+func NewConnectorCache(declared DeclaredPlatforms, opts ...connectors.Option) *ConnectorCache {
+	return &ConnectorCache{declared: declared, opts: opts, byKey: map[string]cachedConnector{}}
 }
 
 // Connector returns the cached connector for s's platform, built from the
@@ -78,7 +80,7 @@ func (c *ConnectorCache) Connector(s api.Settings) (connectors.Connector, error)
 	if cached, ok := c.byKey[p.Name]; ok && cached.fingerprint == string(fp) {
 		return cached.conn, nil
 	}
-	conn, err := connectors.New(p)
+	conn, err := connectors.New(p, c.opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -22,7 +23,8 @@ import (
 // for every publish ack: a change counts as delivered once the stream has
 // stored it.
 type natsSender struct {
-	d config.Destination
+	d     config.Destination
+	token credentials.Source // nil: no token; asked at every (re)connect
 
 	mu sync.Mutex
 	nc *nats.Conn
@@ -30,7 +32,11 @@ type natsSender struct {
 }
 
 func newNATSSender(d config.Destination) (sender, error) {
-	return &natsSender{d: d}, nil
+	n := &natsSender{d: d}
+	if d.Secret.Env != "" || d.Secret.File != "" {
+		n.token = credentials.Static(d.Secret)
+	}
+	return n, nil
 }
 
 // connect opens the connection on first use (and after it was closed), so
@@ -47,12 +53,20 @@ func (n *natsSender) connect() (*nats.Conn, jetstream.JetStream, error) {
 	// URL the destination names, which config validated.
 	opts := []nats.Option{nats.Name("ordersync delivery " + n.d.Name), nats.Timeout(n.d.Timeout.D()), nats.MaxReconnects(-1),
 		nats.IgnoreDiscoveredServers(), nats.SetCustomDialer(deliveryDialer(n.d.Timeout.D()))}
-	if n.d.Secret.Env != "" || n.d.Secret.File != "" {
-		token, err := n.d.Secret.Resolve()
-		if err != nil {
+	if n.token != nil {
+		if _, err := n.token.Secret(context.Background()); err != nil {
 			return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
 		}
-		opts = append(opts, nats.Token(token))
+		// A handler, not a fixed token: the client asks it at every
+		// reconnect, so a token rotated in its file (and on the server,
+		// which then drops the connection) is used without a restart.
+		// Unreadable meanwhile, it sends none and the server refuses;
+		// the next reconnect asks again.
+		src := n.token
+		opts = append(opts, nats.TokenHandler(func() string {
+			token, _ := src.Secret(context.Background())
+			return token
+		}))
 	}
 	nc, err := nats.Connect(n.d.URL, opts...)
 	if err != nil {

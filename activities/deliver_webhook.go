@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -28,7 +29,7 @@ import (
 // with the base64 part of the whsec_ secret.
 type webhookSender struct {
 	url    string
-	secret config.CredentialRef
+	secret credentials.Source // re-read when its file changes
 	client *http.Client
 	now    func() time.Time
 }
@@ -54,7 +55,7 @@ type WebhookBatch struct {
 func newWebhookSender(d config.Destination) (sender, error) {
 	return &webhookSender{
 		url:    d.URL,
-		secret: d.Secret,
+		secret: credentials.Static(d.Secret),
 		now:    time.Now,
 		client: &http.Client{
 			Transport: webhookTransport(d),
@@ -74,15 +75,16 @@ func webhookTransport(d config.Destination) *http.Transport {
 }
 
 // webhookKey reads the signing key behind the reference: "whsec_" (which
-// the specification puts in front) and base64.
-func webhookKey(ref config.CredentialRef) ([]byte, error) {
-	secret, err := ref.Resolve()
+// the specification puts in front) and base64. The source is asked per
+// delivery, so a rotated secret signs the next one.
+func webhookKey(ctx context.Context, src credentials.Source) ([]byte, error) {
+	secret, err := src.Secret(ctx)
 	if err != nil {
 		return nil, err
 	}
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil || len(key) == 0 {
-		return nil, fmt.Errorf("webhook secret %s is not whsec_ followed by base64", ref)
+		return nil, fmt.Errorf("webhook secret %s is not whsec_ followed by base64", src)
 	}
 	return key, nil
 }
@@ -96,7 +98,7 @@ func signWebhook(key []byte, id string, ts int64, body []byte) string {
 }
 
 func (w *webhookSender) send(ctx context.Context, b batch) error {
-	key, err := webhookKey(w.secret)
+	key, err := webhookKey(ctx, w.secret)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
 	}

@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ordersync/ordersync/internal/tuning"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -11,6 +10,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ordersync/ordersync/internal/tuning"
 )
 
 // KindInfo is what ordersync knows about a connector kind from its platform's
@@ -668,4 +671,50 @@ func defaultURL(v, def, field string, bad problemFunc) string {
 		bad(field, "%q is not an http(s) URL", v)
 	}
 	return v
+}
+
+// checkEntryOptions reports an option a platform entry sets itself that
+// its kind does not have but another kind does. The default block may
+// carry options for several kinds (each kind ignores the others'), but an
+// entry's own options are for its kind alone: a shopify platform with
+// options.token_url (an amazon and ebay option) would validate and be
+// silently ignored. Keys no kind knows are reported as typos by the
+// kind's own decoding; kinds without an options schema (sim) keep theirs
+// free.
+func checkEntryOptions(p Platform, entry *yaml.Node, ve *ValidationError) {
+	s, ok := kindSpecOf(p.Kind)
+	if !ok || s.options == nil || entry == nil || entry.Kind != yaml.MappingNode {
+		return
+	}
+	var opts *yaml.Node
+	for i := 0; i+1 < len(entry.Content); i += 2 {
+		if entry.Content[i].Value == "options" {
+			opts = entry.Content[i+1]
+		}
+	}
+	if opts == nil || opts.Kind != yaml.MappingNode {
+		return
+	}
+	own := yamlFields(reflect.TypeOf(s.options()).Elem())
+	for i := 0; i+1 < len(opts.Content); i += 2 {
+		key := opts.Content[i]
+		if _, ok := own[key.Value]; ok || !anyKindOption[key.Value] {
+			continue
+		}
+		var of []string
+		for _, k := range kindSpecs {
+			if k.options != nil {
+				if _, ok := yamlFields(reflect.TypeOf(k.options()).Elem())[key.Value]; ok {
+					of = append(of, k.name)
+				}
+			}
+		}
+		names := make([]string, 0, len(own))
+		for n := range own {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		ve.add(p.Name, "options."+key.Value, "is an option of kind %s, not of kind %s, which would ignore it (line %d; known here: %s)",
+			strings.Join(of, " and "), p.Kind, key.Line, strings.Join(names, ", "))
+	}
 }

@@ -504,3 +504,46 @@ platforms:
 	require.Equal(t, Duration(2*time.Hour), off.BulkMinSpan)
 	require.False(t, off.UseBulk(30*24*time.Hour))
 }
+
+// An entry's own option that belongs to another kind is refused, naming
+// the field (issue 26: options.token_url on a shopify platform validated
+// and was ignored); the default block may still carry it for the kinds
+// that have it, and amazon and ebay keep token_url.
+func TestAnotherKindsOptionOnAnEntryIsRefused(t *testing.T) {
+	_, err := Parse([]byte(`
+platforms:
+  shop:
+    kind: shopify
+    endpoint: https://a.myshopify.com
+    credentials: {env: T}
+    options: {token_url: "https://a.myshopify.com/admin/oauth/access_token", api: rest}
+`))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `platform "shop": field "options.token_url": is an option of kind amazon and ebay, not of kind shopify, which would ignore it (line 7; known here: api, api_version,`)
+	require.Len(t, strings.Split(err.Error(), "\n"), 1)
+
+	f, err := Parse([]byte(`
+default:
+  options: {token_url: "https://auth.example.com/token"}
+platforms:
+  shop:
+    kind: shopify
+    endpoint: https://a.myshopify.com
+    credentials: {env: T}
+  amz:
+    kind: amazon
+    endpoint: https://sellingpartnerapi-na.amazon.com
+    credentials: {env: A}
+    options: {marketplace_ids: [ATVPDKIKX0DER]}
+  bay:
+    kind: ebay
+    endpoint: https://api.ebay.com
+    credentials: {env: E}
+    options: {token_url: "https://api.ebay.com/identity/v1/oauth2/token"}
+`))
+	require.NoError(t, err, "from the default block, and on the kinds that have it")
+	amz, _ := f.Get("amz")
+	o, err := KindOptions[AmazonOptions](amz)
+	require.NoError(t, err)
+	require.Equal(t, "https://auth.example.com/token", o.TokenURL)
+}

@@ -178,7 +178,8 @@ func Parse(b []byte) (*File, error) {
 		p.Name = name
 		set := maps.Clone(defaultsSet)
 		decodeInto(val, &p, name, "", ve, set)
-		applyKindDefaults(&p, set) // kinds.go: the platform's documented defaults for unset fields
+		checkEntryOptions(p, val, ve) // kinds.go: the entry's own options are its kind's
+		applyKindDefaults(&p, set)    // kinds.go: the platform's documented defaults for unset fields
 		if p.TaskQueue == "" {
 			p.TaskQueue = DefaultTaskQueue(p.Kind)
 		}

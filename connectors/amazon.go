@@ -14,6 +14,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 )
 
 func init() { register("amazon", newAmazon) }
@@ -49,7 +50,7 @@ type amazonAPI struct {
 	marketplaces string // comma-separated, as SP-API takes arrays in a query
 	pageSize     int
 	http         *resty.Client
-	tokens       *tokenSource
+	tokens       authorizer
 	now          func() time.Time
 }
 
@@ -57,7 +58,7 @@ type amazonAPI struct {
 // object {"client_id","client_secret","refresh_token"} of an LWA app; the
 // endpoint is the region's SP-API host, e.g.
 // https://sellingpartnerapi-eu.amazon.com.
-func newAmazon(p config.Platform) (Connector, error) {
+func newAmazon(p config.Platform, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
@@ -67,7 +68,10 @@ func newAmazon(p config.Platform) (Connector, error) {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
 	fields := []string{"client_id", "client_secret", "refresh_token"}
-	if _, err := jsonSecret(p, fields...); err != nil {
+	if err := checkStaticSecret(p, src, func(raw string) error {
+		_, err := jsonSecret(p.Name, p.Credentials, raw, fields...)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	a := &amazonAPI{
@@ -78,8 +82,8 @@ func newAmazon(p config.Platform) (Connector, error) {
 		http:         newHTTPClient(p),
 		now:          time.Now,
 	}
-	a.tokens = &tokenSource{platform: p.Name, now: time.Now, refresh: func(ctx context.Context) (string, time.Duration, error) {
-		secret, err := jsonSecret(p, fields...) // re-read: a rotated secret applies at the next refresh
+	a.tokens = newAuthorizer(p, src, func(ctx context.Context, raw string) (string, time.Duration, error) {
+		secret, err := jsonSecret(p.Name, p.Credentials, raw, fields...)
 		if err != nil {
 			return "", 0, err
 		}
@@ -88,7 +92,7 @@ func newAmazon(p config.Platform) (Connector, error) {
 			"grant_type": "refresh_token", "refresh_token": secret["refresh_token"],
 			"client_id": secret["client_id"], "client_secret": secret["client_secret"],
 		}})
-	}}
+	})
 	if opts.APIVersion == config.AmazonAPIV0 {
 		return &amazonV0{amazonAPI: a, url: base + "/orders/v0/orders"}, nil
 	}

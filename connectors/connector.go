@@ -38,11 +38,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -111,9 +111,10 @@ type Connector interface {
 	ListOrders(ctx context.Context, req PageRequest) (Page, error)
 }
 
-// factory builds a connector for a platform's settings. It resolves
-// credentials itself, so secrets never leave the process that uses them.
-type factory func(p config.Platform) (Connector, error)
+// factory builds a connector for a platform's settings. src serves the
+// platform's secret, which the connector asks for per request (source.go),
+// so secrets never leave the process that uses them.
+type factory func(p config.Platform, src credentials.Source) (Connector, error)
 
 var (
 	registryMu sync.RWMutex
@@ -133,23 +134,28 @@ func register(kind string, f factory) {
 
 // New builds the connector for a platform by its kind. Its errors never
 // carry the platform's secret (see redact.go): they end up in Temporal
-// history.
-func New(p config.Platform) (Connector, error) {
+// history. An {env} or {file} credential is read per request
+// (credentials.Static); a {stored} one needs WithStoredCredentials.
+func New(p config.Platform, opts ...Option) (Connector, error) {
 	registryMu.RLock()
 	f, ok := registry[p.Kind]
 	registryMu.RUnlock()
 	if !ok {
 		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("no connector for kind %q (have %v)", p.Kind, RegisteredKinds())}
 	}
-	r := redactor(p)
-	c, err := f(p)
+	var o newOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	src, err := sourceOf(p, o)
 	if err != nil {
-		return c, redactError(err, r)
+		return nil, err
 	}
-	if r == nil {
-		r = strings.NewReplacer()
+	c, err := f(p, src)
+	if err != nil {
+		return c, redactError(err, secretsReplacer(src.Recent(), nil))
 	}
-	return redactingConnector{inner: c, replacer: r}, nil
+	return redactingConnector{inner: c, src: src}, nil
 }
 
 // RegisteredKinds lists the kinds with a connector, sorted.

@@ -12,6 +12,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -44,14 +45,14 @@ type ebayConnector struct {
 	url      string
 	pageSize int
 	http     *resty.Client
-	tokens   *tokenSource
+	tokens   authorizer
 }
 
 // newEbay builds the connector of kind "ebay". Endpoint is
 // https://api.ebay.com (or https://api.sandbox.ebay.com); the credential is a
 // JSON object {"client_id","client_secret","refresh_token"}: the app's keys
 // and the seller's refresh token from the authorization code grant.
-func newEbay(p config.Platform) (Connector, error) {
+func newEbay(p config.Platform, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
@@ -61,13 +62,16 @@ func newEbay(p config.Platform) (Connector, error) {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
 	fields := []string{"client_id", "client_secret", "refresh_token"}
-	if _, err := jsonSecret(p, fields...); err != nil {
+	if err := checkStaticSecret(p, src, func(raw string) error {
+		_, err := jsonSecret(p.Name, p.Credentials, raw, fields...)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	c := &ebayConnector{platform: p.Name, cred: p.Credentials, url: base + "/sell/fulfillment/v1/order",
 		pageSize: p.PageSize, http: newHTTPClient(p)}
-	c.tokens = &tokenSource{platform: p.Name, now: time.Now, refresh: func(ctx context.Context) (string, time.Duration, error) {
-		secret, err := jsonSecret(p, fields...)
+	c.tokens = newAuthorizer(p, src, func(ctx context.Context, raw string) (string, time.Duration, error) {
+		secret, err := jsonSecret(p.Name, p.Credentials, raw, fields...)
 		if err != nil {
 			return "", 0, err
 		}
@@ -76,7 +80,7 @@ func newEbay(p config.Platform) (Connector, error) {
 		return fetchToken(ctx, c.http, p.Name, tokenRequest{url: opts.TokenURL, credential: p.Credentials,
 			basicUser: secret["client_id"], basicPass: secret["client_secret"],
 			form: map[string]string{"grant_type": "refresh_token", "refresh_token": secret["refresh_token"], "scope": strings.Join(opts.Scopes, " ")}})
-	}}
+	})
 	return c, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -19,20 +20,20 @@ func init() { register("http", newHTTPKind) }
 // the platform comes from the platform's options (config.HTTPOptions), so a
 // JSON API that lists orders by update time can be added without Go code.
 type httpKindConnector struct {
-	platform  string
-	cred      config.CredentialRef
-	opts      config.HTTPOptions
-	url       string
-	origin    origin // the endpoint's; link pagination never leaves it
-	pageSize  int
-	http      *resty.Client
-	authQuery map[string]string
+	platform string
+	cred     config.CredentialRef
+	opts     config.HTTPOptions
+	url      string
+	origin   origin // the endpoint's; link pagination never leaves it
+	pageSize int
+	http     *resty.Client
+	src      credentials.Source // the secret, asked per request
 }
 
 // newHTTPKind builds the connector of kind "http" from its options (see
-// config.HTTPOptions and docs/connectors.md). The secret is resolved here
-// and kept only inside the HTTP client (or its query parameters).
-func newHTTPKind(p config.Platform) (Connector, error) {
+// config.HTTPOptions and docs/connectors.md). The secret is asked of src
+// per request and put where options.auth says (authorize).
+func newHTTPKind(p config.Platform, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
@@ -41,31 +42,41 @@ func newHTTPKind(p config.Platform) (Connector, error) {
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
-	secret, err := p.Credentials.Resolve()
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: %v", p.Credentials, err)}
-	}
 	u, _ := url.Parse(base)
 	c := &httpKindConnector{platform: p.Name, cred: p.Credentials, opts: opts, url: base + opts.Path,
-		origin: originOf(u), pageSize: p.PageSize, http: newHTTPClient(p)}
+		origin: originOf(u), pageSize: p.PageSize, http: newHTTPClient(p), src: src}
+	if err := checkStaticSecret(p, src, func(secret string) error {
+		return c.authorize(c.http.R(), c.url, secret)
+	}); err != nil {
+		return nil, err
+	}
 	for k, v := range opts.Headers {
 		c.http.SetHeader(k, v)
 	}
-	switch opts.Auth.Type {
+	return c, nil
+}
+
+// authorize puts the secret on a request to target as options.auth says.
+// A query credential the target already carries (a next link that repeats
+// it) is not added twice.
+func (c *httpKindConnector) authorize(r *resty.Request, target, secret string) error {
+	switch c.opts.Auth.Type {
 	case "bearer":
-		c.http.SetAuthToken(secret)
+		r.SetAuthToken(secret)
 	case "header":
-		c.http.SetHeader(opts.Auth.Name, opts.Auth.Prefix+secret)
+		r.SetHeader(c.opts.Auth.Name, c.opts.Auth.Prefix+secret)
 	case "query":
-		c.authQuery = map[string]string{opts.Auth.Name: secret}
+		if u, err := url.Parse(target); err != nil || !u.Query().Has(c.opts.Auth.Name) {
+			r.SetQueryParam(c.opts.Auth.Name, secret)
+		}
 	case "basic":
 		user, pass, ok := strings.Cut(secret, ":")
 		if !ok {
-			return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: auth type basic needs the secret as user:password", p.Credentials)}
+			return &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("credentials %s: auth type basic needs the secret as user:password", c.cred)}
 		}
-		c.http.SetBasicAuth(user, pass)
+		r.SetBasicAuth(user, pass)
 	}
-	return c, nil
+	return nil
 }
 
 // ListOrders fetches one page of the orders updated in [req.From, req.To).
@@ -81,9 +92,15 @@ func (c *httpKindConnector) ListOrders(ctx context.Context, req PageRequest) (Pa
 	if err != nil {
 		return Page{}, err
 	}
-	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).Get(target)
+	resp, err := sendWithSecret(ctx, c.platform, c.src, func(secret string) (*resty.Response, error) {
+		r := c.http.R().SetContext(ctx).SetQueryParams(q)
+		if err := c.authorize(r, target, secret); err != nil {
+			return nil, err
+		}
+		return r.Get(target)
+	})
 	if err != nil {
-		return Page{}, transportError(c.platform, err)
+		return Page{}, asTransportError(c.platform, err)
 	}
 	if err := c.classify(resp); err != nil {
 		return Page{}, err
@@ -143,14 +160,8 @@ func (c *httpKindConnector) request(req PageRequest, size int) (string, map[stri
 		// Follow the platform's next link as it is. nextLink checked its
 		// origin; again here, so a forged token cannot send the credential
 		// elsewhere either.
-		u, err := sameOriginLink(c.platform, req.Page, c.origin, nil, req.Token)
-		if err != nil {
+		if _, err := sameOriginLink(c.platform, req.Page, c.origin, nil, req.Token); err != nil {
 			return "", nil, err
-		}
-		for k, v := range c.authQuery {
-			if !u.Query().Has(k) {
-				q[k] = v
-			}
 		}
 		return req.Token, q, nil
 	}
@@ -187,9 +198,6 @@ func (c *httpKindConnector) request(req PageRequest, size int) (string, map[stri
 			n = v
 		}
 		q[param] = strconv.Itoa(n)
-	}
-	for k, v := range c.authQuery {
-		q[k] = v
 	}
 	return c.url, q, nil
 }

@@ -3,6 +3,7 @@ package connectors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,25 +14,23 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 )
 
 // OAuth refresh-token plumbing shared by the Amazon (Login with Amazon) and
 // eBay connectors: the secret is a JSON object, access tokens are cached
 // until shortly before they expire, and concurrent callers share one refresh.
 
-// jsonSecret resolves p's credential, a JSON object such as
-// {"client_id":"..","client_secret":"..","refresh_token":".."}, and returns
-// the named fields. Errors name the reference and the missing fields, never
-// a value (not even a JSON syntax error, which quotes a character).
-func jsonSecret(p config.Platform, fields ...string) (map[string]string, error) {
-	raw, err := p.Credentials.Resolve()
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: %v", p.Credentials, err)}
-	}
+// jsonSecret reads a credential that is a JSON object such as
+// {"client_id":"..","client_secret":"..","refresh_token":".."}, raw as the
+// source gave it, and returns the named fields. Errors name the reference
+// and the missing fields, never a value (not even a JSON syntax error,
+// which quotes a character).
+func jsonSecret(platform string, ref fmt.Stringer, raw string, fields ...string) (map[string]string, error) {
 	want := fmt.Sprintf("a JSON object with %s", strings.Join(fields, ", "))
 	var m map[string]any
 	if json.Unmarshal([]byte(raw), &m) != nil || m == nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: the secret must be %s", p.Credentials, want)}
+		return nil, &PermanentError{Platform: platform, Msg: fmt.Sprintf("credentials %s: the secret must be %s", ref, want)}
 	}
 	out := make(map[string]string, len(fields))
 	var missing []string
@@ -43,7 +42,7 @@ func jsonSecret(p config.Platform, fields ...string) (map[string]string, error) 
 		out[f] = strings.TrimSpace(s)
 	}
 	if len(missing) > 0 {
-		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: the secret must be %s; missing or empty: %s", p.Credentials, want, strings.Join(missing, ", "))}
+		return nil, &PermanentError{Platform: platform, Msg: fmt.Sprintf("credentials %s: the secret must be %s; missing or empty: %s", ref, want, strings.Join(missing, ", "))}
 	}
 	return out, nil
 }
@@ -119,17 +118,54 @@ func tokenTTL(platform string, expiresIn int64) time.Duration {
 	return ttl
 }
 
-// tokenSource caches an access token until shortly before it expires.
-// Callers that find no valid token wait for one shared refresh, which runs
-// without their cancellation (the HTTP client's timeout bounds it), so one
-// caller giving up does not fail the others.
+// authorizer sends a request with an access token and lists the tokens
+// it handed out (for redaction).
+type authorizer interface {
+	do(ctx context.Context, send func(token string) (*resty.Response, error)) (*resty.Response, error)
+	issuedTokens() []string
+}
+
+// newAuthorizer is how an OAuth connector gets its access tokens. With an
+// {env} or {file} reference the source's secret is the app's JSON keys
+// and refresh token, and a tokenSource mints access tokens from it (mint).
+// A {stored} reference's source yields the access token itself (the
+// credential store refreshes it, once for all workers), so it is sent as
+// it comes.
+func newAuthorizer(p config.Platform, src credentials.Source, mint func(ctx context.Context, secret string) (string, time.Duration, error)) authorizer {
+	if p.Credentials.Stored != "" {
+		return sourceAuth{platform: p.Name, src: src}
+	}
+	return &tokenSource{platform: p.Name, src: src, mint: mint, now: time.Now}
+}
+
+// sourceAuth sends the source's secret as the access token.
+type sourceAuth struct {
+	platform string
+	src      credentials.Source
+}
+
+func (a sourceAuth) do(ctx context.Context, send func(token string) (*resty.Response, error)) (*resty.Response, error) {
+	return sendWithSecret(ctx, a.platform, a.src, send)
+}
+
+// issuedTokens is empty: the source's Recent lists what it handed out.
+func (a sourceAuth) issuedTokens() []string { return nil }
+
+// tokenSource caches an access token until shortly before it expires, or
+// until the secret it was minted from (src's JSON) changes: a rotated
+// client secret or refresh token is used at once, not after the cached
+// token lapses. Callers that find no valid token wait for one shared
+// refresh, which runs without their cancellation (the HTTP client's
+// timeout bounds it), so one caller giving up does not fail the others.
 type tokenSource struct {
 	platform string
-	refresh  func(ctx context.Context) (string, time.Duration, error)
+	src      credentials.Source
+	mint     func(ctx context.Context, secret string) (string, time.Duration, error)
 	now      func() time.Time
 
 	mu      sync.Mutex
 	token   string
+	from    string // the secret token was minted from
 	expiry  time.Time
 	pending *tokenCall
 	// issued keeps the last few tokens handed out, for redaction: a
@@ -150,6 +186,7 @@ func (ts *tokenSource) issuedTokens() []string {
 type tokenCall struct {
 	done  chan struct{}
 	token string
+	from  string
 	err   error
 }
 
@@ -158,34 +195,56 @@ type tokenCall struct {
 // about to lapse.
 func tokenMargin(ttl time.Duration) time.Duration { return min(ttl/10, time.Minute) }
 
-// get returns a valid token; fresh says it was just fetched for this call.
-func (ts *tokenSource) get(ctx context.Context) (token string, fresh bool, err error) {
+// get returns a valid token and the secret it was minted from; fresh says
+// it was just fetched for this call.
+func (ts *tokenSource) get(ctx context.Context) (token, from string, fresh bool, err error) {
+	secret, err := ts.src.Secret(ctx)
+	if err != nil {
+		return "", "", false, secretError(ts.platform, ts.src.String(), err)
+	}
 	ts.mu.Lock()
-	if ts.token != "" && ts.now().Before(ts.expiry) {
-		token = ts.token
+	if ts.token != "" && ts.from == secret && ts.now().Before(ts.expiry) {
+		token, from = ts.token, ts.from
 		ts.mu.Unlock()
-		return token, false, nil
+		return token, from, false, nil
 	}
 	call := ts.pending
 	if call == nil {
 		call = &tokenCall{done: make(chan struct{})}
 		ts.pending = call
-		go ts.run(context.WithoutCancel(ctx), call)
+		go ts.run(context.WithoutCancel(ctx), call, secret)
 	}
 	ts.mu.Unlock()
 	select {
 	case <-call.done:
-		return call.token, true, call.err
+		return call.token, call.from, true, call.err
 	case <-ctx.Done():
-		return "", false, transportError(ts.platform, ctx.Err())
+		return "", "", false, transportError(ts.platform, ctx.Err())
 	}
 }
 
-func (ts *tokenSource) run(ctx context.Context, call *tokenCall) {
-	token, ttl, err := ts.refresh(ctx)
+// run mints a token from secret. A refused refresh (invalid_grant,
+// invalid_client) reads the secret's origin again: when it changed (the
+// refresh token or client secret was just replaced there), the refresh is
+// tried once more with the new one.
+func (ts *tokenSource) run(ctx context.Context, call *tokenCall, secret string) {
+	token, ttl, err := ts.mint(ctx, secret)
+	if refusedRefresh(err) {
+		changed, rerr := ts.src.Refused(ctx, secret)
+		switch {
+		case rerr != nil:
+			err = secretError(ts.platform, ts.src.String(), rerr)
+		case changed:
+			if secret, rerr = ts.src.Secret(ctx); rerr != nil {
+				err = secretError(ts.platform, ts.src.String(), rerr)
+			} else {
+				token, ttl, err = ts.mint(ctx, secret)
+			}
+		}
+	}
 	ts.mu.Lock()
 	if err == nil {
-		ts.token, ts.expiry = token, ts.now().Add(ttl-tokenMargin(ttl))
+		ts.token, ts.from, ts.expiry = token, secret, ts.now().Add(ttl-tokenMargin(ttl))
 		if len(token) >= minSecretLen {
 			ts.issued = append(ts.issued, token)
 			if len(ts.issued) > keptTokens {
@@ -195,8 +254,15 @@ func (ts *tokenSource) run(ctx context.Context, call *tokenCall) {
 	}
 	ts.pending = nil
 	ts.mu.Unlock()
-	call.token, call.err = token, err
+	call.token, call.from, call.err = token, secret, err
 	close(call.done)
+}
+
+// refusedRefresh says a refresh failed because the token endpoint refused
+// the secret (fetchToken's authError).
+func refusedRefresh(err error) bool {
+	var pe *PermanentError
+	return errors.As(err, &pe) && (pe.Status == http.StatusBadRequest || refusedStatus(pe.Status))
 }
 
 // invalidate drops token if it is still the cached one.
@@ -210,16 +276,27 @@ func (ts *tokenSource) invalidate(token string) {
 
 // do sends a request with a token. A 401/403 answered to a cached token
 // (revoked, or expired early on the platform's side) drops it and tries
-// once more with a fresh one; a fresh token that is refused is final.
+// once more with a fresh one. A fresh token refused tells the source:
+// when the secret it was minted from changed meanwhile, once more with a
+// token minted from the new one; else the refusal is final.
 func (ts *tokenSource) do(ctx context.Context, send func(token string) (*resty.Response, error)) (*resty.Response, error) {
 	for retried := false; ; retried = true {
-		token, fresh, err := ts.get(ctx)
+		token, from, fresh, err := ts.get(ctx)
 		if err != nil {
 			return nil, err
 		}
 		resp, err := send(token)
-		if err != nil || fresh || retried || (resp.StatusCode() != http.StatusUnauthorized && resp.StatusCode() != http.StatusForbidden) {
+		if err != nil || retried || !refusedStatus(resp.StatusCode()) {
 			return resp, err
+		}
+		if fresh {
+			changed, err := ts.src.Refused(ctx, from)
+			if err != nil {
+				return nil, secretError(ts.platform, ts.src.String(), err)
+			}
+			if !changed {
+				return resp, nil
+			}
 		}
 		ts.invalidate(token)
 	}

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 )
 
 // Redacted replaces a secret in connector error messages.
@@ -25,10 +25,12 @@ const minSecretLen = 6
 // connector returns passes through a redactor that knows the platform's
 // secret in all the forms it is sent in.
 
-// redactingConnector scrubs the platform's secrets from every error.
+// redactingConnector scrubs the platform's secrets from every error: the
+// ones its Source handed out recently (asked when the error happens, as
+// secrets rotate) and tokens the connector obtained at run time.
 type redactingConnector struct {
-	inner    Connector
-	replacer *strings.Replacer
+	inner Connector
+	src   credentials.Source
 }
 
 func (c redactingConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
@@ -36,18 +38,18 @@ func (c redactingConnector) ListOrders(ctx context.Context, req PageRequest) (Pa
 	if err == nil {
 		return p, nil
 	}
+	return p, redactError(err, c.replacer())
+}
+
+// replacer scrubs the secrets known now.
+func (c redactingConnector) replacer() *strings.Replacer {
+	var runtime []string
 	if rs, ok := c.inner.(runtimeSecrets); ok {
 		// Tokens obtained at run time (OAuth access tokens) are secrets
 		// too: a platform may quote the one it refused.
-		if tokens := rs.runtimeSecrets(); len(tokens) > 0 {
-			pairs := make([]string, 0, 2*len(tokens))
-			for _, t := range tokens {
-				pairs = append(pairs, t, Redacted)
-			}
-			err = redactError(err, strings.NewReplacer(pairs...))
-		}
+		runtime = rs.runtimeSecrets()
 	}
-	return p, redactError(err, c.replacer)
+	return secretsReplacer(c.src.Recent(), runtime)
 }
 
 // runtimeSecrets is implemented by connectors that obtain secrets while
@@ -56,17 +58,31 @@ type runtimeSecrets interface {
 	runtimeSecrets() []string
 }
 
-// redactor builds the replacer for a platform's secret, or nil when the
-// secret cannot be read (the connector's own construction reports that).
-func redactor(p config.Platform) *strings.Replacer {
-	secret, err := p.Credentials.Resolve()
-	if err != nil {
-		return nil
+// secretsReplacer replaces every form of the configured secrets (see
+// secretForms) and each runtime token as it is; nil when there is none.
+func secretsReplacer(secrets, runtime []string) *strings.Replacer {
+	seen := map[string]bool{}
+	var forms []string
+	add := func(f string) {
+		if len(f) >= minSecretLen && !seen[f] {
+			seen[f] = true
+			forms = append(forms, f)
+		}
 	}
-	forms := secretForms(secret)
+	for _, s := range secrets {
+		for _, f := range secretForms(s) {
+			add(f)
+		}
+	}
+	for _, t := range runtime {
+		add(t)
+	}
 	if len(forms) == 0 {
 		return nil
 	}
+	// Longest first, so a longer form is replaced before a shorter one
+	// inside it.
+	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
 	pairs := make([]string, 0, 2*len(forms))
 	for _, f := range forms {
 		pairs = append(pairs, f, Redacted)

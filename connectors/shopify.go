@@ -13,6 +13,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -26,6 +27,7 @@ func init() { register("shopify", newShopify) }
 type shopifyConnector struct {
 	platform string
 	cred     config.CredentialRef
+	src      credentials.Source // the access token, asked per request
 	url      string
 	origin   origin // the shop's; a Link header pointing elsewhere is refused
 	pageSize int
@@ -37,7 +39,7 @@ type shopifyConnector struct {
 // token (shpat_...); options.api picks the GraphQL Admin API (the default,
 // shopify_graphql.go) or the legacy REST Admin API, options.api_version
 // the API version.
-func newShopify(p config.Platform) (Connector, error) {
+func newShopify(p config.Platform, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
@@ -46,21 +48,21 @@ func newShopify(p config.Platform) (Connector, error) {
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
-	token, err := p.Credentials.Resolve()
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: %v", p.Credentials, err)}
+	if err := checkStaticSecret(p, src, nil); err != nil {
+		return nil, err
 	}
 	if opts.API == config.ShopifyGraphQL {
-		return newShopifyGraphQL(p, opts, base, token), nil
+		return newShopifyGraphQL(p, opts, base, src), nil
 	}
 	u, _ := url.Parse(base)
 	return &shopifyConnector{
 		platform: p.Name,
 		cred:     p.Credentials,
+		src:      src,
 		url:      base + "/admin/api/" + opts.APIVersion + "/orders.json",
 		origin:   originOf(u),
 		pageSize: p.PageSize,
-		http:     newHTTPClient(p).SetHeader("X-Shopify-Access-Token", token),
+		http:     newHTTPClient(p),
 	}, nil
 }
 
@@ -94,9 +96,11 @@ func (c *shopifyConnector) ListOrders(ctx context.Context, req PageRequest) (Pag
 		q["updated_at_min"] = req.From.UTC().Truncate(time.Second).Format(time.RFC3339)
 		q["updated_at_max"] = lastInstantBefore(req.To.UTC(), time.Second).Format(time.RFC3339)
 	}
-	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).Get(c.url)
+	resp, err := sendWithSecret(ctx, c.platform, c.src, func(token string) (*resty.Response, error) {
+		return c.http.R().SetContext(ctx).SetHeader("X-Shopify-Access-Token", token).SetQueryParams(q).Get(c.url)
+	})
 	if err != nil {
-		return Page{}, transportError(c.platform, err)
+		return Page{}, asTransportError(c.platform, err)
 	}
 	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return Page{}, err

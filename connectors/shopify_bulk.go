@@ -91,7 +91,7 @@ func AsBulk(c Connector) (BulkLister, bool) {
 		if !ok {
 			return nil, false
 		}
-		return redactingBulk{inner: b, replacer: rc.replacer}, true
+		return redactingBulk{inner: b, conn: rc}, true
 	}
 	b, ok := c.(BulkLister)
 	return b, ok
@@ -702,15 +702,15 @@ const shopifyOrderGIDPrefix = "gid://shopify/Order/"
 // redactingBulk scrubs the platform's secrets from bulk errors, as
 // redactingConnector does for pages.
 type redactingBulk struct {
-	inner    BulkLister
-	replacer *strings.Replacer
+	inner BulkLister
+	conn  redactingConnector
 }
 
 func (b redactingBulk) scrub(err error) error {
-	if err == nil || b.replacer == nil {
+	if err == nil {
 		return err
 	}
-	return redactError(err, b.replacer)
+	return redactError(err, b.conn.replacer())
 }
 
 func (b redactingBulk) StartBulk(ctx context.Context, from, to time.Time, m Meter) (BulkOperation, error) {

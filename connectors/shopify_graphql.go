@@ -15,6 +15,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -40,6 +41,7 @@ import (
 type shopifyGraphQL struct {
 	platform string
 	cred     config.CredentialRef
+	src      credentials.Source // the access token, asked per request
 	url      string
 	pageSize int
 	lines    int        // line_items_page_size
@@ -70,16 +72,16 @@ const shopifyLinesFollowUp = 100
 // that keeps answering hasNextPage does not hold the page forever.
 const maxShopifyLinePages = 1000
 
-func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base, token string) *shopifyGraphQL {
+func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base string, src credentials.Source) *shopifyGraphQL {
 	return &shopifyGraphQL{
-		platform: p.Name,
-		cred:     p.Credentials,
-		url:      base + "/admin/api/" + opts.APIVersion + "/graphql.json",
-		pageSize: p.PageSize,
-		lines:    opts.LineItemsPageSize,
-		budget:   CostBudget{Rate: opts.RestoreRate, Capacity: opts.MaxCostAvailable},
-		http: newHTTPClient(p).SetHeader("X-Shopify-Access-Token", token).
-			SetHeader("Content-Type", "application/json"),
+		platform:  p.Name,
+		cred:      p.Credentials,
+		src:       src,
+		url:       base + "/admin/api/" + opts.APIVersion + "/graphql.json",
+		pageSize:  p.PageSize,
+		lines:     opts.LineItemsPageSize,
+		budget:    CostBudget{Rate: opts.RestoreRate, Capacity: opts.MaxCostAvailable},
+		http:      newHTTPClient(p).SetHeader("Content-Type", "application/json"),
 		files:     newBulkFileClient(p),
 		listsBulk: opts.APIVersion == "unstable" || opts.APIVersion >= "2026-01",
 		bulkLimit: opts.BulkConcurrency,
@@ -565,18 +567,21 @@ func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, 
 			return nil, fmt.Errorf("%s: %s query: %w", c.platform, operation, err)
 		}
 	}
-	resp, err := c.http.R().SetContext(ctx).
-		SetBody(map[string]any{"query": query, "operationName": operation, "variables": vars}).
-		Post(c.url)
+	body := map[string]any{"query": query, "operationName": operation, "variables": vars}
+	// A 401/403 is answered before the query runs: a retry with the
+	// source's new token is the query the booking is for.
+	resp, err := sendWithSecret(ctx, c.platform, c.src, func(token string) (*resty.Response, error) {
+		return c.http.R().SetContext(ctx).SetHeader("X-Shopify-Access-Token", token).SetBody(body).Post(c.url)
+	})
 	if err != nil {
-		return nil, transportError(c.platform, err)
+		return nil, asTransportError(c.platform, err)
 	}
 	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return nil, err
 	}
-	body := resp.Body()
+	answer := resp.Body()
 	var r shopifyResponse
-	if err := decodeJSON(c.platform, req.Page, body, &r); err != nil {
+	if err := decodeJSON(c.platform, req.Page, answer, &r); err != nil {
 		return nil, err
 	}
 	var msgs []string
@@ -598,7 +603,7 @@ func (c *shopifyGraphQL) query(ctx context.Context, req PageRequest, operation, 
 		c.settle(ctx, req.Meter, budget, cost, qc, code == "THROTTLED")
 	}
 	if len(r.Errors) == 0 {
-		return body, nil
+		return answer, nil
 	}
 	msg := textclip.Line(strings.Join(msgs, "; "))
 	switch code {

@@ -13,6 +13,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -23,28 +24,29 @@ func init() { register("sim", newSim) }
 // bearer token.
 type simConnector struct {
 	platform string
+	src      credentials.Source // the bearer token, asked per request
 	url      string
 	pageSize int
 	http     *resty.Client
 }
 
 // newSim builds the connector of kind "sim". Endpoint is the shop's base URL,
-// e.g. http://127.0.0.1:8780/shops/acme. The bearer token is resolved here
-// and kept only inside the HTTP client; it is never logged or returned.
-func newSim(p config.Platform) (Connector, error) {
+// e.g. http://127.0.0.1:8780/shops/acme. The bearer token is asked of src
+// per request; it is never logged or returned.
+func newSim(p config.Platform, src credentials.Source) (Connector, error) {
 	u, err := url.Parse(p.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("endpoint %q is not an http(s) URL", p.Endpoint)}
 	}
-	token, err := p.Credentials.Resolve()
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: %v", p.Credentials, err)}
+	if err := checkStaticSecret(p, src, nil); err != nil {
+		return nil, err
 	}
 	return &simConnector{
 		platform: p.Name,
+		src:      src,
 		url:      strings.TrimRight(p.Endpoint, "/") + "/orders",
 		pageSize: p.PageSize,
-		http:     newHTTPClient(p).SetAuthToken(token),
+		http:     newHTTPClient(p),
 	}, nil
 }
 
@@ -67,9 +69,11 @@ func (c *simConnector) ListOrders(ctx context.Context, req PageRequest) (Page, e
 	if req.Token != "" {
 		q["page_token"] = req.Token
 	}
-	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).Get(c.url)
+	resp, err := sendWithSecret(ctx, c.platform, c.src, func(token string) (*resty.Response, error) {
+		return c.http.R().SetContext(ctx).SetAuthToken(token).SetQueryParams(q).Get(c.url)
+	})
 	if err != nil {
-		return Page{}, transportError(c.platform, err)
+		return Page{}, asTransportError(c.platform, err)
 	}
 	if err := statusError(c.platform, resp); err != nil {
 		return Page{}, err

@@ -12,6 +12,7 @@ import (
 	"github.com/go-resty/resty/v2"
 
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -26,16 +27,19 @@ const wooTime = "2006-01-02T15:04:05"
 type wooConnector struct {
 	platform string
 	cred     config.CredentialRef
+	src      credentials.Source // the JSON keys, asked per request
 	url      string
 	pageSize int
 	http     *resty.Client
-	query    map[string]string // consumer_key/consumer_secret when options.auth is query
+	inQuery  bool // consumer_key/consumer_secret go in the query (options.auth: query), else Basic auth
 }
+
+var wooFields = []string{"consumer_key", "consumer_secret"}
 
 // newWooCommerce builds the connector of kind "woocommerce". Endpoint is the
 // site, e.g. https://shop.example.com; the credential is a JSON object
 // {"consumer_key":"ck_...","consumer_secret":"cs_..."}.
-func newWooCommerce(p config.Platform) (Connector, error) {
+func newWooCommerce(p config.Platform, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
@@ -44,17 +48,14 @@ func newWooCommerce(p config.Platform) (Connector, error) {
 	if err != nil {
 		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
 	}
-	secret, err := jsonSecret(p, "consumer_key", "consumer_secret")
-	if err != nil {
+	if err := checkStaticSecret(p, src, func(raw string) error {
+		_, err := jsonSecret(p.Name, p.Credentials, raw, wooFields...)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	c := &wooConnector{platform: p.Name, cred: p.Credentials, url: base + "/wp-json/wc/v3/orders", pageSize: p.PageSize, http: newHTTPClient(p)}
-	if opts.Auth == "query" {
-		c.query = map[string]string{"consumer_key": secret["consumer_key"], "consumer_secret": secret["consumer_secret"]}
-	} else {
-		c.http.SetBasicAuth(secret["consumer_key"], secret["consumer_secret"])
-	}
-	return c, nil
+	return &wooConnector{platform: p.Name, cred: p.Credentials, src: src, url: base + "/wp-json/wc/v3/orders", pageSize: p.PageSize,
+		http: newHTTPClient(p), inQuery: opts.Auth == "query"}, nil
 }
 
 // ListOrders fetches one page of the orders updated in [req.From, req.To).
@@ -95,9 +96,21 @@ func (c *wooConnector) ListOrders(ctx context.Context, req PageRequest) (Page, e
 		"per_page":        strconv.Itoa(size),
 		"page":            strconv.Itoa(pageNo),
 	}
-	resp, err := c.http.R().SetContext(ctx).SetQueryParams(q).SetQueryParams(c.query).Get(c.url)
+	resp, err := sendWithSecret(ctx, c.platform, c.src, func(raw string) (*resty.Response, error) {
+		secret, err := jsonSecret(c.platform, c.cred, raw, wooFields...)
+		if err != nil {
+			return nil, err
+		}
+		r := c.http.R().SetContext(ctx).SetQueryParams(q)
+		if c.inQuery {
+			r.SetQueryParams(map[string]string{"consumer_key": secret["consumer_key"], "consumer_secret": secret["consumer_secret"]})
+		} else {
+			r.SetBasicAuth(secret["consumer_key"], secret["consumer_secret"])
+		}
+		return r.Get(c.url)
+	})
 	if err != nil {
-		return Page{}, transportError(c.platform, err)
+		return Page{}, asTransportError(c.platform, err)
 	}
 	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return Page{}, err
