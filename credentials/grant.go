@@ -138,9 +138,10 @@ func (m *Manager) postRefresh(ctx context.Context, name string, p, app Payload) 
 	}
 	var a grantAnswer
 	decodeErr := json.Unmarshal(body, &a)
-	// The endpoint's words, clipped; never the body itself, which on
-	// success holds tokens.
-	said := textclip.Message(strings.TrimSpace(a.Error + " " + a.ErrorDescription))
+	// The endpoint's words, with what was sent redacted (an endpoint may
+	// echo it) and clipped; never the body itself, which on success holds
+	// tokens.
+	said := textclip.Message(redactSent(strings.TrimSpace(a.Error+" "+a.ErrorDescription), p.RefreshToken, app.ClientSecret, p.AccessToken))
 	switch {
 	case resp.StatusCode == http.StatusOK && decodeErr == nil && a.AccessToken != "":
 		return a, nil
@@ -153,6 +154,16 @@ func (m *Manager) postRefresh(ctx context.Context, name string, p, app Payload) 
 	}
 	return grantAnswer{}, &grantError{err: fmt.Errorf("refresh stored credential %q: HTTP %d %s (the stored refresh token is kept and spent again next time)",
 		name, resp.StatusCode, said)}
+}
+
+// redactSent replaces every secret in text.
+func redactSent(text string, secrets ...string) string {
+	for _, s := range secrets {
+		if s != "" {
+			text = strings.ReplaceAll(text, s, "[redacted]")
+		}
+	}
+	return text
 }
 
 // transportText is a transport error without the URL's query (none is
