@@ -34,7 +34,7 @@ type tokenServer struct {
 	refresh  map[string]*refreshState
 	issued   []string // every secret issued, to look for in errors
 	calls    int
-	dropNext int  // answers to issue and then drop (connection closed)
+	dropNext int // answers to issue and then drop (connection closed)
 	problems []string
 }
 
