@@ -30,6 +30,10 @@ type Options struct {
 	// token forces no further one (30s): a token refused for other
 	// reasons (scope) must not burn refresh tokens in a loop.
 	MinForcedRefresh time.Duration
+	// FailureBackoff is how long, after a refresh whose answer was lost,
+	// the still valid token is handed out before this process tries
+	// again (5s), so an endpoint outage is not hammered per request.
+	FailureBackoff time.Duration
 	// PollMin and PollMax bound the wait between looks at a lease held
 	// by another worker (50ms doubling to 1s).
 	PollMin, PollMax time.Duration
@@ -50,6 +54,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxMargin, 5*time.Minute)
 	def(&o.Recheck, 30*time.Second)
 	def(&o.MinForcedRefresh, 30*time.Second)
+	def(&o.FailureBackoff, 5*time.Second)
 	def(&o.PollMin, 50*time.Millisecond)
 	def(&o.PollMax, time.Second)
 	if o.PollMax < o.PollMin {
@@ -123,6 +128,9 @@ type cached struct {
 	have   bool
 	readAt time.Time
 	recent []string
+	// retryAt: a refresh failed for want of an answer; until then the
+	// still valid token is handed out without another try.
+	retryAt time.Time
 }
 
 // take waits for this process's turn on the credential, bounded by ctx.
@@ -211,6 +219,13 @@ func (c *cached) handOut(tok string) string {
 	return tok
 }
 
+// backoff is when this process may try a failed refresh again.
+func (c *cached) backoff() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.retryAt
+}
+
 // storedSource is the Source of a {stored} reference.
 type storedSource struct{ c *cached }
 
@@ -237,7 +252,7 @@ func (s *storedSource) Secret(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if c.m.fresh(r, p) {
+	if c.m.fresh(r, p) || (c.m.valid(r, p) && c.m.opt.Now().Before(c.backoff())) {
 		return c.handOut(p.AccessToken), nil
 	}
 	tok, err := c.refresh(ctx, "")
@@ -397,6 +412,9 @@ func (c *cached) refreshLeased(ctx context.Context, owner, refused string) (stri
 		// A lost answer leaves the stored token as it was: while it has
 		// not expired it still serves (not the one the platform refused).
 		if !permanent && refused == "" && m.valid(r, p) {
+			c.mu.Lock()
+			c.retryAt = m.opt.Now().Add(m.opt.FailureBackoff)
+			c.mu.Unlock()
 			return p.AccessToken, nil
 		}
 		return "", err
@@ -424,7 +442,11 @@ func (c *cached) refreshLeased(ctx context.Context, owner, refused string) (stri
 	if err := next.seal(m.keys, &nr); err != nil {
 		return "", err
 	}
-	gen, err := m.st.Update(ctx, nr, r.Generation)
+	// The commit outlives the caller's context: a pair obtained and not
+	// stored is a refresh token spent for nothing.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	gen, err := m.st.Update(wctx, nr, r.Generation)
 	if err != nil {
 		// The new pair is not stored, so it is not used: the stored
 		// refresh token (spent, but kept by Shopify until its replacement

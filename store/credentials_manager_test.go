@@ -168,6 +168,7 @@ var credentialManagerCases = []struct {
 	{"a revoked refresh token is a permanent error kept beside the credential", testManagerRevoked},
 	{"a refused access token forces one refresh; others find it refreshed", testManagerRefused},
 	{"lwa keeps its refresh token", testManagerLWA},
+	{"an outage near expiry serves the valid token and backs off", testManagerOutage},
 	{"a sealed credential opens only with its key and under its name", testManagerSealing},
 	{"RotateKey re-seals every row for the new key alone", testManagerRotate},
 }
@@ -475,4 +476,35 @@ func testManagerRotate(t *testing.T, dsn string) {
 	}
 	_, err = source(t, manager(t, dsn, keyring(t, oldKey), credentials.Options{}), "shop-a").Secret(ctx)
 	require.ErrorIs(t, err, credentials.ErrUnknownKey)
+}
+
+func testManagerOutage(t *testing.T, dsn string) {
+	ctx := context.Background()
+	srv := newTokenServer(t, time.Hour, false)
+	m := manager(t, dsn, keyring(t, newKey(t)), credentials.Options{FailureBackoff: time.Hour})
+	access, _ := install(t, m, srv, "shop-a", false)
+	// The token has a minute left: inside the refresh margin, still valid.
+	access, refresh, _ := srv.seed(false)
+	now := time.Now()
+	_, err := m.PutToken(ctx, "shop-a", credentials.Token{Kind: credentials.KindShopify, App: "app", AccessToken: access, RefreshToken: refresh,
+		AccessExpiresAt: now.Add(time.Minute), ObtainedAt: now.Add(-59 * time.Minute), TokenURL: srv.URL + "/t"})
+	require.NoError(t, err)
+	srv.mu.Lock()
+	srv.dropNext = 100
+	srv.mu.Unlock()
+
+	src := source(t, m, "shop-a")
+	for range 5 {
+		tok, err := src.Secret(ctx)
+		require.NoError(t, err, "the token has not expired")
+		require.Equal(t, access, tok)
+	}
+	srv.mu.Lock()
+	require.Equal(t, 1, srv.calls, "one try, then the backoff")
+	srv.mu.Unlock()
+	st, _, err := m.Show(ctx, "shop-a")
+	require.NoError(t, err)
+	require.NotEmpty(t, st.LastError, "the failure is recorded")
+	require.False(t, st.NeedsReauthorization)
+	srv.noSecretIn(t, "the last error", st.LastError)
 }
