@@ -200,3 +200,25 @@ func noRedirects(c *http.Client) *http.Client {
 	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &cp
 }
+
+// TokenFromAnswer reads a token endpoint's JSON answer to an
+// authorization (the OAuth install's code exchange) into a Token of kind
+// for app, to store with PutToken; expiries count from obtained (taken
+// before the request was sent). Errors quote none of the body.
+func TokenFromAnswer(kind Kind, app, tokenURL string, body []byte, obtained time.Time) (Token, error) {
+	if len(body) > maxGrantBody {
+		return Token{}, fmt.Errorf("token answer is longer than %d bytes: %w", maxGrantBody, ErrInvalid)
+	}
+	var a grantAnswer
+	if err := json.Unmarshal(body, &a); err != nil || a.AccessToken == "" {
+		return Token{}, fmt.Errorf("token answer holds no access token in JSON: %w", ErrInvalid)
+	}
+	t := Token{Kind: kind, App: app, TokenURL: tokenURL, AccessToken: a.AccessToken, RefreshToken: a.RefreshToken, Scope: a.Scope, ObtainedAt: obtained}
+	if d := seconds(a.ExpiresIn); d > 0 {
+		t.AccessExpiresAt = obtained.Add(d)
+	}
+	if d := seconds(a.RefreshTokenExpiresIn); d > 0 {
+		t.RefreshExpiresAt = obtained.Add(d)
+	}
+	return t, nil
+}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -87,4 +88,19 @@ func TestCheckTokenURL(t *testing.T) {
 	}
 	require.Equal(t, "https://acme.myshopify.com/admin/oauth/access_token", tokenURL(Payload{Shop: "acme"}))
 	require.Equal(t, "https://acme.myshopify.com/admin/oauth/access_token", tokenURL(Payload{Shop: "acme.myshopify.com"}))
+}
+
+func TestTokenFromAnswer(t *testing.T) {
+	at := time.Date(2026, 11, 26, 4, 0, 0, 0, time.UTC)
+	tok, err := TokenFromAnswer(KindShopify, "app", "https://acme.myshopify.com/admin/oauth/access_token",
+		[]byte(`{"access_token":"at","expires_in":3600,"refresh_token":"rt","refresh_token_expires_in":7776000,"scope":"read_orders"}`), at)
+	require.NoError(t, err)
+	require.Equal(t, "at", tok.AccessToken)
+	require.Equal(t, "rt", tok.RefreshToken)
+	require.Equal(t, at.Add(time.Hour), tok.AccessExpiresAt)
+	require.Equal(t, at.Add(90*24*time.Hour), tok.RefreshExpiresAt)
+	require.Equal(t, "read_orders", tok.Scope)
+	_, err = TokenFromAnswer(KindShopify, "app", "", []byte(`{"error":"invalid_grant","access":"SECRET"}`), at)
+	require.ErrorIs(t, err, ErrInvalid)
+	require.NotContains(t, err.Error(), "SECRET")
 }
