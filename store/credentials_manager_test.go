@@ -171,6 +171,7 @@ var credentialManagerCases = []struct {
 	{"an outage near expiry serves the valid token and backs off", testManagerOutage},
 	{"a sealed credential opens only with its key and under its name", testManagerSealing},
 	{"RotateKey re-seals every row for the new key alone", testManagerRotate},
+	{"RotateKey while workers refresh loses no refresh", testManagerRotateWhileRefreshing},
 }
 
 func TestCredentialManager(t *testing.T) {
@@ -507,4 +508,77 @@ func testManagerOutage(t *testing.T, dsn string) {
 	require.NotEmpty(t, st.LastError, "the failure is recorded")
 	require.False(t, st.NeedsReauthorization)
 	srv.noSecretIn(t, "the last error", st.LastError)
+}
+
+func testManagerRotateWhileRefreshing(t *testing.T, dsn string) {
+	srv := newTokenServer(t, 2*time.Second, false)
+	oldKey, newK := newKey(t), newKey(t)
+	opt := credentials.Options{PollMin: 5 * time.Millisecond, PollMax: 50 * time.Millisecond}
+	names := []string{"shop-a", "shop-b"}
+	for _, n := range names {
+		install(t, manager(t, dsn, keyring(t, oldKey), opt), srv, n, false)
+	}
+	// The workers were rolled with the new key first, the old after it.
+	both := keyring(t, newK, oldKey)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for range 2 {
+		m := manager(t, dsn, both, opt)
+		for _, n := range names {
+			src := source(t, m, n)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					tok, err := src.Secret(ctx)
+					if err != nil {
+						if ctx.Err() == nil {
+							errs <- err
+						}
+						return
+					}
+					srv.use(tok)
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+		}
+	}
+	// Rotate back and forth between the keys for the whole run, so
+	// re-seals race refreshes.
+	rotators := []*credentials.Manager{manager(t, dsn, keyring(t, oldKey, newK), opt), manager(t, dsn, both, opt)}
+	resealed := 0
+	for i := 0; ctx.Err() == nil; i++ {
+		rep, err := rotators[i%2].RotateKey(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		require.NoError(t, err)
+		require.Empty(t, rep.Failed)
+		resealed += rep.Resealed
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	rep, err := rotators[1].RotateKey(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, rep.Failed)
+	require.Greater(t, resealed, len(names)*2, "rotations ran throughout")
+	t.Logf("%d rows re-sealed during the run", resealed)
+	id, _, _ := strings.Cut(newK, ":")
+	stale, err := openCredentials(t, dsn).Stale(context.Background(), id, "", 0)
+	require.NoError(t, err)
+	require.Empty(t, stale, "every row is sealed with the new key")
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	require.Empty(t, srv.problems)
+	for rt, st := range srv.refresh {
+		if st.replacement != "" {
+			require.Equal(t, 1, st.spent, "refresh token %s spent exactly once", rt[:6])
+		}
+	}
 }
