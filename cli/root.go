@@ -83,6 +83,7 @@ ordersync platform apply.`,
 		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app), newSetupCommand(app), newChangesCommand(app), newDeliveriesCommand(app),
 		newReceiverCommand(app), newDeploymentCommand(app), newMigrateCommand(app))
 	root.AddCommand(newServeCommand(app))
+	root.AddCommand(newCredentialsCommand(app))
 	return root
 }
 
