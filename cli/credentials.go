@@ -61,6 +61,27 @@ func (a *App) credentialManager(ctx context.Context, needKeys bool) (*credential
 	return credentials.NewManager(cs, keys, nil, credentials.Options{}), func() { _ = st.Close() }, nil
 }
 
+// storedCredentials serves {stored: name} credentials from st to this
+// worker's connectors: nil without ORDERSYNC_CREDENTIAL_KEYS (such a
+// platform's fetches then fail naming the missing keys), an error for a
+// keyring that does not parse.
+func (a *App) storedCredentials(st store.Store) (func(string) (credentials.Source, error), error) {
+	keys, err := credentials.LoadKeyring(nil)
+	switch {
+	case errors.Is(err, credentials.ErrNoKeys):
+		return nil, nil
+	case err != nil:
+		return nil, Usage(err)
+	}
+	cs, ok := store.CredentialsOf(st)
+	if !ok {
+		return nil, fmt.Errorf("this store keeps no stored credentials")
+	}
+	m := credentials.NewManager(cs, keys, nil, credentials.Options{Logger: a.Logger.With("component", "credentials")})
+	a.Logger.Info("stored credentials enabled", "current_key", keys.CurrentID(), "keys", len(keys.IDs()))
+	return m.Source, nil
+}
+
 // maxSecretFile bounds a secret read from a file.
 const maxSecretFile = 64 << 10
 

@@ -11,7 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/accounts/httpapi"
+	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/onboarding"
 )
 
 // serveShutdownGrace is how long serve lets requests in flight finish on
@@ -20,7 +23,7 @@ import (
 const serveShutdownGrace = 30 * time.Second
 
 func newServeCommand(app *App) *cobra.Command {
-	var listen string
+	var listen, oauthFile string
 	var allowRemote bool
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -71,12 +74,27 @@ SIGINT or SIGTERM stops it after the requests in flight finish.`,
 			if err != nil {
 				return err
 			}
+			var handler http.Handler = h
+			if oauthFile == "" {
+				oauthFile = app.Process.OAuthFile
+			}
+			if oauthFile != "" {
+				ob, closeOB, err := app.onboardingHandler(ctx, oauthFile, svc)
+				if err != nil {
+					return err
+				}
+				defer closeOB()
+				mux := http.NewServeMux()
+				mux.Handle(onboarding.Prefix, ob) // public: merchants' browsers, checked by HMAC and state
+				mux.Handle("/", h)
+				handler = mux
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("serve: listen on %s: %w", listen, err)
 			}
 			srv := &http.Server{
-				Handler:           h,
+				Handler:           handler,
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       time.Minute,
 				IdleTimeout:       2 * time.Minute,
@@ -104,6 +122,7 @@ SIGINT or SIGTERM stops it after the requests in flight finish.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default $ORDERSYNC_API_LISTEN or 127.0.0.1:8790)")
+	cmd.Flags().StringVar(&oauthFile, "oauth-file", "", "onboarding file: serve Shopify's app install and Amazon's website authorization under /oauth/ (default $ORDERSYNC_OAUTH_FILE; README, Credentials)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --listen address (plaintext HTTP: put TLS in front)")
 	return cmd
 }
@@ -134,4 +153,51 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// onboardingHandler builds the OAuth onboarding routes from the onboarding
+// file, storing grants as stored credentials (keys required).
+func (a *App) onboardingHandler(ctx context.Context, path string, svc *accounts.Service) (http.Handler, func(), error) {
+	cfg, err := onboarding.LoadFile(path)
+	if err != nil {
+		return nil, nil, Usage(err)
+	}
+	m, done, err := a.credentialManager(ctx, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Logger = a.Logger.With("component", "onboarding")
+	h, err := onboarding.New(cfg, grantStore{m}, svc)
+	if err != nil {
+		done()
+		return nil, nil, Usage(err)
+	}
+	return h, done, nil
+}
+
+// grantStore stores what an OAuth flow obtained as a stored credential.
+type grantStore struct{ m *credentials.Manager }
+
+func (g grantStore) App(ctx context.Context, name string) (string, string, error) {
+	return g.m.AppCredentials(ctx, name)
+}
+
+func (g grantStore) SaveGrant(ctx context.Context, name string, gr onboarding.Grant) error {
+	now := time.Now()
+	t := credentials.Token{Kind: credentials.Kind(gr.Kind), App: gr.App, AccessToken: gr.AccessToken, RefreshToken: gr.RefreshToken,
+		ObtainedAt: now, Scope: gr.Scope, TokenURL: gr.TokenURL}
+	if gr.AccessTTL > 0 {
+		t.AccessExpiresAt = now.Add(gr.AccessTTL)
+	}
+	if gr.RefreshTTL > 0 {
+		t.RefreshExpiresAt = now.Add(gr.RefreshTTL)
+	}
+	switch t.Kind {
+	case credentials.KindShopify:
+		t.Shop = gr.Subject
+	case credentials.KindLWA:
+		t.SellingPartnerID = gr.Subject
+	}
+	_, err := g.m.PutToken(ctx, name, t)
+	return err
 }

@@ -146,7 +146,11 @@ func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout
 			queues = append(queues, p.TaskQueue)
 		}
 	}
-	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew,
+	stored, err := a.storedCredentials(st)
+	if err != nil {
+		return err
+	}
+	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew, StoredCredentials: stored,
 		Client: c, Store: st, Platforms: platforms, Registry: reg, TaskQueues: queues, Alerter: a.Alerter(),
 		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, MetricsQueryRate: a.Process.MetricsQueryRate, RequestSlots: slots,
 		Feed: st, Destinations: file.Destinations, Version: a.workerVersion(),

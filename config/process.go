@@ -74,6 +74,11 @@ type Process struct {
 	// APIListen is the address `ordersync serve` listens on: loopback by
 	// default, since it speaks plaintext HTTP (put TLS in front).
 	APIListen string `envconfig:"API_LISTEN" default:"127.0.0.1:8790"`
+	// OAuthFile, when set, makes `ordersync serve` onboard accounts by
+	// OAuth (Shopify's app install, Amazon's website authorization): the
+	// onboarding file (package onboarding) names the public URL, the
+	// stored apps and the settings of new accounts.
+	OAuthFile string `envconfig:"OAUTH_FILE"`
 }
 
 // LoadProcess reads the process settings from the environment.

@@ -72,6 +72,19 @@ func (m *Manager) needKeys(name string) error {
 	return nil
 }
 
+// AppCredentials returns the stored app name's client id and secret, for
+// an OAuth flow's code exchange and its install-request HMAC.
+func (m *Manager) AppCredentials(ctx context.Context, name string) (clientID, clientSecret string, err error) {
+	if err := m.needKeys(name); err != nil {
+		return "", "", err
+	}
+	p, err := m.openApp(ctx, "", name)
+	if err != nil {
+		return "", "", err
+	}
+	return p.ClientID, p.ClientSecret, nil
+}
+
 // PutApp stores (or replaces) the OAuth app name: the client id and secret
 // its token credentials refresh with.
 func (m *Manager) PutApp(ctx context.Context, name, clientID, clientSecret string) (Status, error) {

@@ -487,6 +487,9 @@ func (m *Manager) openApp(ctx context.Context, token, name string) (Payload, err
 		return Payload{}, err
 	}
 	if !ok || r.Kind != KindApp {
+		if token == "" {
+			return Payload{}, fmt.Errorf("app %q is not a stored app (ordersync credentials app set): %w", name, ErrNotStored)
+		}
 		return Payload{}, fmt.Errorf("stored credential %q names app %q, which is not a stored app (ordersync credentials app set): %w", token, name, ErrNotStored)
 	}
 	p, err := openPayload(m.keys, r)

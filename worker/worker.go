@@ -19,6 +19,8 @@ import (
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/workflows"
@@ -88,6 +90,10 @@ type Options struct {
 	// promoted (every workflow type auto-upgrades, see workflows.Register).
 	// The zero value runs unversioned, as before worker versioning.
 	Version sdkworker.WorkerDeploymentVersion
+	// StoredCredentials serves the platforms whose credentials are
+	// {stored: name} (credentials.Manager.Source); nil: such a platform's
+	// fetches fail with an error saying the worker has no credential keys.
+	StoredCredentials func(name string) (credentials.Source, error)
 }
 
 // Workers is a started set of task-queue workers.
@@ -156,7 +162,7 @@ func Start(opts Options) (*Workers, error) {
 	}
 	acts := &activities.Activities{
 		Store:      opts.Store,
-		Connectors: activities.NewConnectorCache(declared),
+		Connectors: activities.NewConnectorCache(declared, connectorOptions(opts)...),
 		Limiters:   activities.NewLimiters(),
 		Client:     opts.Client,
 		Alerter:    opts.Alerter,
@@ -331,6 +337,14 @@ func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
 		opts.Metrics.Registry().Unregister(poller)
 	}
 	return nil
+}
+
+// connectorOptions are the options every connector of this process gets.
+func connectorOptions(opts Options) []connectors.Option {
+	if opts.StoredCredentials == nil {
+		return nil
+	}
+	return []connectors.Option{connectors.WithStoredCredentials(opts.StoredCredentials)}
 }
 
 // registeredPlatforms names the registered (not removed) platforms on the
