@@ -444,3 +444,34 @@ func TestStoredAmazonTokenSkipsTheConnectorsRefresh(t *testing.T) {
 	require.Equal(t, int32(0), f.tokens.calls.Load(), "no LWA refresh by the connector")
 	require.Equal(t, []string{"Atza|stored-expired"}, src.refused)
 }
+
+// failingSource is a stored Source whose Secret fails with err.
+type failingSource struct{ err error }
+
+func (f failingSource) Secret(context.Context) (string, error)        { return "", f.err }
+func (f failingSource) Refused(context.Context, string) (bool, error) { return false, nil }
+func (f failingSource) Recent() []string                              { return nil }
+func (f failingSource) String() string                                { return "stored:acme" }
+
+// A stored token whose refresh failed on the way (the answer lost, the
+// endpoint down) is retried like a failed request: the refresh token is
+// kept, and the next attempt spends it. Only what retrying cannot mend
+// (revoked, the app refused, no such credential) fails the attempt for good.
+func TestStoredRefreshFailureIsTransientUnlessPermanent(t *testing.T) {
+	k := rotationKinds[0]
+	for _, tc := range []struct {
+		err       error
+		permanent bool
+	}{
+		{errors.New(`refresh stored credential "acme": post to http://127.0.0.1/admin/oauth/access_token: Post: EOF`), false},
+		{fmt.Errorf("refresh stored credential %q: %w", "acme", credentials.ErrReauthorize), true},
+		{fmt.Errorf("stored credential %q: %w", "acme", credentials.ErrNotStored), true},
+	} {
+		conn, err := connectors.New(k.platform("https://example.com", config.CredentialRef{Stored: "acme"}), storedOption(t, failingSource{tc.err}))
+		require.NoError(t, err)
+		_, err = conn.ListOrders(context.Background(), connectors.PageRequest{From: genFrom, To: genTo, Page: 1})
+		require.Error(t, err)
+		require.Equal(t, tc.permanent, connectors.IsPermanent(err), "%v", err)
+		require.ErrorContains(t, err, "stored:acme")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-resty/resty/v2"
 
@@ -48,7 +49,8 @@ func sourceOf(p config.Platform, o newOptions) (credentials.Source, error) {
 	}
 	src, err := o.stored(ref.Stored)
 	if err != nil {
-		return nil, secretError(p.Name, ref.String(), err)
+		// Naming a Source reads nothing: its failure is a bad name or no keys.
+		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("credentials %s: %v", ref, err)}
 	}
 	return src, nil
 }
@@ -75,6 +77,10 @@ func secretError(platform, ref string, err error) error {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return transportError(platform, err)
 	case errors.As(err, &ts) && ts.Transient():
+		return &TransientError{Platform: platform, Msg: "credentials " + ref, Err: err}
+	case strings.HasPrefix(ref, "stored:") && !credentials.IsPermanent(err):
+		// A stored token's refresh failed on the way (the endpoint down,
+		// its answer lost): the refresh token is kept and spent again.
 		return &TransientError{Platform: platform, Msg: "credentials " + ref, Err: err}
 	}
 	return &PermanentError{Platform: platform, Msg: fmt.Sprintf("credentials %s: %v", ref, err)}

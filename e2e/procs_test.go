@@ -73,10 +73,16 @@ type workerProc struct {
 // The process is drained with SIGTERM at cleanup.
 func startWorkerProc(t *testing.T, name string, env []string, args ...string) *workerProc {
 	t.Helper()
+	return startProc(t, name, env, append([]string{"worker"}, args...)...)
+}
+
+// startProc runs `ordersync args...` as startWorkerProc runs a worker.
+func startProc(t *testing.T, name string, env []string, args ...string) *workerProc {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
-	cmd := exec.Command(ordersyncBinary(t), append([]string{"worker"}, args...)...)
+	cmd := exec.Command(ordersyncBinary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
