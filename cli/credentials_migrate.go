@@ -277,7 +277,7 @@ func (g migrator) one(ctx context.Context, name string) migration {
 		r.Resumed = true
 	} else {
 		if _, err := g.m.ExchangeShopifyOffline(ctx, name, g.app, p.Endpoint, static); err != nil {
-			return fail("platform %s: %v", name, err)
+			return fail("%v", err) // it names the credential, which is named like the platform
 		}
 	}
 	// The pair is committed: now the platform may name it. Guarded by the

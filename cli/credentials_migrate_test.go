@@ -238,7 +238,7 @@ func TestMigrateShopifyRefusals(t *testing.T) {
 
 	code, out, errOut = w.run("credentials", "migrate-shopify", "shopify-acme", "--app", "wrong-app")
 	require.Equal(t, ExitFailure, code, out+errOut)
-	require.Contains(t, out, `shopify-acme: failed: platform shopify-acme: migrate "shopify-acme": HTTP 401 invalid_client`)
+	require.Contains(t, out, `shopify-acme: failed: migrate "shopify-acme": HTTP 401 invalid_client`)
 	require.Contains(t, out, "refused the app's client id or secret")
 	require.Contains(t, errOut, "1 of 1 shopify platform(s) not migrated")
 	p, after := w.platform("shopify-acme")
@@ -329,7 +329,7 @@ func TestMigrateShopifyResumes(t *testing.T) {
 	require.NoError(t, w.s.SetTokenFaults(sim.SurfaceShopify, sim.TokenFaults{DropAnswers: 1}))
 	code, out, errOut = w.run("credentials", "migrate-shopify", "shopify-globex", "--app", "public-app")
 	require.Equal(t, ExitFailure, code, out+errOut)
-	require.Contains(t, out, "shopify-globex: failed: platform shopify-globex:")
+	require.Contains(t, out, `shopify-globex: failed: migrate "shopify-globex": post to `)
 	require.Contains(t, out, "run the migration again (within 7 days")
 	require.False(t, w.stored("shopify-globex"))
 	p, _ = w.platform("shopify-globex")
