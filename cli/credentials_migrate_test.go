@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -262,6 +263,32 @@ func TestMigrateShopifyRefusals(t *testing.T) {
 	code, _, errOut = w.run("credentials", "migrate-shopify", "--app", "public-app")
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, "or --all")
+
+	// A shop that answers the exchange with a non-expiring token (the app
+	// is not set up for expiring ones) and an endpoint that is not a
+	// shop's: nothing stored, nothing edited, no client secret sent
+	// elsewhere.
+	fake := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = rw.Write([]byte(`{"access_token":"shpat_SECRET_forever","scope":"read_orders"}`))
+	}))
+	defer fake.Close()
+	svc := &accounts.Service{Registry: w.reg, Engine: &accountstest.Engine{}}
+	for name, endpoint := range map[string]string{"shopify-old-app": fake.URL + "/shops/old", "shopify-elsewhere": "https://shop.example.com"} {
+		pl, err := platformFromFlags(name, "shopify", endpoint, config.CredentialRef{Env: "ACME_TOKEN"}, nil)
+		require.NoError(t, err)
+		_, err = svc.AddPlatform(context.Background(), pl, accounts.AddOptions{})
+		require.NoError(t, err)
+	}
+	code, out, _ = w.run("credentials", "migrate-shopify", "shopify-old-app", "shopify-elsewhere", "--app", "public-app")
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, out, `shopify-old-app: failed: migrate "shopify-old-app": Shopify answered without a refresh token or expires_in`)
+	require.Contains(t, out, `shopify-elsewhere: failed: platform shopify-elsewhere: endpoint: shop URL "https://shop.example.com": the host is not a shop's myshopify.com domain`)
+	for _, name := range []string{"shopify-old-app", "shopify-elsewhere"} {
+		require.False(t, w.stored(name))
+		p, _ := w.platform(name)
+		require.Equal(t, config.CredentialRef{Env: "ACME_TOKEN"}, p.Credentials)
+	}
 
 	t.Setenv("ACME_TOKEN", "")
 	code, out, _ = w.run("credentials", "migrate-shopify", "shopify-acme", "--app", "public-app")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ const (
 	shopifyOfflineToken  = "urn:shopify:params:oauth:token-type:offline-access-token"
 )
 
+// shopifyShopHost is a shop's Admin API host.
+var shopifyShopHost = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}\.myshopify\.com$`)
+
 // ErrSubjectRefused is wrapped when Shopify refused the static token as
 // the subject of the exchange: not a non-expiring offline token of this
 // shop and app (a custom app's token, another app's, one revoked by an
@@ -49,12 +53,19 @@ var ErrExchangeLost = errors.New("the exchange's answer was lost or not stored; 
 
 // ShopifyTokenURL is where a shop's token grants go: the shop's base URL
 // (a shopify platform's endpoint, e.g. https://acme.myshopify.com) and
-// /admin/oauth/access_token. It refuses a base that carries a query, a
-// fragment or user info, and what CheckTokenURL refuses.
+// /admin/oauth/access_token. The host must be a *.myshopify.com shop or
+// this machine (the simulator): the app's client secret, good for every
+// shop, goes there, so a registry entry pointing elsewhere must not
+// collect it. It refuses a base that carries a query, a fragment or user
+// info, and what CheckTokenURL refuses.
 func ShopifyTokenURL(shopBaseURL string) (string, error) {
 	u, err := url.Parse(shopBaseURL)
 	if err != nil || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return "", fmt.Errorf("shop URL %q is not a plain http(s) URL: %w", textclip.Value(shopBaseURL), ErrInvalid)
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if !isLoopback(host) && !shopifyShopHost.MatchString(host) {
+		return "", fmt.Errorf("shop URL %q: the host is not a shop's myshopify.com domain (the app's client secret goes only there): %w", textclip.Value(shopBaseURL), ErrInvalid)
 	}
 	target := strings.TrimRight(shopBaseURL, "/") + "/admin/oauth/access_token"
 	if err := CheckTokenURL(target); err != nil {

@@ -67,7 +67,10 @@ func TestShopifyTokenURL(t *testing.T) {
 	u, err := ShopifyTokenURL("https://acme.myshopify.com/")
 	require.NoError(t, err)
 	require.Equal(t, "https://acme.myshopify.com/admin/oauth/access_token", u)
-	for _, bad := range []string{"http://acme.example.com", "https://acme.myshopify.com/?x=1", "https://u:p@acme.myshopify.com", "ftp://x", ""} {
+	u, err = ShopifyTokenURL("http://127.0.0.1:8780/shops/acme")
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:8780/shops/acme/admin/oauth/access_token", u)
+	for _, bad := range []string{"http://acme.example.com", "https://acme.example.com", "https://evil.com/acme.myshopify.com", "https://acme.myshopify.com.evil.com", "https://acme.myshopify.com/?x=1", "https://u:p@acme.myshopify.com", "ftp://x", ""} {
 		_, err := ShopifyTokenURL(bad)
 		require.ErrorIs(t, err, ErrInvalid, bad)
 	}
