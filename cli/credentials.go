@@ -39,6 +39,7 @@ variable or a file, never from a flag's value, and never printed.`,
 	cmd.AddCommand(newCredentialsNewKeyCommand(app), app2, newCredentialsImportCommand(app),
 		newCredentialsListCommand(app), newCredentialsShowCommand(app), newCredentialsRotateKeyCommand(app),
 		newCredentialsRemoveCommand(app))
+	cmd.AddCommand(newCredentialsMigrateShopifyCommand(app))
 	return cmd
 }
 
