@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -86,7 +87,7 @@ func newDLQActionCommand(app *App, platform *string, verb, signal, short string)
 		Example: fmt.Sprintf("  ordersync dlq %s --platform sim-acme --slice slice/sim-acme/20261120T000329Z-20261120T002329Z\n  ordersync dlq %s --platform sim-acme --all", verb, verb),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := app.requirePlatform(*platform); err != nil {
+			if err := app.requirePlatform(cmd.Context(), *platform); err != nil {
 				return err
 			}
 			if (sliceID == "") == !all {
@@ -130,7 +131,7 @@ func newDLQActionCommand(app *App, platform *string, verb, signal, short string)
 
 // requirePlatform checks the platform is named and, when there is a
 // platforms file, configured in it.
-func (a *App) requirePlatform(name string) error {
+func (a *App) requirePlatform(ctx context.Context, name string) error {
 	if name == "" {
 		return Usage(fmt.Errorf("--platform is required"))
 	}
@@ -138,7 +139,7 @@ func (a *App) requirePlatform(name string) error {
 	if err != nil || f == nil {
 		return err
 	}
-	_, err = SelectPlatforms(f, []string{name})
+	_, err = a.selectKnown(ctx, f, []string{name})
 	return err
 }
 

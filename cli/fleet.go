@@ -50,8 +50,8 @@ func (a *App) platformNames(ctx context.Context, c client.Client, args []string,
 	if err != nil {
 		return nil, err
 	}
-	if f != nil {
-		ps, err := SelectPlatforms(f, args)
+	if f != nil || len(args) > 0 {
+		ps, err := a.selectKnown(ctx, f, args)
 		if err != nil {
 			return nil, err
 		}

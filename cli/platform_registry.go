@@ -11,7 +11,7 @@ import (
 )
 
 func newPlatformAddCommand(app *App) *cobra.Command {
-	var kind, endpoint, credEnv, credFile string
+	var kind, endpoint, credEnv, credFile, credStored string
 	var sets []string
 	var opts accounts.AddOptions
 	cmd := &cobra.Command{
@@ -22,8 +22,8 @@ and starts its cursor. The running workers serve it within seconds: accounts
 of a kind share the task queue orders-<kind>, with a fairness key each.
 
 The settings are built like a platforms file entry: ordersync's defaults,
-the kind's defaults, then --kind, --endpoint, --credentials-env or
---credentials-file, and each --set key=value (a dotted key, a YAML value).
+the kind's defaults, then --kind, --endpoint, --credentials-env,
+--credentials-file or --credentials-stored, and each --set key=value (a dotted key, a YAML value).
 With -f FILE and no --kind, the platform NAME is taken from the file,
 merged with the file's default block. Nothing is written when anything is
 invalid: every problem is printed, naming the field.
@@ -41,7 +41,7 @@ A removed platform's name is taken again only with --reuse-removed.`,
 				}
 				return ps[0], nil
 			}, func() (config.Platform, error) {
-				return platformFromFlags(args[0], kind, endpoint, config.CredentialRef{Env: credEnv, File: credFile}, sets)
+				return platformFromFlags(args[0], kind, endpoint, config.CredentialRef{Env: credEnv, File: credFile, Stored: credStored}, sets)
 			})
 			if err != nil {
 				return err
@@ -55,6 +55,7 @@ A removed platform's name is taken again only with --reuse-removed.`,
 	cmd.Flags().StringVar(&endpoint, "endpoint", "", "the platform's API base URL")
 	cmd.Flags().StringVar(&credEnv, "credentials-env", "", "environment variable (on the workers) holding the credential")
 	cmd.Flags().StringVar(&credFile, "credentials-file", "", "file (on the workers) holding the credential")
+	cmd.Flags().StringVar(&credStored, "credentials-stored", "", "stored credential (ordersync credentials import, or an OAuth install) holding rotating tokens")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "a setting as key=value (dotted key, YAML value); repeatable")
 	cmd.Flags().BoolVar(&opts.Paused, "paused", false, "register it paused (its cursor starts paused)")
 	cmd.Flags().BoolVar(&opts.ReuseRemoved, "reuse-removed", false, "take the name of a removed platform")

@@ -100,11 +100,15 @@ func platformFromFlags(name, kind, endpoint string, cred config.CredentialRef, s
 	if endpoint != "" {
 		entry["endpoint"] = endpoint
 	}
-	switch {
-	case cred.Env != "":
-		entry["credentials"] = map[string]any{"env": cred.Env}
-	case cred.File != "":
-		entry["credentials"] = map[string]any{"file": cred.File}
+	// Every flag given goes in, so that two are refused by the file's rule.
+	ref := map[string]any{}
+	for k, v := range map[string]string{"env": cred.Env, "file": cred.File, "stored": cred.Stored} {
+		if v != "" {
+			ref[k] = v
+		}
+	}
+	if len(ref) > 0 {
+		entry["credentials"] = ref
 	}
 	for _, s := range sets {
 		if err := setPath(entry, s); err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ordersync/ordersync/accounts"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -150,6 +151,50 @@ func SelectPlatforms(f *config.File, names []string) ([]config.Platform, error) 
 		p, ok := f.Get(n)
 		if !ok {
 			return nil, Usage(fmt.Errorf("unknown platform %q (configured: %s)", n, strings.Join(f.Names(), ", ")))
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// selectKnown is SelectPlatforms for commands that act on one account by
+// name (pause, resume, status, slices, dlq): a name the file lacks is
+// looked up in the registry, where accounts added at runtime live.
+func (a *App) selectKnown(ctx context.Context, f *config.File, names []string) ([]config.Platform, error) {
+	if f != nil && len(names) == 0 {
+		return f.Platforms, nil
+	}
+	var out []config.Platform
+	var reg accounts.Registry
+	for _, n := range names {
+		if f != nil {
+			if p, ok := f.Get(n); ok {
+				out = append(out, p)
+				continue
+			}
+		}
+		if reg == nil {
+			r, done, err := a.openRegistry(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+			reg = r
+		}
+		e, found, err := reg.Get(ctx, accounts.ClassPlatform, n)
+		if err != nil {
+			return nil, err
+		}
+		if !found || e.State == accounts.Removed {
+			configured := "none"
+			if f != nil && len(f.Names()) > 0 {
+				configured = strings.Join(f.Names(), ", ")
+			}
+			return nil, Usage(fmt.Errorf("unknown platform %q: not in the platforms file (configured: %s) nor registered (ordersync platform list)", n, configured))
+		}
+		p, err := accounts.DecodePlatform(e)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, p)
 	}

@@ -44,7 +44,7 @@ newest version of each order. Work windows are honoured unless --force.
 			if err != nil {
 				return err
 			}
-			selected, err := SelectPlatforms(f, []string{platform})
+			selected, err := app.selectKnown(cmd.Context(), f, []string{platform})
 			if err != nil {
 				return err
 			}
