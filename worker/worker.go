@@ -115,7 +115,7 @@ type Workers struct {
 	// stopPoller ends the status poller and unregisters it (nil without
 	// metrics); stopCredentials the credential health poller.
 	stopPoller, stopCredentials func()
-	deliveries *activities.Deliveries
+	deliveries                  *activities.Deliveries
 	// ready feeds /readyz (nil without metrics).
 	ready *metrics.Readiness
 }
