@@ -112,10 +112,11 @@ type Workers struct {
 	newWorker    func(q string) (sdkworker.Worker, error)
 	stopRegistry func()
 	serves       func(q string) bool
-	// stopPoller ends the status poller and unregisters it (nil without
-	// metrics); stopCredentials the credential health poller.
-	stopPoller, stopCredentials func()
-	deliveries                  *activities.Deliveries
+	// stopPoller ends the status poller and unregisters it (nil without metrics).
+	stopPoller func()
+	// stopCredentials ends the credential health poller (nil without it).
+	stopCredentials func()
+	deliveries      *activities.Deliveries
 	// ready feeds /readyz (nil without metrics).
 	ready *metrics.Readiness
 }
