@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -50,7 +54,15 @@ func (a *App) openCredentialLookup(ctx context.Context) (*credentialLookup, erro
 	if err != nil {
 		file = nil // status shows the workflows without the file; so do credentials
 	}
-	st, err := store.Open(ctx, a.Process.StoreDSN)
+	if backend, target, err := store.ParseDSN(a.Process.StoreDSN); err == nil && backend == store.BackendSQLite {
+		path, _, _ := strings.Cut(target, "?")
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // no store here: no stored credentials, and none is created
+		}
+	}
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := store.Open(octx, a.Process.StoreDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
