@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -258,7 +259,7 @@ func (p *CredentialPoller) episodesDue(tokens []credentials.Status, now time.Tim
 		}{
 			{credReauthorize, s.NeedsReauthorization, 0, s.LastRefreshAt,
 				fmt.Sprintf("stored credential %s (%s) needs re-authorization: the platform refused its refresh token (%s). Re-install the app / have the merchant re-authorize (or ordersync credentials import %s); its platforms fail until then",
-					textclip.Quote(s.Name), s.Kind, textclip.Message(s.LastError), textclip.Value(s.Name))},
+					textclip.Quote(s.Name), s.Kind, textclip.Message(strings.TrimPrefix(s.LastError, "refresh token refused: ")), textclip.Value(s.Name))},
 			{credRefreshFailing, s.LastError != "" && !s.NeedsReauthorization, failingFor, s.LastRefreshAt,
 				fmt.Sprintf("stored credential %s (%s): refreshes keep failing (last refresh %s): %s",
 					textclip.Quote(s.Name), s.Kind, stamp(s.LastRefreshAt), textclip.Message(s.LastError))},
