@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/internal/textclip"
 	"github.com/ordersync/ordersync/store"
 )
@@ -63,10 +64,11 @@ func (a *App) credentialManager(ctx context.Context, needKeys bool) (*credential
 }
 
 // storedCredentials serves {stored: name} credentials from st to this
-// worker's connectors: nil without ORDERSYNC_CREDENTIAL_KEYS (such a
-// platform's fetches then fail naming the missing keys), an error for a
-// keyring that does not parse.
-func (a *App) storedCredentials(st store.Store) (func(string) (credentials.Source, error), error) {
+// worker's connectors, and reads their health for the worker's alerts and
+// metrics (refreshes are counted in rec): nil, nil without
+// ORDERSYNC_CREDENTIAL_KEYS (such a platform's fetches then fail naming the
+// missing keys), an error for a keyring that does not parse.
+func (a *App) storedCredentials(st store.Store, rec *metrics.Recorder) (*credentials.Manager, error) {
 	keys, err := credentials.LoadKeyring(nil)
 	switch {
 	case errors.Is(err, credentials.ErrNoKeys):
@@ -78,9 +80,10 @@ func (a *App) storedCredentials(st store.Store) (func(string) (credentials.Sourc
 	if !ok {
 		return nil, fmt.Errorf("this store keeps no stored credentials")
 	}
-	m := credentials.NewManager(cs, keys, nil, credentials.Options{Logger: a.Logger.With("component", "credentials")})
+	m := credentials.NewManager(cs, keys, nil, credentials.Options{Logger: a.Logger.With("component", "credentials"),
+		OnRefresh: rec.CredentialRefreshed})
 	a.Logger.Info("stored credentials enabled", "current_key", keys.CurrentID(), "keys", len(keys.IDs()))
-	return m.Source, nil
+	return m, nil
 }
 
 // maxSecretFile bounds a secret read from a file.

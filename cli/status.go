@@ -38,6 +38,10 @@ type platformStatus struct {
 	// workflow whose tasks fail answers no query); the other rows are
 	// still shown, and the command exits 1.
 	Error string `json:"error,omitempty"`
+	// Credential is the platform's stored credential's health (kind,
+	// expiries, last refresh, re-authorization), read from the store;
+	// absent for static credentials.
+	Credential *platformCredential `json:"credential,omitempty"`
 }
 
 func newPlatformStatusCommand(app *App) *cobra.Command {
@@ -63,6 +67,11 @@ that is not a decimal), or a version stamped further ahead of now than
 ORDERSYNC_MAX_FUTURE_SKEW (it would pin the order); -o json splits them
 into counts.orders_rejected and counts.orders_future_stamped, and the
 worker logs each with platform and order id.
+A platform whose credentials are {stored: NAME} gets a row in a second
+table (credential in JSON), read from the store without the keys: the
+credential's kind, when its access and refresh tokens expire, its last
+refresh, whether it needs re-authorization (re-install the app) and its
+last refresh error; never a secret.
 Without names it shows a page of the account registry (--limit, then --after
 the last name shown; --state and --kind filter); with nothing registered, the
 platforms file's platforms, or else every cursor running on the server. Each
@@ -87,11 +96,17 @@ computed when the status is read (as_of).`,
 			if err != nil {
 				return err
 			}
+			creds, cerr := app.openCredentialLookup(cmd.Context())
+			if cerr != nil {
+				fmt.Fprintf(app.Err, "stored credentials not shown: %s\n", clipText(cerr.Error(), 200))
+			}
+			defer creds.Close()
 			if !watch {
 				rows, err := collectStatus(cmd.Context(), c, names)
 				if rows == nil {
 					return err
 				}
+				creds.fill(cmd.Context(), rows)
 				rows = laggingOnly(rows, minLag)
 				if rerr := app.renderStatus(rows, time.Now()); rerr != nil {
 					return rerr
@@ -105,6 +120,7 @@ computed when the status is read (as_of).`,
 				if rows == nil && err != nil && ctx.Err() == nil {
 					return err
 				}
+				creds.fill(ctx, rows)
 				rows = laggingOnly(rows, minLag)
 				if ctx.Err() != nil {
 					return nil
@@ -238,7 +254,10 @@ func (a *App) renderStatus(rows []platformStatus, now time.Time) error {
 	if a.Output == "json" {
 		return writeJSON(a, rows)
 	}
-	return renderStatusTable(a.Out, rows, now)
+	if err := renderStatusTable(a.Out, rows, now); err != nil {
+		return err
+	}
+	return renderCredentialTable(a.Out, rows, now)
 }
 
 func renderStatusTable(w io.Writer, rows []platformStatus, now time.Time) error {

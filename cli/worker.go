@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/internal/quota"
 	"github.com/ordersync/ordersync/internal/tclient"
@@ -146,11 +147,16 @@ func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout
 			queues = append(queues, p.TaskQueue)
 		}
 	}
-	stored, err := a.storedCredentials(st)
+	creds, err := a.storedCredentials(st, rec)
 	if err != nil {
 		return err
 	}
-	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew, StoredCredentials: stored,
+	var stored func(string) (credentials.Source, error)
+	var health func(context.Context) ([]credentials.Status, error)
+	if creds != nil {
+		stored, health = creds.Source, creds.Health
+	}
+	ws, err := worker.Start(worker.Options{FutureSkew: a.Process.MaxFutureSkew, StoredCredentials: stored, CredentialHealth: health,
 		Client: c, Store: st, Platforms: platforms, Registry: reg, TaskQueues: queues, Alerter: a.Alerter(),
 		Logger: a.Logger, StopTimeout: stopTimeout, Metrics: rec, MetricsQueryRate: a.Process.MetricsQueryRate, RequestSlots: slots,
 		Feed: st, Destinations: file.Destinations, Version: a.workerVersion(),

@@ -39,7 +39,19 @@ type Options struct {
 	PollMin, PollMax time.Duration
 	// Logger receives refresh outcomes, never secrets (discarded if nil).
 	Logger *slog.Logger
+	// OnRefresh, when set, hears of every refresh this process made, by
+	// outcome (RefreshOK, RefreshFailed, RefreshRefused): metrics count them.
+	OnRefresh func(name string, kind Kind, outcome string)
 }
+
+// Outcomes of a refresh, as Options.OnRefresh hears them.
+const (
+	RefreshOK     = "ok"
+	RefreshFailed = "failed" // no usable answer, or the new pair not committed
+	// RefreshRefused: the platform refused the refresh token; only a
+	// re-authorization mends the credential.
+	RefreshRefused = "refused"
+)
 
 func (o Options) withDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
@@ -62,6 +74,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.OnRefresh == nil {
+		o.OnRefresh = func(string, Kind, string) {}
 	}
 	return o
 }
@@ -407,7 +422,9 @@ func (c *cached) refreshLeased(ctx context.Context, owner, refused string) (stri
 	if err != nil {
 		var ge *grantError
 		permanent := errors.As(err, &ge) && ge.permanent
-		m.recordFailure(ctx, r, p, err, permanent && errors.Is(err, ErrReauthorize))
+		revoked := permanent && errors.Is(err, ErrReauthorize)
+		m.recordFailure(ctx, r, p, err, revoked)
+		m.refreshed(r, revoked)
 		m.opt.Logger.Warn("refresh a stored credential", "credential", c.name, "permanent", permanent, "err", err)
 		// A lost answer leaves the stored token as it was: while it has
 		// not expired it still serves (not the one the platform refused).
@@ -451,14 +468,25 @@ func (c *cached) refreshLeased(ctx context.Context, owner, refused string) (stri
 		// The new pair is not stored, so it is not used: the stored
 		// refresh token (spent, but kept by Shopify until its replacement
 		// is used) is spent again next time.
+		m.refreshed(r, false)
 		return "", fmt.Errorf("stored credential %q: commit the refreshed token: %w", c.name, err)
 	}
 	nr.Generation = gen
 	c.mu.Lock()
 	c.rec, c.pay, c.have, c.readAt = withoutSeal(nr), next, true, m.opt.Now()
 	c.mu.Unlock()
+	m.opt.OnRefresh(c.name, r.Kind, RefreshOK)
 	m.opt.Logger.Info("refreshed a stored credential", "credential", c.name, "generation", gen, "access_expires_at", nr.AccessExpiresAt)
 	return next.AccessToken, nil
+}
+
+// refreshed tells OnRefresh of a failed refresh of r.
+func (m *Manager) refreshed(r Record, refused bool) {
+	outcome := RefreshFailed
+	if refused {
+		outcome = RefreshRefused
+	}
+	m.opt.OnRefresh(r.Name, r.Kind, outcome)
 }
 
 // recordFailure keeps a refresh failure beside the credential (clipped,

@@ -194,6 +194,11 @@ scrape_configs:
 		t.Run("rule "+e.name, func(t *testing.T) {
 			_, err := prom.Query(ctx, e.expr)
 			require.NoError(t, err)
+			if strings.HasPrefix(e.name, "OrdersyncCredential") {
+				// This worker has no stored credentials; their series and
+				// rules are checked in deploy/credentials_rules_test.go.
+				return
+			}
 			checkSelectors(ctx, t, prom, names, e.expr)
 		})
 	}

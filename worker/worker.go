@@ -94,6 +94,12 @@ type Options struct {
 	// {stored: name} (credentials.Manager.Source); nil: such a platform's
 	// fetches fail with an error saying the worker has no credential keys.
 	StoredCredentials func(name string) (credentials.Source, error)
+	// CredentialHealth, when set, reads the stored credentials' metadata
+	// (credentials.Manager.Health): every 30s this process alerts on one
+	// that needs re-authorization, keeps failing to refresh or nears its
+	// refresh token's expiry, and exports it with Metrics
+	// (metrics.CredentialPoller).
+	CredentialHealth func(ctx context.Context) ([]credentials.Status, error)
 }
 
 // Workers is a started set of task-queue workers.
@@ -108,7 +114,9 @@ type Workers struct {
 	serves       func(q string) bool
 	// stopPoller ends the status poller and unregisters it (nil without metrics).
 	stopPoller func()
-	deliveries *activities.Deliveries
+	// stopCredentials ends the credential health poller (nil without it).
+	stopCredentials func()
+	deliveries      *activities.Deliveries
 	// ready feeds /readyz (nil without metrics).
 	ready *metrics.Readiness
 }
@@ -265,6 +273,12 @@ func Start(opts Options) (*Workers, error) {
 			return nil, err
 		}
 	}
+	if opts.CredentialHealth != nil {
+		if err := ws.startCredentialPoller(opts, logger); err != nil {
+			ws.Stop()
+			return nil, err
+		}
+	}
 	return ws, nil
 }
 
@@ -339,6 +353,27 @@ func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
 	return nil
 }
 
+// startCredentialPoller alerts on the stored credentials' health, and
+// exports it when the process has metrics.
+func (ws *Workers) startCredentialPoller(opts Options, logger *slog.Logger) error {
+	poller := &metrics.CredentialPoller{Health: opts.CredentialHealth, Alerter: opts.Alerter, Logger: logger}
+	if opts.Metrics != nil {
+		if err := opts.Metrics.Registry().Register(poller); err != nil {
+			return fmt.Errorf("register credential metrics: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := poller.Start(ctx)
+	ws.stopCredentials = func() {
+		cancel()
+		<-done
+		if opts.Metrics != nil {
+			opts.Metrics.Registry().Unregister(poller)
+		}
+	}
+	return nil
+}
+
 // connectorOptions are the options every connector of this process gets.
 func connectorOptions(opts Options) []connectors.Option {
 	if opts.StoredCredentials == nil {
@@ -376,9 +411,11 @@ func (ws *Workers) Queues() []string {
 // up to StopTimeout to finish.
 func (ws *Workers) Stop() {
 	ws.ready.Down("draining: the worker is stopping")
-	if ws.stopPoller != nil {
-		ws.stopPoller()
-		ws.stopPoller = nil
+	for _, stop := range []*func(){&ws.stopPoller, &ws.stopCredentials} {
+		if *stop != nil {
+			(*stop)()
+			*stop = nil
+		}
 	}
 	if ws.stopRegistry != nil {
 		ws.stopRegistry()

@@ -1,7 +1,7 @@
 // Package metrics exposes ordersync's Prometheus metrics: one registry per
 // worker process, served on ORDERSYNC_METRICS_ADDRESS at /metrics.
 //
-// Three sources feed the registry:
+// Four sources feed the registry:
 //
 //   - The FetchPage activity (through Recorder): orders upserted by result,
 //     pages, API errors by class and 429s. These are ordinary counters of
@@ -17,6 +17,11 @@
 //     a counter reset). Every worker serving a platform exports the same
 //     workflow-derived series, so aggregate them with max by (platform),
 //     not sum.
+//   - The stored credentials (through CredentialPoller, in workers with the
+//     credential keys): every 30 s their metadata (expiries, last refresh,
+//     needs re-authorization, failing refreshes; never a secret), and an
+//     alert per episode of trouble. Recorder counts this process's
+//     refreshes by outcome (credentials.Options.OnRefresh).
 //   - The Temporal Go SDK (through TemporalHandler): its own client and
 //     worker metrics (temporal_request_total, temporal_activity_execution_latency_seconds,
 //     temporal_workflow_task_schedule_to_start_latency_seconds, ...),

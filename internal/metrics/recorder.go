@@ -49,6 +49,7 @@ type Recorder struct {
 	rateLimited     *prometheus.CounterVec
 	requests        *prometheus.CounterVec
 	learnedRate     *prometheus.GaugeVec
+	credRefresh     *prometheus.CounterVec // credentials.go
 	points          pointsWaits
 	readiness       *Readiness
 }
@@ -86,10 +87,14 @@ func New() *Recorder {
 			Namespace: Namespace, Name: "platform_rate_limit_learned",
 			Help: "Requests/s the platform last stated in its answers (x-amzn-RateLimit-Limit, X-RateLimit-Limit), 429s included; requests are paced at the lower of this and rate_limit.rps (ordersync_rate_limit_rps).",
 		}, []string{"platform"}),
+		credRefresh: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "credential_refreshes_total",
+			Help: "Refreshes of stored credentials this process made, by outcome (ok; failed: no usable answer; refused: the refresh token was refused, re-authorize).",
+		}, []string{"credential", "kind", "outcome"}),
 		points:    newPointsWaits(),
 		readiness: &Readiness{},
 	}
-	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited, r.requests, r.learnedRate,
+	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited, r.requests, r.learnedRate, r.credRefresh,
 		r.points.waits, r.points.seconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
