@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -389,7 +390,8 @@ const revokedPrefix = "refresh token refused: "
 // revokedBefore is the permanent error an earlier refresh recorded.
 func revokedBefore(r Record) error {
 	if len(r.LastError) >= len(revokedPrefix) && r.LastError[:len(revokedPrefix)] == revokedPrefix {
-		return fmt.Errorf("stored credential %q: %s: %w", r.Name, r.LastError, ErrReauthorize)
+		said := strings.TrimSuffix(r.LastError, ": "+ErrReauthorize.Error()) // the advice once, not twice
+		return fmt.Errorf("stored credential %q: %s: %w", r.Name, said, ErrReauthorize)
 	}
 	return nil
 }

@@ -169,6 +169,11 @@ shopify:
 	require.Zero(t, code, "%s%s", out, errOut)
 	code, out, errOut = s.runCLI("dlq", "retry", "--platform", "shopify-acme", "--all")
 	require.Zero(t, code, "%s%s", out, errOut)
+	// The watermark passes dead letters; their retries are waited for.
+	eventually(t, 90*time.Second, "the dead letters of the revoked grant are fetched after the re-install", func() bool {
+		entries, err := tryDeadLetters(s.client, "shopify-acme")
+		return err == nil && len(entries) == 0
+	})
 	stw = s.waitWatermark("shopify-acme", time.Now().Add(-15*time.Second), 2*time.Minute)
 	r = s.verifyAsOf("shopify-acme", "acme", stw.Watermark, sim.AmazonItemID, time.Second)
 	require.Empty(t, r.Missing, "missing after the re-install")
