@@ -42,7 +42,14 @@ speaks plaintext HTTP, so the bearer token would cross the network in the
 clear: a non-loopback address needs --allow-remote, and then TLS in front
 (a reverse proxy or a service mesh). It reads and writes the registry in the
 store (ORDERSYNC_STORE_DSN) and starts, signals and ends cursors on Temporal.
-SIGINT or SIGTERM stops it after the requests in flight finish.`,
+SIGINT or SIGTERM stops it after the requests in flight finish.
+
+With --oauth-file (ORDERSYNC_OAUTH_FILE) it also onboards accounts by OAuth
+under /oauth/: Shopify's app install (/oauth/shopify/install, /callback) and
+Amazon's website authorization (/oauth/amazon/start, /callback). Those
+routes are public (merchants' browsers call them) and checked by HMAC and a
+single-use state instead; the tokens are stored sealed (ORDERSYNC_CREDENTIAL_KEYS)
+and the account is registered. See docs/credentials.md.`,
 		Example: `  export ORDERSYNC_API_TOKEN=$(openssl rand -hex 32)
   ordersync serve
   curl -sS -H "Authorization: Bearer $ORDERSYNC_API_TOKEN" -H 'Content-Type: application/json' \
@@ -50,7 +57,8 @@ SIGINT or SIGTERM stops it after the requests in flight finish.`,
            "credentials":{"env":"SHOPIFY_ACME_TOKEN"},"interval":"10m"}' \
       http://127.0.0.1:8790/v1/platforms
   curl -sS -H "Authorization: Bearer $ORDERSYNC_API_TOKEN" 'http://127.0.0.1:8790/v1/platforms?state=active&limit=50'
-  ordersync serve --listen 0.0.0.0:8790 --allow-remote   # behind a TLS proxy`,
+  ordersync serve --listen 0.0.0.0:8790 --allow-remote   # behind a TLS proxy
+  ordersync serve --oauth-file oauth.yaml                 # plus Shopify install and Amazon authorization`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if listen == "" {
