@@ -39,7 +39,7 @@ var shopifyShopHost = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}\.myshopify\.c
 // shop and app (a custom app's token, another app's, one revoked by an
 // uninstall), or one migrated more than seven days ago or whose pair was
 // refreshed since.
-var ErrSubjectRefused = errors.New("Shopify refused the static token for the exchange: it is not a non-expiring offline token of this shop issued to this app (custom apps' tokens are not migrated; they keep working), or it was exchanged already more than 7 days ago or its pair was refreshed since")
+var ErrSubjectRefused = errors.New("the shop refused the static token for the exchange: it is not a non-expiring offline token of this shop issued to this app (custom apps' tokens are not migrated; they keep working), or it was exchanged already more than 7 days ago or its pair was refreshed since")
 
 // ErrAlreadyStored is wrapped when a stored credential already has the
 // name an exchange would store under.

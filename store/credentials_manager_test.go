@@ -483,7 +483,7 @@ func testManagerOutage(t *testing.T, dsn string) {
 	ctx := context.Background()
 	srv := newTokenServer(t, time.Hour, false)
 	m := manager(t, dsn, keyring(t, newKey(t)), credentials.Options{FailureBackoff: time.Hour})
-	access, _ := install(t, m, srv, "shop-a", false)
+	install(t, m, srv, "shop-a", false)
 	// The token has a minute left: inside the refresh margin, still valid.
 	access, refresh, _ := srv.seed(false)
 	now := time.Now()
