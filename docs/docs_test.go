@@ -425,10 +425,13 @@ func TestDocumentedCommandsExist(t *testing.T) {
 				t.Errorf("%s: ordersync %s: %v", c.where, strings.Join(c.args, " "), err)
 				continue
 			}
-			if cmd.Args != nil {
-				if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
-					t.Errorf("%s: ordersync %s: %v", c.where, strings.Join(c.args, " "), err)
-				}
+			args := cmd.Flags().Args()
+			if cmd.HasAvailableSubCommands() && !cmd.Runnable() && len(args) > 0 {
+				t.Errorf("%s: ordersync %s: %q is no subcommand of %q", c.where, strings.Join(c.args, " "), args[0], cmd.CommandPath())
+				continue
+			}
+			if err := cmd.ValidateArgs(args); err != nil {
+				t.Errorf("%s: ordersync %s: %v", c.where, strings.Join(c.args, " "), err)
 			}
 		}
 	}
