@@ -40,10 +40,7 @@ func pages(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	out := []string{filepath.Join(root, "README.md"), filepath.Join(root, "deploy", "README.md")}
-	for _, p := range ps {
-		out = append(out, p)
-	}
-	return out
+	return append(out, ps...)
 }
 
 func read(t *testing.T, path string) string {
@@ -272,8 +269,7 @@ func TestEveryMessageHasATemporalExample(t *testing.T) {
 		if !rowRE.MatchString(tables.String()) {
 			t.Errorf("api.%s (%q on %s...) has no row in the docs' table of that workflow's signals, updates and queries", m.constant, m.name, m.workflow)
 		}
-		if why, ok := notSentByHand[m.constant]; ok {
-			_ = why
+		if _, ok := notSentByHand[m.constant]; ok {
 			continue
 		}
 		kinds := examples[key{m.workflow, m.name}]
@@ -333,7 +329,7 @@ func commandLines(t *testing.T, page string) (out []struct {
 		}
 		sort.Ints(idx)
 		for _, s := range idx {
-			args, ok := shellWords(text[s:], !l.fence)
+			args, ok := shellWords(text[s:])
 			if !ok {
 				continue
 			}
@@ -353,9 +349,9 @@ func endsCommand(s string, i int) bool {
 }
 
 // shellWords splits a command's arguments as a shell would, up to the first
-// unquoted |, ), ;, &, a comment, or in prose the closing backtick. It
+// unquoted |, ), ;, &, a comment, or a backtick (the end of inline code). It
 // reports false for a line with a placeholder (<command>, NAME..., a|b).
-func shellWords(s string, prose bool) ([]string, bool) {
+func shellWords(s string) ([]string, bool) {
 	var args []string
 	var cur strings.Builder
 	inWord, quote := false, rune(0)
@@ -394,7 +390,6 @@ loop:
 			return nil, false
 		}
 	}
-	_ = prose
 	return args, true
 }
 
