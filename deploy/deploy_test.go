@@ -78,7 +78,7 @@ func checkEnv(t *testing.T, where string, env map[string]string) {
 	p, err := config.LoadProcess()
 	require.NoError(t, err, "%s: the environment does not load", where)
 	require.NoError(t, config.ValidateDeployment(p.DeploymentName, expandDefault(p.BuildID), config.DeploymentSettings), where)
-	require.True(t, p.Versioned(), "%s: the workers run unversioned; set ORDERSYNC_DEPLOYMENT_NAME and ORDERSYNC_BUILD_ID (README, \"Rolling upgrades\")", where)
+	require.True(t, p.Versioned(), "%s: the workers run unversioned; set ORDERSYNC_DEPLOYMENT_NAME and ORDERSYNC_BUILD_ID (docs/production.md, \"Rolling upgrades\")", where)
 	for _, v := range []string{"ORDERSYNC_METRICS_ADDRESS", "ORDERSYNC_TEMPORAL_ADDRESS"} {
 		addr, ok := env[v]
 		require.True(t, ok, "%s: %s is not set (its default listens on / dials loopback only)", where, v)

@@ -30,7 +30,7 @@ import (
 	"github.com/ordersync/ordersync/store"
 )
 
-// A rolling upgrade as the README describes it, with cursors in the middle
+// A rolling upgrade as docs/production.md describes it, with cursors in the middle
 // of their backfill: an unversioned worker starts the cursors; a fleet of
 // workers runs as build A of a Worker Deployment beside it and is promoted
 // (turning versioning on); build B starts beside A and is promoted with
