@@ -430,6 +430,7 @@ func TestDocumentedCommandsExist(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("checked %d ordersync command lines", n)
 	if n < 20 {
 		t.Fatalf("found only %d ordersync command lines in README.md and docs/: the extraction broke", n)
 	}
