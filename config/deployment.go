@@ -8,7 +8,7 @@ import (
 
 // Worker deployment settings: a worker started with both runs as the
 // version BuildID of the Temporal Worker Deployment DeploymentName (worker
-// versioning); with neither it runs unversioned. The README's "Rolling
+// versioning); with neither it runs unversioned. docs/production.md, "Rolling
 // upgrades" says how a build is promoted and the old one retired.
 
 // maxDeploymentField is the longest deployment name or build ID accepted:

@@ -410,7 +410,7 @@ platforms:
 
 	december := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	require.Equal(t, []string{`platform "recent": field "credentials": env:C holds a static token: from 2027-01-01 Shopify rejects non-expiring offline tokens of public apps (custom apps are exempt); ` +
-		`for a public app move the shop to a stored expiring token (ordersync credentials migrate-shopify, or re-install through ordersync serve; README, Credentials)`},
+		`for a public app move the shop to a stored expiring token (ordersync credentials migrate-shopify, or re-install through ordersync serve; docs/credentials.md)`},
 		lines(get("recent").warnings(december)), "a month before Shopify's cut-off a static token is named")
 	stored := get("recent")
 	stored.Credentials = CredentialRef{Stored: "c"}

@@ -55,7 +55,7 @@ func (p Platform) warnings(now time.Time) []Problem {
 		}
 		if p.Credentials.Stored == "" && !now.Before(shopifyStaticTokenWarn) {
 			warn("credentials", "%s holds a static token: from %s Shopify rejects non-expiring offline tokens of public apps (custom apps are exempt); "+
-				"for a public app move the shop to a stored expiring token (ordersync credentials migrate-shopify, or re-install through ordersync serve; README, Credentials)",
+				"for a public app move the shop to a stored expiring token (ordersync credentials migrate-shopify, or re-install through ordersync serve; docs/credentials.md)",
 				p.Credentials, ShopifyStaticTokenEnd.Format("2006-01-02"))
 		}
 	}

@@ -39,7 +39,7 @@ import (
 // for an operator: activities.ErrPermanent (bad credentials, a rejected
 // request, a platform paging in a cycle), no type (a runaway paging, an
 // error ordersync does not classify) and any type not listed (a panic, a
-// bug: nothing says a later try would help). The README's dead-letter
+// bug: nothing says a later try would help). docs/how-it-works.md's dead-letter
 // section and docs/reliability.md mirror this table. Workflow code decides
 // by it: moving a type in or out changes which timers and slices a
 // recorded history issues, so it needs its own change ID.

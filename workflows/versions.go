@@ -172,7 +172,7 @@ const (
 	// marker fails as it did. The activity marks the error
 	// non-retryable from the same release, so a workflow worker of the
 	// release before would fail such a page at once: worker versioning
-	// (README, Rolling upgrades) keeps old workflow code off new activity
+	// (docs/production.md, Rolling upgrades) keeps old workflow code off new activity
 	// workers. Can go after release v0.7, when no run recorded before it
 	// can still be replayed.
 	versionRateLimitWait = "rate-limit-wait"
@@ -276,7 +276,7 @@ const (
 //     it carries are lost. If a worker of today ran that task (and sent
 //     them), an old worker replaying the run fails that task as
 //     non-deterministic until a worker of today takes it again, which
-//     Temporal retries; worker versioning (README, Rolling upgrades) keeps
+//     Temporal retries; worker versioning (docs/production.md, Rolling upgrades) keeps
 //     old workers from new runs.
 //   - api.CursorInput.MaxSlicesPerRun: the cap on one cursor run travels in
 //     the input, so changing the default never changes how a run replays.
@@ -336,7 +336,7 @@ const (
 //     input without an endpoint (its structural check), so a cursor
 //     started or continued by v0.8 fails InvalidInput if such a worker
 //     takes its first task. Upgrade every worker before starting or
-//     reconfiguring cursors with v0.8 (or use worker versioning, README,
+//     reconfiguring cursors with v0.8 (or use worker versioning, docs/production.md,
 //     Rolling upgrades). The replay tests compare inputs as api.Settings
 //     reads them (replay_test.go, settingsByReference).
 //

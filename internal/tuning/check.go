@@ -126,7 +126,7 @@ func (p Settings) CheckLengths(bad Bad) {
 // from spinning the workers (a 10 ms interval kept the server at 100% CPU);
 // the upper bounds are far beyond what a platform needs and keep timers and
 // retry policies within what Temporal handles. Zero, where allowed, means
-// off. The README's range table mirrors this list.
+// off. The range table in docs/configuration.md mirrors this list.
 var durationRanges = []struct {
 	field    string
 	value    func(Settings) Duration
