@@ -88,6 +88,14 @@ ordersync platform apply.`,
 	return root
 }
 
+// Finish completes a root command once every subcommand is added (the
+// caller adds dev and cluster): suggestions for mistyped commands and
+// flags, and the exit codes in every help page. Execute calls it.
+func Finish(root *cobra.Command) {
+	addSuggestions(root)
+	addExitCodes(root)
+}
+
 func (a *App) init(cmd *cobra.Command) error {
 	if a.Out == nil {
 		a.Out = cmd.OutOrStdout()
@@ -212,6 +220,7 @@ func (a *App) Dial(ctx context.Context) (client.Client, error) {
 // Execute runs the root command and returns the process exit code. Errors
 // are one line (or one line per config problem), never a stack trace.
 func Execute(root *cobra.Command, args []string, stderr io.Writer) int {
+	Finish(root)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
