@@ -109,11 +109,13 @@ func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout
 	if err := config.CheckDestinationSecrets(file.Path, file.Destinations); err != nil {
 		return Usage(err)
 	}
+	storeAt := config.StoreLocation(a.Process.StoreDSN)
 	st, err := store.Open(ctx, a.Process.StoreDSN, store.WithFutureSkew(a.Process.MaxFutureSkew))
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return fmt.Errorf("open store %s: %w", storeAt, err)
 	}
 	defer st.Close()
+	a.warnDefaultStore(storeAt)
 	reg, ok := registryOf(st)
 	if !ok {
 		return fmt.Errorf("this store keeps no account registry")
@@ -165,16 +167,29 @@ func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout
 		return err
 	}
 	if a.Process.Versioned() {
-		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress,
+		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress, "store", storeAt,
 			"deployment", a.Process.DeploymentName, "build_id", a.Process.BuildID)
 	} else {
-		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress)
+		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress, "store", storeAt)
 	}
 	go a.CompactFeed(ctx, st, file.DestinationNames())
 	<-ctx.Done()
 	a.Logger.Info("worker draining", "stop_timeout", stopTimeout)
 	ws.Stop()
 	return nil
+}
+
+// warnDefaultStore warns a worker that runs on the default SQLite store
+// (no ORDERSYNC_STORE_DSN): it sees only this machine's orders and
+// registry, and keeps its rate-limit slots apart from the fleet's, so
+// workers elsewhere pace the same accounts separately.
+func (a *App) warnDefaultStore(storeAt string) {
+	if !a.Process.DefaultStore() {
+		return
+	}
+	a.Logger.Warn("no ORDERSYNC_STORE_DSN: using the default SQLite store of this directory; "+
+		"its orders, registry and rate-limit slots are this machine's alone, so workers elsewhere pace the same accounts apart. "+
+		"A fleet shares one PostgreSQL store: ORDERSYNC_STORE_DSN=postgres://USER@HOST:5432/DB", "store", storeAt)
 }
 
 // workerVersion is the Worker Deployment version the process settings
