@@ -78,7 +78,7 @@ and the newer change follows.`,
 	cmd.Flags().StringVarP(&opts.Platform, "platform", "p", "", "only this platform's changes")
 	cmd.Flags().StringVar(&since, "since", "0", "a sequence number: print the changes after it (the last seq you handled); or a time, RFC3339 or relative (-2h, -2d): print from the first change committed then")
 	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "keep waiting for new changes")
-	cmd.Flags().DurationVar(&opts.Poll, "poll", feed.DefaultPoll, "with --follow, how long to wait when there is nothing new")
+	durationDaysVar(cmd.Flags(), &opts.Poll, "poll", feed.DefaultPoll, "with --follow, how long to wait when there is nothing new")
 	cmd.AddCommand(newChangesCompactCommand(app))
 	return cmd
 }

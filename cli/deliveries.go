@@ -108,7 +108,7 @@ func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.
 }
 
 func newDeliveriesStartCommand(app *App) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "start [DESTINATION...]",
 		Short:   "Start the Delivery workflows of the named destinations (all without names) that are not running",
 		Example: "  ordersync deliveries start\n  ordersync deliveries start oms",
@@ -132,6 +132,8 @@ func newDeliveriesStartCommand(app *App) *cobra.Command {
 			return nil
 		},
 	}
+	namesFlag(cmd, "destination", "", "destination", 0, 0)
+	return cmd
 }
 
 func deliveryStatus(ctx context.Context, c client.Client, name string) (api.DeliveryStatus, bool, error) {
@@ -279,6 +281,7 @@ script can wait for "all delivered":
 		},
 	}
 	durationDaysVar(cmd.Flags(), &check.stuckAfter, "stuck-after", DefaultStuckAfter, "pending changes committed longer ago than this are overdue (exit 1)")
+	namesFlag(cmd, "destination", "", "destination", 0, 0)
 	cmd.Flags().BoolVar(&check.drained, "drained", false, "exit 1 also while any change is pending (wait for \"all delivered\")")
 	return cmd
 }
@@ -417,7 +420,7 @@ func newDeliveriesMessageCommand(app *App, name string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     name + " DESTINATION",
 		Short:   shorts[name],
-		Example: "  ordersync deliveries " + name + " oms",
+		Example: "  ordersync deliveries " + name + " oms\n  ordersync deliveries " + name + " --destination oms   # the same",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var payload any
@@ -473,5 +476,6 @@ func newDeliveriesMessageCommand(app *App, name string) *cobra.Command {
 		cmd.Flags().BoolVar(&all, "all", false, "every set-aside change")
 	}
 	addTimeoutFlag(cmd, &timeout)
+	namesFlag(cmd, "destination", "", "destination", 1, 1)
 	return cmd
 }

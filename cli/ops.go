@@ -66,7 +66,7 @@ const DefaultUpdateTimeout = 15 * time.Second
 // addTimeoutFlag adds --timeout, the wait for a workflow's answer, to a
 // command that sends updates.
 func addTimeoutFlag(cmd *cobra.Command, timeout *time.Duration) {
-	cmd.Flags().DurationVar(timeout, "timeout", DefaultUpdateTimeout,
+	durationDaysVar(cmd.Flags(), timeout, "timeout", DefaultUpdateTimeout,
 		"how long to wait for the workflow's answer (a worker must run); without one the command fails with exit status 1")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if *timeout <= 0 {

@@ -69,7 +69,12 @@ Process settings come from ORDERSYNC_* environment variables (see the README).
 Platforms and destinations live in the account registry in the store
 (ordersync platform add|edit|remove, or ordersync serve's HTTP API); a YAML
 file (--platforms-file, ORDERSYNC_PLATFORMS_FILE) is applied to it with
-ordersync platform apply.`,
+ordersync platform apply.
+
+Times and durations: RFC3339 (2026-11-20T00:00:00Z), or relative to now
+with Go's units and days (-6h, -2d, -1d12h); durations likewise (90s, 7d).
+
+` + NamingHelp,
 		Example:       "  ordersync dev --platforms-file examples/demo-platforms.yaml\n  ordersync worker\n  ordersync platform apply -f platforms.yaml\n  ordersync platform list",
 		SilenceUsage:  true,
 		SilenceErrors: true,
