@@ -164,7 +164,7 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
 		return err
 	}
-	fmt.Fprintf(app.Out, "Orders store:      %s\n", app.Process.StoreDSN)
+	fmt.Fprintf(app.Out, "Orders store:      %s\n", config.StoreLocation(app.Process.StoreDSN)) // never the password
 	if app.Process.MetricsAddress != "" {
 		fmt.Fprintf(app.Out, "Metrics:           http://%s/metrics\n", app.Process.MetricsAddress)
 	}
