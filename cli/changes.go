@@ -17,26 +17,35 @@ const annotationJSONL = "jsonl"
 
 func newChangesCommand(app *App) *cobra.Command {
 	var opts feed.Options
+	var since string
 	cmd := &cobra.Command{
 		Use:   "changes",
 		Short: "Print the store's change feed: every accepted order version, in commit order",
-		Long: `Prints the changes the store accepted after --since (a sequence number), in
-sequence order: one line per change in the table, or with -o jsonl (or json)
+		Long: `Prints the changes the store accepted after --since, in sequence order: one line per change in the table, or with -o jsonl (or json)
 one JSON object per line carrying the change and the order with its lines.
 
-Resume by passing the last "seq" printed as --since: sequence numbers are
-handed out in commit order, so nothing committed later is skipped.
+--since is a sequence number (print the changes after it: pass the last
+"seq" you handled; 0, the default, prints everything retained), or a time,
+RFC3339 (2026-11-20T00:00:00Z) or relative to now (-6h, -2d): print from
+the first change committed at or after it (found by bisection over the
+sequence numbers, a few indexed reads). Resume by the sequence number:
+sequence numbers are handed out in commit order, so nothing committed
+later is skipped; commit times of concurrent commits may differ from that
+order by a transaction's length.
 --follow keeps waiting for new changes (Ctrl-C stops it).
 
 Each change carries the order as stored when it is printed: when a newer
 version has been accepted since, an older change shows the newer content
 and the newer change follows.`,
-		Example:     "  ordersync changes --since 0 -o jsonl\n  ordersync changes --platform sim-acme --since 1200 --follow -o jsonl",
+		Example: "  ordersync changes --since 0 -o jsonl\n  ordersync changes --platform sim-acme --since 1200 --follow -o jsonl\n" +
+			"  ordersync changes --since -2h        # changes committed in the last two hours\n" +
+			"  ordersync changes --since 2026-11-20T00:00:00Z -o jsonl",
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{annotationJSONL: "yes"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.After < 0 {
-				return Usage(fmt.Errorf("--since %d: must be 0 or more", opts.After))
+			spec, err := parseSince(since, time.Now())
+			if err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			st, err := store.Open(ctx, app.Process.StoreDSN)
@@ -44,6 +53,12 @@ and the newer change follows.`,
 				return fmt.Errorf("open store: %w", err)
 			}
 			defer st.Close()
+			opts.After = spec.seq
+			if spec.time {
+				if opts.After, err = seqBefore(ctx, st, spec.at); err != nil {
+					return err
+				}
+			}
 			enc := json.NewEncoder(app.Out)
 			if app.Output == "table" {
 				fmt.Fprintln(app.Out, "SEQ\tKIND\tPLATFORM\tORDER\tUPDATED AT\tCOMMITTED AT")
@@ -61,9 +76,9 @@ and the newer change follows.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Platform, "platform", "p", "", "only this platform's changes")
-	cmd.Flags().Int64Var(&opts.After, "since", 0, "print changes after this sequence number (the last one you handled)")
+	cmd.Flags().StringVar(&since, "since", "0", "a sequence number: print the changes after it (the last seq you handled); or a time, RFC3339 or relative (-2h, -2d): print from the first change committed then")
 	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "keep waiting for new changes")
-	cmd.Flags().DurationVar(&opts.Poll, "poll", feed.DefaultPoll, "with --follow, how long to wait when there is nothing new")
+	durationDaysVar(cmd.Flags(), &opts.Poll, "poll", feed.DefaultPoll, "with --follow, how long to wait when there is nothing new")
 	cmd.AddCommand(newChangesCompactCommand(app))
 	return cmd
 }
@@ -78,7 +93,10 @@ $ORDERSYNC_CHANGE_RETENTION, 168h) that every destination has acknowledged:
 those recorded in the store, and the registered destinations and those of
 the platforms file's destinations block, which hold every change until they
 acknowledge one. A removed destination holds nothing: a consumer row it
-left is released first.`,
+left is released first. It prints how many changes it removed.`,
+		Example: "  ordersync changes compact                  # retention from $ORDERSYNC_CHANGE_RETENTION (168h)\n" +
+			"  ordersync changes compact --retention 30d\n" +
+			"  ORDERSYNC_STORE_DSN=postgres://ordersync@db:5432/ordersync ordersync changes compact --retention 72h",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if retention == 0 {
@@ -102,7 +120,7 @@ left is released first.`,
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&retention, "retention", 0, "keep acknowledged changes this long (default $ORDERSYNC_CHANGE_RETENTION)")
+	durationDaysVar(cmd.Flags(), &retention, "retention", 0, "keep acknowledged changes this long, e.g. 168h or 7d (default $ORDERSYNC_CHANGE_RETENTION)")
 	return cmd
 }
 

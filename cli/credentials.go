@@ -245,8 +245,8 @@ Without an access token the first request refreshes.`,
 	f.StringVar(&refreshFile, "refresh-token-file", "", "file holding the refresh token")
 	f.StringVar(&accessEnv, "access-token-env", "", "environment variable holding a current access token (optional)")
 	f.StringVar(&accessFile, "access-token-file", "", "file holding a current access token (optional)")
-	f.DurationVar(&expiresIn, "expires-in", 0, "how long the access token stays valid from now (e.g. 1h)")
-	f.DurationVar(&refreshExpiresIn, "refresh-expires-in", 0, "how long the refresh token stays valid from now (0: unknown)")
+	durationDaysVar(f, &expiresIn, "expires-in", 0, "how long the access token stays valid from now (e.g. 1h)")
+	durationDaysVar(f, &refreshExpiresIn, "refresh-expires-in", 0, "how long the refresh token stays valid from now (0: unknown)")
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -107,7 +108,7 @@ func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.
 }
 
 func newDeliveriesStartCommand(app *App) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "start [DESTINATION...]",
 		Short:   "Start the Delivery workflows of the named destinations (all without names) that are not running",
 		Example: "  ordersync deliveries start\n  ordersync deliveries start oms",
@@ -131,6 +132,8 @@ func newDeliveriesStartCommand(app *App) *cobra.Command {
 			return nil
 		},
 	}
+	namesFlag(cmd, "destination", "", "destination", 0, 0)
+	return cmd
 }
 
 func deliveryStatus(ctx context.Context, c client.Client, name string) (api.DeliveryStatus, bool, error) {
@@ -156,7 +159,11 @@ type deliveryReport struct {
 	// (its platforms), up to the feed's head.
 	Accepted int64 `json:"accepted"`
 	// Pending counts those after its acknowledged seq; Poison those set aside.
-	Pending int64               `json:"pending"`
+	Pending int64 `json:"pending"`
+	// Overdue counts the pending changes committed longer than
+	// deliveries status --stuck-after ago: what a healthy destination
+	// would have received by now.
+	Overdue int64               `json:"overdue"`
 	Poison  int                 `json:"poison"`
 	Head    int64               `json:"head"`
 	Status  *api.DeliveryStatus `json:"status,omitempty"`
@@ -172,7 +179,7 @@ func (r deliveryReport) state() string {
 	return "delivering"
 }
 
-func buildReport(ctx context.Context, c client.Client, st store.Store, d config.Destination) (deliveryReport, error) {
+func buildReport(ctx context.Context, c client.Client, st store.Store, d config.Destination, overdueBefore time.Time) (deliveryReport, error) {
 	r := deliveryReport{Destination: d.Name}
 	status, running, err := deliveryStatus(ctx, c, d.Name)
 	if err != nil {
@@ -202,6 +209,13 @@ func buildReport(ctx context.Context, c client.Client, st store.Store, d config.
 		}
 		r.Accepted += all
 		r.Pending += pending
+		if pending > 0 && !overdueBefore.IsZero() {
+			overdue, err := st.CountChangesCommittedBefore(ctx, p, acked, overdueBefore)
+			if err != nil {
+				return r, err
+			}
+			r.Overdue += overdue
+		}
 	}
 	return r, nil
 }
@@ -210,29 +224,94 @@ func newDeliveriesListCommand(app *App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List destinations with delivered vs accepted changes",
-		Args:  cobra.NoArgs,
+		Long: `Lists every destination (registered, and the platforms file's not yet
+registered) with its Delivery workflow's state, the sequence number it
+acknowledged, the feed's head, the changes accepted for it, how many are
+pending and how many are set aside (poison). It always exits 0 when it
+could read them; deliveries status judges them.`,
+		Example: "  ordersync deliveries list\n  ordersync deliveries list -o json | jq '.[] | {destination, pending}'",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return app.printDeliveryReports(cmd.Context(), nil, false)
+			return app.printDeliveryReports(cmd.Context(), nil, deliveryCheck{})
 		},
 	}
 }
+
+// deliveryCheck is what deliveries status counts as a failure (exit 1).
+type deliveryCheck struct {
+	strict bool
+	// stuckAfter: pending changes committed longer ago are overdue.
+	stuckAfter time.Duration
+	// drained: anything pending fails too (scripts that wait for "all
+	// delivered").
+	drained bool
+}
+
+// DefaultStuckAfter is deliveries status's default --stuck-after: far
+// beyond a healthy destination's delay (a batch every few seconds), short
+// enough to be noticed.
+const DefaultStuckAfter = 15 * time.Minute
 
 func newDeliveriesStatusCommand(app *App) *cobra.Command {
-	return &cobra.Command{
+	check := deliveryCheck{strict: true}
+	cmd := &cobra.Command{
 		Use:   "status [DESTINATION...]",
-		Short: "Show each destination's acknowledged seq, pending and set-aside (poison) changes; exit 1 while any is pending",
+		Short: "Show each destination's acknowledged seq, pending and set-aside (poison) changes; exit 1 when one fails or is stuck",
 		Long: `Shows, per destination, the changes accepted for it (retained in the feed),
-how many are still pending after its acknowledged sequence number, and the
-poison changes set aside. Exits 1 when a change is pending or set aside, so
-a script can wait for "all delivered".`,
-		Example: "  ordersync deliveries status oms -o json",
+how many are still pending after its acknowledged sequence number, how many
+of those are overdue (committed more than --stuck-after ago), and the
+poison changes set aside.
+
+Pending changes are normal while orders flow: the exit status is 0 with
+changes pending. It is 1 when a destination needs someone:
+  - its Delivery workflow is not running (deliveries start),
+  - changes are set aside (deliveries retry|skip),
+  - its breaker is open (the destination keeps failing), or
+  - changes are overdue: pending and committed more than --stuck-after ago
+    (default 15m), unless the destination is paused on purpose.
+With --drained it is also 1 while any change is pending or set aside, so a
+script can wait for "all delivered":
+  until ordersync deliveries status --drained >/dev/null; do sleep 5; done`,
+		Example: "  ordersync deliveries status\n  ordersync deliveries status oms -o json\n  ordersync deliveries status --stuck-after 1h\n  ordersync deliveries status oms --drained",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return app.printDeliveryReports(cmd.Context(), args, true)
+			if check.stuckAfter <= 0 {
+				return Usage(fmt.Errorf("--stuck-after must be positive, got %s", check.stuckAfter))
+			}
+			return app.printDeliveryReports(cmd.Context(), args, check)
 		},
 	}
+	durationDaysVar(cmd.Flags(), &check.stuckAfter, "stuck-after", DefaultStuckAfter, "pending changes committed longer ago than this are overdue (exit 1)")
+	namesFlag(cmd, "destination", "", "destination", 0, 0)
+	cmd.Flags().BoolVar(&check.drained, "drained", false, "exit 1 also while any change is pending (wait for \"all delivered\")")
+	return cmd
 }
 
-func (a *App) printDeliveryReports(ctx context.Context, names []string, strict bool) error {
+// problem says why r fails check, nil when it does not.
+func (check deliveryCheck) problem(r deliveryReport) error {
+	var why string
+	switch {
+	case !check.strict:
+		return nil
+	case !r.Running:
+		why = "its Delivery workflow is not running (ordersync deliveries start " + r.Destination + ")"
+	case r.Poison > 0:
+		why = fmt.Sprintf("%d change(s) set aside (ordersync deliveries retry|skip %s --all)", r.Poison, r.Destination)
+	case r.Status != nil && (r.Status.State.BreakerOpen || r.Status.Waiting == "breaker open"):
+		why = "its breaker is open: the destination keeps failing"
+		if e := r.Status.State.LastError; e != "" {
+			why += ": " + clipText(e, 120)
+		}
+	case r.Overdue > 0 && (r.Status == nil || !r.Status.State.Paused):
+		why = fmt.Sprintf("%d pending change(s) committed more than %s ago (%s)", r.Overdue, check.stuckAfter, r.state())
+	case check.drained && r.Pending > 0:
+		why = fmt.Sprintf("%d change(s) pending (--drained)", r.Pending)
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s: %s", r.Destination, why)
+}
+
+func (a *App) printDeliveryReports(ctx context.Context, names []string, check deliveryCheck) error {
 	dests, err := a.selectDestinations(ctx, names)
 	if err != nil {
 		return err
@@ -248,8 +327,12 @@ func (a *App) printDeliveryReports(ctx context.Context, names []string, strict b
 	}
 	defer st.Close()
 	reports := []deliveryReport{}
+	var overdueBefore time.Time
+	if check.strict {
+		overdueBefore = time.Now().Add(-check.stuckAfter)
+	}
 	for _, d := range dests {
-		r, err := buildReport(ctx, c, st, d)
+		r, err := buildReport(ctx, c, st, d, overdueBefore)
 		if err != nil {
 			return err
 		}
@@ -262,12 +345,14 @@ func (a *App) printDeliveryReports(ctx context.Context, names []string, strict b
 	} else if err := writeDeliveryTable(a.Out, reports); err != nil {
 		return err
 	}
-	if strict {
-		for _, r := range reports {
-			if !r.Running || r.Pending > 0 || r.Poison > 0 {
-				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %d pending, %d set aside (%s)", r.Destination, r.Pending, r.Poison, r.state())}
-			}
+	var failed []error
+	for _, r := range reports {
+		if err := check.problem(r); err != nil {
+			failed = append(failed, err)
 		}
+	}
+	if len(failed) > 0 {
+		return &ExitError{Code: ExitFailure, Err: errors.Join(failed...)}
 	}
 	return nil
 }
@@ -335,7 +420,7 @@ func newDeliveriesMessageCommand(app *App, name string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     name + " DESTINATION",
 		Short:   shorts[name],
-		Example: "  ordersync deliveries " + name + " oms",
+		Example: "  ordersync deliveries " + name + " oms\n  ordersync deliveries " + name + " --destination oms   # the same",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var payload any
@@ -391,5 +476,6 @@ func newDeliveriesMessageCommand(app *App, name string) *cobra.Command {
 		cmd.Flags().BoolVar(&all, "all", false, "every set-aside change")
 	}
 	addTimeoutFlag(cmd, &timeout)
+	namesFlag(cmd, "destination", "", "destination", 1, 1)
 	return cmd
 }

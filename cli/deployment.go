@@ -214,7 +214,7 @@ yet known or lacks a queue, then says which.`,
 		}),
 	}
 	buildIDFlag(cmd, &buildID, "build to promote")
-	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for the build's workers to register")
+	durationDaysVar(cmd.Flags(), &wait, "wait", time.Minute, "how long to wait for the build's workers to register")
 	cmd.Flags().BoolVar(&ignoreMissing, "ignore-missing-task-queues", false, "promote even if the build does not poll every task queue of the current build (their workflows would run unversioned)")
 	return cmd
 }
@@ -310,7 +310,7 @@ at once for the current or ramping build.`,
 		}),
 	}
 	buildIDFlag(cmd, &buildID, "build to wait for")
-	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "give up after this long")
+	durationDaysVar(cmd.Flags(), &timeout, "timeout", 15*time.Minute, "give up after this long")
 	return cmd
 }
 

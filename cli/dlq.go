@@ -15,15 +15,16 @@ import (
 func newDLQCommand(app *App) *cobra.Command {
 	cmd := &cobra.Command{Use: "dlq", Short: "List, retry or discard dead-lettered slices"}
 	var platform string
-	cmd.PersistentFlags().StringVarP(&platform, "platform", "p", "", "platform name (required by retry and discard; list shows every platform without it)")
+	cmd.PersistentFlags().StringVarP(&platform, "platform", "p", "", "the platform, as the argument names it (required by retry and discard; list shows every platform without it)")
 
 	list := &cobra.Command{
-		Use:   "list",
+		Use:   "list [PLATFORM]",
 		Short: "List dead-lettered slices: one platform's, or every platform's",
-		Long: `Lists the dead-lettered slices of --platform, or, without it, of every
+		Long: `Lists the dead-lettered slices of the platform named (argument or
+--platform), or, without one, of every
 platform in the platforms file, or, with no platforms file, of every
 dead-letter workflow running on the server.`,
-		Example: "  ordersync dlq list --platform sim-acme\n  ordersync dlq list",
+		Example: "  ordersync dlq list sim-acme\n  ordersync dlq list --platform sim-acme   # the same\n  ordersync dlq list",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := app.Dial(cmd.Context())
@@ -71,6 +72,7 @@ dead-letter workflow running on the server.`,
 			return unread
 		},
 	}
+	nameArgument(list, "platform", &platform)
 	cmd.AddCommand(list, newDLQActionCommand(app, &platform, "retry", api.SignalDeadLetterReprocess,
 		"Run dead-lettered slices again; success removes them"),
 		newDLQActionCommand(app, &platform, "discard", api.SignalDeadLetterDiscard,
@@ -82,9 +84,9 @@ func newDLQActionCommand(app *App, platform *string, verb, signal, short string)
 	var sliceID string
 	var all bool
 	cmd := &cobra.Command{
-		Use:     verb,
+		Use:     verb + " [PLATFORM]",
 		Short:   short,
-		Example: fmt.Sprintf("  ordersync dlq %s --platform sim-acme --slice slice/sim-acme/20261120T000329Z-20261120T002329Z\n  ordersync dlq %s --platform sim-acme --all", verb, verb),
+		Example: fmt.Sprintf("  ordersync dlq %s sim-acme --slice slice/sim-acme/20261120T000329Z-20261120T002329Z\n  ordersync dlq %s sim-acme --all\n  ordersync dlq %s --platform sim-acme --all   # the same", verb, verb, verb),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := app.requirePlatform(cmd.Context(), *platform); err != nil {
@@ -126,6 +128,7 @@ func newDLQActionCommand(app *App, platform *string, verb, signal, short string)
 	}
 	cmd.Flags().StringVar(&sliceID, "slice", "", "slice workflow ID")
 	cmd.Flags().BoolVar(&all, "all", false, "every dead-lettered slice of the platform")
+	nameArgument(cmd, "platform", platform)
 	return cmd
 }
 
@@ -133,7 +136,7 @@ func newDLQActionCommand(app *App, platform *string, verb, signal, short string)
 // platforms file, configured in it.
 func (a *App) requirePlatform(ctx context.Context, name string) error {
 	if name == "" {
-		return Usage(fmt.Errorf("--platform is required"))
+		return Usage(fmt.Errorf("name the platform: as the argument, or --platform"))
 	}
 	f, err := a.loadPlatformsIfAny()
 	if err != nil || f == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/internal/tuning"
 )
 
 // errNotRunning explains how to get a cursor going.
@@ -65,7 +66,7 @@ const DefaultUpdateTimeout = 15 * time.Second
 // addTimeoutFlag adds --timeout, the wait for a workflow's answer, to a
 // command that sends updates.
 func addTimeoutFlag(cmd *cobra.Command, timeout *time.Duration) {
-	cmd.Flags().DurationVar(timeout, "timeout", DefaultUpdateTimeout,
+	durationDaysVar(cmd.Flags(), timeout, "timeout", DefaultUpdateTimeout,
 		"how long to wait for the workflow's answer (a worker must run); without one the command fails with exit status 1")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if *timeout <= 0 {
@@ -148,13 +149,13 @@ func (a *App) noWorkerAnswered(ctx context.Context, c client.Client, p config.Pl
 }
 
 // parseTime reads a flag time: RFC3339, or a negative duration relative to
-// now ("-6h").
+// now ("-6h", "-2d", "-1d12h").
 func parseTime(flag, v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t.UTC(), nil
 	}
-	if d, err := time.ParseDuration(v); err == nil && d <= 0 {
+	if d, err := tuning.ParseDays(v); err == nil && d <= 0 {
 		return now.Add(d).UTC(), nil
 	}
-	return time.Time{}, Usage(fmt.Errorf("--%s %q: want an RFC3339 time (2026-11-20T00:00:00Z) or a negative duration (-6h)", flag, v))
+	return time.Time{}, Usage(fmt.Errorf("--%s %q: want an RFC3339 time (2026-11-20T00:00:00Z) or a negative duration (-6h, -2d)", flag, clipText(v, 60)))
 }

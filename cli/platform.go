@@ -31,7 +31,7 @@ func newPlatformStartCommand(app *App) *cobra.Command {
 		Long: `Starts the cursor workflow (cursor/<platform>) of each named platform, or of
 every platform with --all. A cursor that is already running is left alone,
 so this is safe to run on every deploy.`,
-		Example: "  ordersync platform start shopify-acme\n  ordersync platform start --all",
+		Example: "  ordersync platform start shopify-acme\n  ordersync platform start --platform shopify-acme   # the same\n  ordersync platform start --all",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && !all {
 				return Usage(fmt.Errorf("name the platforms to start, or pass --all"))
@@ -64,5 +64,6 @@ so this is safe to run on every deploy.`,
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "start every registered platform (and the file's)")
+	namesFlag(cmd, "platform", "p", "platform", 0, 0)
 	return cmd
 }

@@ -149,7 +149,7 @@ func newPlatformPauseCommand(app *App, pause bool) *cobra.Command {
 		Use:     use,
 		Short:   short,
 		Long:    long + "\n\n" + updateWaitHelp,
-		Example: "  ordersync platform " + name + " sim-acme\n  ordersync platform " + name + " sim-acme sim-globex --timeout 1m",
+		Example: "  ordersync platform " + name + " sim-acme\n  ordersync platform " + name + " sim-acme sim-globex --timeout 1m\n  ordersync platform " + name + " -p sim-acme   # the same as the first",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			platforms, err := app.resolvePlatforms(cmd.Context(), args)
@@ -190,6 +190,7 @@ func newPlatformPauseCommand(app *App, pause bool) *cobra.Command {
 		cmd.Flags().StringVar(&reason, "reason", "", "why, shown in status")
 	}
 	addTimeoutFlag(cmd, &timeout)
+	namesFlag(cmd, "platform", "p", "platform", 1, 0)
 	return cmd
 }
 

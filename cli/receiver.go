@@ -91,7 +91,7 @@ first message and prints the same line.`,
 	cmd.Flags().StringVar(&name, "name", DemoReceiverName, "name in the lines it prints")
 	cmd.Flags().StringVar(&secretEnv, "secret-env", DemoHookSecretEnv, "environment variable holding the whsec_ signing secret")
 	cmd.Flags().StringVar(&secretFile, "secret-file", "", "file holding the whsec_ signing secret (instead of --secret-env)")
-	cmd.Flags().DurationVar(&every, "every", DemoReceiverEvery, "how often to print the counts (only when they changed)")
+	durationDaysVar(cmd.Flags(), &every, "every", DemoReceiverEvery, "how often to print the counts (only when they changed)")
 	cmd.Flags().StringVar(&natsURL, "nats", "", "consume a JetStream stream on this NATS server instead (nats://host:4222)")
 	cmd.Flags().StringVar(&subject, "subject", "orders", "with --nats: the destination's subject; the stream captures <subject>.>")
 	cmd.Flags().StringVar(&stream, "stream", "ORDERS", "with --nats: the stream to read (created when missing)")

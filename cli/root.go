@@ -69,7 +69,12 @@ Process settings come from ORDERSYNC_* environment variables (see the README).
 Platforms and destinations live in the account registry in the store
 (ordersync platform add|edit|remove, or ordersync serve's HTTP API); a YAML
 file (--platforms-file, ORDERSYNC_PLATFORMS_FILE) is applied to it with
-ordersync platform apply.`,
+ordersync platform apply.
+
+Times and durations: RFC3339 (2026-11-20T00:00:00Z), or relative to now
+with Go's units and days (-6h, -2d, -1d12h); durations likewise (90s, 7d).
+
+` + NamingHelp,
 		Example:       "  ordersync dev --platforms-file examples/demo-platforms.yaml\n  ordersync worker\n  ordersync platform apply -f platforms.yaml\n  ordersync platform list",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -86,6 +91,14 @@ ordersync platform apply.`,
 	root.AddCommand(newServeCommand(app))
 	root.AddCommand(newCredentialsCommand(app))
 	return root
+}
+
+// Finish completes a root command once every subcommand is added (the
+// caller adds dev and cluster): suggestions for mistyped commands and
+// flags, and the exit codes in every help page. Execute calls it.
+func Finish(root *cobra.Command) {
+	addSuggestions(root)
+	addExitCodes(root)
 }
 
 func (a *App) init(cmd *cobra.Command) error {
@@ -212,6 +225,7 @@ func (a *App) Dial(ctx context.Context) (client.Client, error) {
 // Execute runs the root command and returns the process exit code. Errors
 // are one line (or one line per config problem), never a stack trace.
 func Execute(root *cobra.Command, args []string, stderr io.Writer) int {
+	Finish(root)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

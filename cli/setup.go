@@ -63,7 +63,7 @@ the namespace is complete.`,
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "only report what would change; exit 1 if anything is missing")
-	cmd.Flags().DurationVar(&retention, "retention", tsetup.DefaultRetention, "least retention of closed workflows (a longer one is kept)")
+	durationDaysVar(cmd.Flags(), &retention, "retention", tsetup.DefaultRetention, "least retention of closed workflows, e.g. 720h or 30d (a longer one is kept)")
 	cmd.Flags().StringVar(&cloud, "cloud", "auto", "the frontend is Temporal Cloud: auto (from the address), true or false")
 	return cmd
 }

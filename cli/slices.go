@@ -15,18 +15,18 @@ func newSlicesCommand(app *App) *cobra.Command {
 	var force bool
 	var timeout time.Duration
 	reprocess := &cobra.Command{
-		Use:   "reprocess",
+		Use:   "reprocess [PLATFORM]",
 		Short: "Fetch a time range of one platform again",
 		Long: `Queues [from, to) on the platform's cursor, in slices of the platform's
 interval, exactly that range. Re-fetching is harmless: the store keeps the
 newest version of each order. Work windows are honoured unless --force.
 
 ` + updateWaitHelp,
-		Example: "  ordersync slices reprocess --platform sim-acme --from 2026-11-20T00:00:00Z --to 2026-11-20T06:00:00Z\n  ordersync slices reprocess --platform sim-acme --from -6h --to -1h",
+		Example: "  ordersync slices reprocess sim-acme --from 2026-11-20T00:00:00Z --to 2026-11-20T06:00:00Z\n  ordersync slices reprocess sim-acme --from -2d --to -1d\n  ordersync slices reprocess --platform sim-acme --from -6h --to -1h   # the flag names it too",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if platform == "" || from == "" || to == "" {
-				return Usage(fmt.Errorf("--platform, --from and --to are required"))
+				return Usage(fmt.Errorf("the platform (argument or --platform), --from and --to are required"))
 			}
 			now := time.Now()
 			fromT, err := parseTime("from", from, now)
@@ -65,11 +65,12 @@ newest version of each order. Work windows are honoured unless --force.
 			return nil
 		},
 	}
-	reprocess.Flags().StringVarP(&platform, "platform", "p", "", "platform name")
+	reprocess.Flags().StringVarP(&platform, "platform", "p", "", "the platform, as the argument names it")
 	reprocess.Flags().StringVar(&from, "from", "", "range start: RFC3339 or relative (-6h)")
 	reprocess.Flags().StringVar(&to, "to", "", "range end (exclusive): RFC3339 or relative (-1h)")
 	reprocess.Flags().BoolVar(&force, "force", false, "run even outside the platform's work windows")
 	addTimeoutFlag(reprocess, &timeout)
+	nameArgument(reprocess, "platform", &platform)
 	cmd.AddCommand(reprocess)
 	return cmd
 }

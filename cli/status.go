@@ -149,9 +149,10 @@ computed when the status is read (as_of).`,
 	cmd.Flags().StringVar(&filter.Kind, "kind", "", "only registered platforms of this kind")
 	cmd.Flags().StringVar(&filter.After, "after", "", "start after this name (the last of the previous page)")
 	cmd.Flags().IntVar(&filter.Limit, "limit", 100, "platforms per page (at most 1000)")
-	cmd.Flags().DurationVar(&minLag, "min-lag", 0, "only cursors at least this far behind now (and rows that could not be read)")
+	durationDaysVar(cmd.Flags(), &minLag, "min-lag", 0, "only cursors at least this far behind now (and rows that could not be read)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until Ctrl-C")
-	cmd.Flags().DurationVar(&every, "every", 2*time.Second, "refresh interval with --watch")
+	durationDaysVar(cmd.Flags(), &every, "every", 2*time.Second, "refresh interval with --watch")
+	namesFlag(cmd, "platform", "p", "platform", 0, 0)
 	return cmd
 }
 

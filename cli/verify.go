@@ -145,7 +145,7 @@ acknowledged, are not counted.`,
 	}
 	cmd.Flags().StringVarP(&platform, "platform", "p", "", "platform name (or --destination)")
 	cmd.Flags().StringVar(&destination, "destination", "", "destination name: delivered vs accepted (see above)")
-	cmd.Flags().DurationVar(&settle, "settle", settle, "with --destination: changes accepted this recently are not yet expected delivered")
+	durationDaysVar(cmd.Flags(), &settle, "settle", settle, "with --destination: changes accepted this recently are not yet expected delivered")
 	cmd.Flags().BoolVar(&lines, "lines", true, "compare the lines of each order too (one query for all of the platform's lines)")
 	cmd.Flags().StringVar(&until, "until", "", "check orders updated (with --destination: changes accepted) before this time: RFC3339 or relative (-10m); default the watermark (now minus --settle)")
 	cmd.Flags().StringVar(&adminToken, "sim-admin-token", "", "simulator admin token (default $ORDERSYNC_SIM_ADMIN_TOKEN or the dev demo token)")

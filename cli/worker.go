@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +22,7 @@ import (
 )
 
 func newWorkerCommand(app *App) *cobra.Command {
-	var names, queues []string
+	var names, oldNames, queues []string
 	var stopTimeout time.Duration
 	var deploymentName, buildID string
 	cmd := &cobra.Command{
@@ -32,8 +33,9 @@ account registry in the store, ORDERSYNC_STORE_DSN): the cursor, slice,
 dead-letter and delivery workflows and their activities. A platform added
 later on a new queue is served within seconds (at once on PostgreSQL), with
 no restart. --task-queues restricts the worker to some queues (a pool for a
-busy account's dedicated queue); --platforms to the queues of some
-platforms of the file. Run as many worker processes as you like; Temporal
+busy account's dedicated queue); --platform (-p, repeatable or
+comma-separated) to the queues of some platforms of the file (--platforms,
+its old spelling, still works). Run as many worker processes as you like; Temporal
 spreads the work. SIGINT or SIGTERM drains: no new work is taken and
 running activities get --stop-timeout to finish.
 
@@ -70,14 +72,22 @@ to the next version promoted. Without them it runs unversioned.`,
 			if err := config.ValidateDeployment(app.Process.DeploymentName, app.Process.BuildID, config.DeploymentSettings); err != nil {
 				return Usage(err)
 			}
+			for _, n := range oldNames {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
 			ctx, stop := SignalContext()
 			defer stop()
 			return app.RunWorker(ctx, names, queues, stopTimeout)
 		},
 	}
-	cmd.Flags().StringSliceVar(&names, "platforms", nil, "comma-separated platforms of the file whose task queues to serve (default: every registered platform's)")
+	cmd.Flags().StringSliceVarP(&names, "platform", "p", nil, "a platform of the file whose task queues to serve; repeatable or comma-separated (default: every registered platform's)")
+	// The old spelling: every other command names platforms with --platform.
+	cmd.Flags().StringSliceVar(&oldNames, "platforms", nil, "the old spelling of --platform")
+	_ = cmd.Flags().MarkDeprecated("platforms", "use --platform (repeatable or comma-separated)")
 	cmd.Flags().StringSliceVar(&queues, "task-queues", nil, "comma-separated task queues to serve (default: every queue a registered platform uses)")
-	cmd.Flags().DurationVar(&stopTimeout, "stop-timeout", worker.DefaultStopTimeout, "how long running activities may finish on shutdown")
+	durationDaysVar(cmd.Flags(), &stopTimeout, "stop-timeout", worker.DefaultStopTimeout, "how long running activities may finish on shutdown")
 	cmd.Flags().StringVar(&deploymentName, "deployment-name", "", "Temporal Worker Deployment this worker is a version of (default $ORDERSYNC_DEPLOYMENT_NAME; unset: unversioned)")
 	cmd.Flags().StringVar(&buildID, "build-id", "", "build ID of this worker's version (default $ORDERSYNC_BUILD_ID); set with --deployment-name")
 	return cmd
@@ -95,7 +105,7 @@ func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout
 	if file == nil {
 		file = &config.File{}
 		if len(names) > 0 {
-			return Usage(fmt.Errorf("--platforms names platforms of a platforms file, and there is none (%s); use --task-queues to pick queues", a.PlatformsFile))
+			return Usage(fmt.Errorf("--platform names platforms of a platforms file, and there is none (%s); use --task-queues to pick queues", a.PlatformsFile))
 		}
 	}
 	platforms, err := SelectPlatforms(file, names)
@@ -109,11 +119,13 @@ func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout
 	if err := config.CheckDestinationSecrets(file.Path, file.Destinations); err != nil {
 		return Usage(err)
 	}
+	storeAt := config.StoreLocation(a.Process.StoreDSN)
 	st, err := store.Open(ctx, a.Process.StoreDSN, store.WithFutureSkew(a.Process.MaxFutureSkew))
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return fmt.Errorf("open store %s: %w", storeAt, err)
 	}
 	defer st.Close()
+	a.warnDefaultStore(storeAt)
 	reg, ok := registryOf(st)
 	if !ok {
 		return fmt.Errorf("this store keeps no account registry")
@@ -165,16 +177,29 @@ func (a *App) RunWorker(ctx context.Context, names, queues []string, stopTimeout
 		return err
 	}
 	if a.Process.Versioned() {
-		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress,
+		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress, "store", storeAt,
 			"deployment", a.Process.DeploymentName, "build_id", a.Process.BuildID)
 	} else {
-		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress)
+		a.Logger.Info("worker running", "task_queues", ws.Queues(), "temporal", a.Process.TemporalAddress, "store", storeAt)
 	}
 	go a.CompactFeed(ctx, st, file.DestinationNames())
 	<-ctx.Done()
 	a.Logger.Info("worker draining", "stop_timeout", stopTimeout)
 	ws.Stop()
 	return nil
+}
+
+// warnDefaultStore warns a worker that runs on the default SQLite store
+// (no ORDERSYNC_STORE_DSN): it sees only this machine's orders and
+// registry, and keeps its rate-limit slots apart from the fleet's, so
+// workers elsewhere pace the same accounts separately.
+func (a *App) warnDefaultStore(storeAt string) {
+	if !a.Process.DefaultStore() {
+		return
+	}
+	a.Logger.Warn("no ORDERSYNC_STORE_DSN: using the default SQLite store of this directory; "+
+		"its orders, registry and rate-limit slots are this machine's alone, so workers elsewhere pace the same accounts apart. "+
+		"A fleet shares one PostgreSQL store: ORDERSYNC_STORE_DSN=postgres://USER@HOST:5432/DB", "store", storeAt)
 }
 
 // workerVersion is the Worker Deployment version the process settings

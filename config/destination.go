@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/url"
@@ -279,15 +280,25 @@ func (f *File) DestinationNames() []string {
 
 // CheckDestinationSecrets resolves each destination's secret reference (when
 // it has one) and reports one problem per destination whose secret cannot
-// be read; the secrets are dropped at once.
+// be read, or, for a webhook, is not in the form the sender signs with
+// (activities' webhookKey: "whsec_" and base64); the secrets are dropped
+// at once and never quoted.
 func CheckDestinationSecrets(source string, dests []Destination) error {
 	ve := &ValidationError{Source: source}
 	for _, d := range dests {
 		if d.Secret.Env == "" && d.Secret.File == "" {
 			continue
 		}
-		if _, err := d.Secret.Resolve(); err != nil {
+		secret, err := d.Secret.Resolve()
+		if err != nil {
 			ve.Problems = append(ve.Problems, Problem{Destination: d.Name, Field: "secret", Reason: err.Error()})
+			continue
+		}
+		if d.Kind == "webhook" {
+			if key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_")); err != nil || len(key) == 0 {
+				ve.Problems = append(ve.Problems, Problem{Destination: d.Name, Field: "secret", Reason: fmt.Sprintf(
+					"webhook secret %s is not whsec_ followed by base64 (Standard Webhooks); make one with: echo whsec_$(openssl rand -base64 32)", d.Secret)})
+			}
 		}
 	}
 	if len(ve.Problems) == 0 {

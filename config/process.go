@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,4 +169,39 @@ func (p Process) ReadAPIToken() (string, error) {
 		return "", fmt.Errorf("the API token holds white space or control characters; a bearer token is one word (e.g. `openssl rand -hex 32`)")
 	}
 	return tok, nil
+}
+
+// DefaultStoreDSN is the store a process opens without ORDERSYNC_STORE_DSN
+// (the StoreDSN default above): a SQLite file of this directory, right for
+// `ordersync dev`, wrong for a fleet, whose workers must share one store.
+const DefaultStoreDSN = "sqlite://.ordersync/orders.db"
+
+// DefaultStore reports whether the process uses DefaultStoreDSN.
+func (p Process) DefaultStore() bool { return p.StoreDSN == DefaultStoreDSN }
+
+// StoreLocation names the store a DSN opens, for a log line: the scheme and
+// the SQLite file's absolute path, or the PostgreSQL host, port and
+// database. It never carries the user, the password or the parameters.
+func StoreLocation(dsn string) string {
+	scheme, rest, hasScheme := strings.Cut(dsn, "://")
+	switch {
+	case hasScheme && strings.EqualFold(scheme, "sqlite"), !hasScheme && strings.HasSuffix(dsn, ".db"):
+		path := dsn
+		if hasScheme {
+			path = rest
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		return "sqlite://" + path
+	case hasScheme && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql")):
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return strings.ToLower(scheme) + "://(unparseable DSN)"
+		}
+		return strings.ToLower(scheme) + "://" + u.Host + u.Path
+	case hasScheme:
+		return "(unsupported scheme " + strconv.Quote(scheme) + ")"
+	}
+	return "(unrecognized DSN)"
 }

@@ -154,12 +154,23 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
 		return err
 	}
-	// The store's password is not printed, so the hint names the variable:
-	// without it verify, changes and deliveries would read the default
-	// SQLite store (make run's) and report on the wrong orders.
-	fmt.Fprintf(app.Out, "\nIn another shell:\n  export ORDERSYNC_TEMPORAL_ADDRESS=%s ORDERSYNC_TEMPORAL_NAMESPACE=%s ORDERSYNC_PLATFORMS_FILE=%s\n  ./bin/ordersync platform status --watch\n"+
-		"  (verify, changes and deliveries read the orders store: export ORDERSYNC_STORE_DSN as this process has it; the README's make cluster section shows how)\n",
-		srv.FrontendAddress(), app.Process.TemporalNamespace, platformsPath)
+	// The hint must be pasteable, and the store's DSN carries a password:
+	// printed, it would sit in the terminal's scrollback and CI logs. So
+	// the settings go to an env file only its owner reads, and the hint
+	// sources it. Without ORDERSYNC_STORE_DSN, verify, changes and
+	// deliveries would read the default SQLite store (make run's) and
+	// report on the wrong orders.
+	envFile := filepath.Join(dir, "env")
+	if err := writeEnvFile(envFile, [][2]string{
+		{"ORDERSYNC_TEMPORAL_ADDRESS", srv.FrontendAddress()},
+		{"ORDERSYNC_TEMPORAL_NAMESPACE", app.Process.TemporalNamespace},
+		{"ORDERSYNC_PLATFORMS_FILE", platformsPath},
+		{"ORDERSYNC_STORE_DSN", app.Process.StoreDSN},
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(app.Out, "\nIn another shell (the env file sets the Temporal address, namespace, platforms file and store DSN; mode 0600, it holds the store's password):\n"+
+		"  . %s\n  ./bin/ordersync platform status --watch\n", shellQuote(absOr(envFile)))
 	runUntilInterrupted(ctx, app)
 	return nil
 }
@@ -261,4 +272,36 @@ func redactDSN(dsn string) string {
 		return "(unparseable DSN)"
 	}
 	return u.Redacted()
+}
+
+// writeEnvFile writes `export NAME='value'` lines that a POSIX shell
+// sources, readable by the owner only (a value may be a password).
+func writeEnvFile(path string, vars [][2]string) error {
+	var b strings.Builder
+	b.WriteString("# written by ordersync cluster: source it (. FILE) to point the CLI at this cluster\n")
+	for _, kv := range vars {
+		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// WriteFile keeps the mode of a file that exists.
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, each quote
+// closed, escaped and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// absOr is path made absolute, or path when that fails.
+func absOr(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

@@ -8,7 +8,6 @@ package devcmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,6 +34,7 @@ var DemoShops = []sim.ShopConfig{
 	{Name: "acme", Token: "acme-demo-token"},
 	{Name: "globex", Token: "globex-demo-token"},
 	{Name: "initech", Token: "initech-demo-token"},
+	{Name: DemoOutageShop, Token: "umbrella-demo-token"}, // fails for a while: outage.go
 }
 
 // New returns the dev command.
@@ -164,7 +164,7 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
 		return err
 	}
-	fmt.Fprintf(app.Out, "Orders store:      %s\n", app.Process.StoreDSN)
+	fmt.Fprintf(app.Out, "Orders store:      %s\n", config.StoreLocation(app.Process.StoreDSN)) // never the password
 	if app.Process.MetricsAddress != "" {
 		fmt.Fprintf(app.Out, "Metrics:           http://%s/metrics\n", app.Process.MetricsAddress)
 	}
@@ -214,7 +214,7 @@ func ensureDeliveries(ctx context.Context, app *cli.App, c client.Client, dests 
 // Its start instant is kept in startFile so a restarted `ordersync dev`
 // plays the same world and the store still matches it. It prints where it
 // listens.
-func startDemoSimulator(app *cli.App, listen, startFile string) (*sim.Server, error) {
+func startDemoSimulator(app *cli.App, listen, startFile string) (*demoServer, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Start = time.Now().UTC().Truncate(time.Second)
 	if b, err := os.ReadFile(startFile); err == nil {
@@ -240,10 +240,14 @@ func startDemoSimulator(app *cli.App, listen, startFile string) (*sim.Server, er
 	if err != nil {
 		return nil, fmt.Errorf("demo simulator: %w", err)
 	}
-	srv, err := s.Start(listen)
+	bad := cfg.Start.Add(-30 * time.Hour)
+	out := outage{shop: DemoOutageShop, from: bad, to: bad.Add(time.Hour), until: time.Now().Add(DemoOutageFor), now: time.Now, next: s.Handler()}
+	srv, err := serveDemo(listen, out)
 	if err != nil {
-		return nil, fmt.Errorf("demo simulator on %s: %w", listen, errors.Unwrap(err))
+		return nil, fmt.Errorf("demo simulator on %s: %w", listen, err)
 	}
 	fmt.Fprintf(app.Out, "Simulator:         %s (admin token %q)\n", srv.URL, demoAdminToken)
+	fmt.Fprintf(app.Out, "Demo outage:       shop %s fails for orders updated %s..%s until %s (dead letters for ordersync dlq list)\n",
+		DemoOutageShop, out.from.Format(time.RFC3339), out.to.Format(time.RFC3339), out.until.Format(time.RFC3339))
 	return srv, nil
 }
