@@ -16,7 +16,7 @@ import (
 )
 
 // The `ordersync deployment` commands drive a rolling upgrade of workers
-// that run as versions of a Temporal Worker Deployment (README, "Rolling
+// that run as versions of a Temporal Worker Deployment (docs/production.md, "Rolling
 // upgrades"): promote a build, then wait until the old one is drained.
 // They call the same APIs as `temporal worker deployment ...`.
 

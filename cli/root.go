@@ -65,7 +65,7 @@ func NewRootCommand(app *App) *cobra.Command {
 		Long: `ordersync pulls orders from e-commerce platform accounts (Shopify, Amazon,
 eBay, WooCommerce, any JSON API) into one store, in time slices, on Temporal.
 
-Process settings come from ORDERSYNC_* environment variables (see the README).
+Process settings come from ORDERSYNC_* environment variables (docs/configuration.md lists them).
 Platforms and destinations live in the account registry in the store
 (ordersync platform add|edit|remove, or ordersync serve's HTTP API); a YAML
 file (--platforms-file, ORDERSYNC_PLATFORMS_FILE) is applied to it with

@@ -130,7 +130,7 @@ and the account is registered. See docs/credentials.md.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default $ORDERSYNC_API_LISTEN or 127.0.0.1:8790)")
-	cmd.Flags().StringVar(&oauthFile, "oauth-file", "", "onboarding file: serve Shopify's app install and Amazon's website authorization under /oauth/ (default $ORDERSYNC_OAUTH_FILE; README, Credentials)")
+	cmd.Flags().StringVar(&oauthFile, "oauth-file", "", "onboarding file: serve Shopify's app install and Amazon's website authorization under /oauth/ (default $ORDERSYNC_OAUTH_FILE; docs/credentials.md)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --listen address (plaintext HTTP: put TLS in front)")
 	return cmd
 }
