@@ -1,14 +1,12 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 )
 
@@ -234,41 +232,4 @@ func (c *AdminClient) AuthStats(ctx context.Context) (*OAuthStats, error) {
 		return nil, err
 	}
 	return &st, nil
-}
-
-func (c *AdminClient) post(ctx context.Context, path string, in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("sim admin: POST %s: %w", path, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("sim admin: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("Content-Type", "application/json")
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: time.Minute}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("sim admin: POST %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		rb, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		var e errorBody
-		if json.Unmarshal(rb, &e) == nil && e.Error != "" {
-			return fmt.Errorf("sim admin: POST %s: HTTP %d: %s", path, resp.StatusCode, clip(e.Error))
-		}
-		return fmt.Errorf("sim admin: POST %s: HTTP %d", path, resp.StatusCode)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("sim admin: POST %s: decode: %w", path, err)
-	}
-	return nil
 }
