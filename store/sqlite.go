@@ -475,3 +475,26 @@ func (s *sqliteStore) CountOrders(ctx context.Context, platform string) (int, er
 	}
 	return n, nil
 }
+
+// writeTx runs fn in a write transaction (BEGIN IMMEDIATE, see
+// sqliteParams), queued behind the process's other writers, and commits
+// when fn succeeds and the file is still the one at the path.
+func (s *sqliteStore) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.withPool(ctx, func(p *sqlitePool) error {
+		tx, err := p.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		// As UpsertOrders does: never commit to a file no longer at the path.
+		if err := p.checkFile(s.path); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}

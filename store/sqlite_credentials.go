@@ -16,29 +16,6 @@ type sqliteCredentials struct{ s *sqliteStore }
 // Credentials returns the store's stored credentials (see CredentialsOf).
 func (s *sqliteStore) Credentials() credentials.Store { return sqliteCredentials{s} }
 
-// write runs fn in a write transaction (BEGIN IMMEDIATE, see sqliteParams),
-// queued behind the process's other writers.
-func (c sqliteCredentials) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	s := c.s
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	return s.withPool(ctx, func(p *sqlitePool) error {
-		tx, err := p.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback() }()
-		if err := fn(tx); err != nil {
-			return err
-		}
-		// As UpsertOrders does: never commit to a file no longer at the path.
-		if err := p.checkFile(s.path); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
-}
-
 // Get implements credentials.Store.
 func (c sqliteCredentials) Get(ctx context.Context, name string) (credentials.Record, bool, error) {
 	if err := checkCredentialName("get", name); err != nil {
@@ -60,7 +37,7 @@ func (c sqliteCredentials) Create(ctx context.Context, r credentials.Record) (in
 		return 0, err
 	}
 	now := c.s.now().UnixMicro()
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO credentials (`+credentialColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, '', 0, ?, ?) ON CONFLICT (name) DO NOTHING`,
 			r.Name, string(r.Kind), r.App, microsOrZero(r.AccessExpiresAt), microsOrZero(r.RefreshExpiresAt),
@@ -85,7 +62,7 @@ func (c sqliteCredentials) Update(ctx context.Context, r credentials.Record, exp
 		return 0, err
 	}
 	now := c.s.now().UnixMicro()
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE credentials SET kind = ?, app = ?, access_expires_at = ?, refresh_expires_at = ?,
 				last_refresh_at = ?, last_error = ?, generation = generation + 1, key_id = ?, updated_at = ?, sealed = ?
 			WHERE name = ? AND generation = ?`,
@@ -114,7 +91,7 @@ func (c sqliteCredentials) TryLease(ctx context.Context, name, owner string, unt
 		return false, err
 	}
 	var got bool
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE credentials SET lease_owner = ?, lease_until = ?
 			WHERE name = ? AND (lease_owner = '' OR lease_owner = ? OR lease_until <= ?)`,
 			owner, until.UnixMicro(), name, owner, c.s.now().UnixMicro())
@@ -148,7 +125,7 @@ func (c sqliteCredentials) ReleaseLease(ctx context.Context, name, owner string)
 	if err := checkCredentialName("release lease of", name); err != nil {
 		return err
 	}
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE credentials SET lease_owner = '', lease_until = 0 WHERE name = ? AND lease_owner = ?`, name, owner)
 		return err
 	})
@@ -177,7 +154,7 @@ func (c sqliteCredentials) Delete(ctx context.Context, name string) (bool, error
 		return false, err
 	}
 	var found bool
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM credentials WHERE name = ?`, name)
 		if err != nil {
 			return err

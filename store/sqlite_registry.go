@@ -25,18 +25,11 @@ func (r sqliteRegistry) Put(ctx context.Context, e accounts.Entry, expect int64)
 	if err := checkPut(e, expect); err != nil {
 		return 0, err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	var rev int64
-	err := s.withPool(ctx, func(p *sqlitePool) error {
-		tx, err := p.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback() }()
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var stored int64
 		var state string
-		err = tx.QueryRowContext(ctx, `SELECT revision, state FROM registry WHERE class = ? AND name = ?`, string(e.Class), e.Name).
+		err := tx.QueryRowContext(ctx, `SELECT revision, state FROM registry WHERE class = ? AND name = ?`, string(e.Class), e.Name).
 			Scan(&stored, &state)
 		found := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -54,11 +47,7 @@ func (r sqliteRegistry) Put(ctx context.Context, e accounts.Entry, expect int64)
 			string(e.Class), e.Name, rev, string(e.State), e.Kind, e.TaskQueue, string(e.Settings), s.now().UnixMicro()); err != nil {
 			return err
 		}
-		// As UpsertOrders does: never commit to a file no longer at the path.
-		if err := p.checkFile(s.path); err != nil {
-			return err
-		}
-		return tx.Commit()
+		return nil
 	})
 	if err != nil {
 		if errors.Is(err, accounts.ErrConflict) || errors.Is(err, accounts.ErrRemovedName) {
