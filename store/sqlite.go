@@ -498,3 +498,26 @@ func (s *sqliteStore) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) er
 		return tx.Commit()
 	})
 }
+
+// queryAll runs a read query and scans each row with scan, again from the
+// first row if the pool retries the query.
+func queryAll[T any](ctx context.Context, s *sqliteStore, query string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	var out []T
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		out = nil
+		rows, err := p.db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

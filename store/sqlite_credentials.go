@@ -186,34 +186,23 @@ func (c sqliteCredentials) Stale(ctx context.Context, current, after string, lim
 // read runs a query selecting credentialColumns (sealed: true) or
 // credentialMeta.
 func (c sqliteCredentials) read(ctx context.Context, sealed bool, query string, args ...any) ([]credentials.Record, error) {
-	var out []credentials.Record
-	err := c.s.withPool(ctx, func(p *sqlitePool) error {
-		out = nil
-		rows, err := p.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
+	return queryAll(ctx, c.s, query, args, func(rows *sql.Rows) (credentials.Record, error) {
+		var r credentials.Record
+		var kind string
+		var access, refresh, last, lease, updated int64
+		dest := []any{&r.Name, &kind, &r.App, &access, &refresh, &last, &r.LastError,
+			&r.Generation, &r.KeyID, &r.LeaseOwner, &lease, &updated}
+		if sealed {
+			dest = append(dest, &r.Sealed)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var r credentials.Record
-			var kind string
-			var access, refresh, last, lease, updated int64
-			dest := []any{&r.Name, &kind, &r.App, &access, &refresh, &last, &r.LastError,
-				&r.Generation, &r.KeyID, &r.LeaseOwner, &lease, &updated}
-			if sealed {
-				dest = append(dest, &r.Sealed)
-			}
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
-			r.Kind = credentials.Kind(kind)
-			r.AccessExpiresAt, r.RefreshExpiresAt, r.LastRefreshAt = timeOrZero(access), timeOrZero(refresh), timeOrZero(last)
-			r.LeaseUntil, r.UpdatedAt = timeOrZero(lease), fromMicros(updated)
-			out = append(out, r)
+		if err := rows.Scan(dest...); err != nil {
+			return r, err
 		}
-		return rows.Err()
+		r.Kind = credentials.Kind(kind)
+		r.AccessExpiresAt, r.RefreshExpiresAt, r.LastRefreshAt = timeOrZero(access), timeOrZero(refresh), timeOrZero(last)
+		r.LeaseUntil, r.UpdatedAt = timeOrZero(lease), fromMicros(updated)
+		return r, nil
 	})
-	return out, err
 }
 
 // updateConflict is Update's error when no row has the expected generation.
