@@ -159,10 +159,7 @@ func (s *tokenServer) noSecretIn(t *testing.T, what, text string) {
 }
 
 // credentialManagerCases run on every backend with real HTTP.
-var credentialManagerCases = []struct {
-	name string
-	run  func(t *testing.T, dsn string)
-}{
+var credentialManagerCases = []conformanceCase{
 	{"three workers refresh each token once and never use an expired one", testManagerWorkers},
 	{"a lost refresh answer is recovered with the previous refresh token", testManagerLostAnswer},
 	{"a revoked refresh token is a permanent error kept beside the credential", testManagerRevoked},
@@ -174,16 +171,7 @@ var credentialManagerCases = []struct {
 	{"RotateKey while workers refresh loses no refresh", testManagerRotateWhileRefreshing},
 }
 
-func TestCredentialManager(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			skipUnavailable(t, b)
-			for _, tc := range credentialManagerCases {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.fresh(t)) })
-			}
-		})
-	}
-}
+func TestCredentialManager(t *testing.T) { runConformance(t, credentialManagerCases) }
 
 func keyring(t *testing.T, entries ...string) *credentials.Keyring {
 	t.Helper()
@@ -222,6 +210,44 @@ func install(t *testing.T, m *credentials.Manager, srv *tokenServer, name string
 	return access, refresh
 }
 
+// tokenUsers are goroutines each taking an access token from a source and
+// using it at the server, every 10ms until ctx ends, as a worker's requests
+// would.
+type tokenUsers struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func (u *tokenUsers) start(ctx context.Context, src credentials.Source, srv *tokenServer) {
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		for ctx.Err() == nil {
+			tok, err := src.Secret(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					u.mu.Lock()
+					u.errs = append(u.errs, err)
+					u.mu.Unlock()
+				}
+				return
+			}
+			srv.use(tok)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
+
+// wait waits for every user and fails on any error one met.
+func (u *tokenUsers) wait(t *testing.T) {
+	t.Helper()
+	u.wg.Wait()
+	for _, err := range u.errs {
+		require.NoError(t, err)
+	}
+}
+
 func source(t *testing.T, m *credentials.Manager, name string) credentials.Source {
 	t.Helper()
 	s, err := m.Source(name)
@@ -237,33 +263,14 @@ func testManagerWorkers(t *testing.T, dsn string) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 100)
+	var users tokenUsers
 	for range 3 {
 		src := source(t, manager(t, dsn, k, opt), "shop-a")
 		for range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					tok, err := src.Secret(ctx)
-					if err != nil {
-						if ctx.Err() == nil {
-							errs <- err
-						}
-						return
-					}
-					srv.use(tok)
-					time.Sleep(10 * time.Millisecond)
-				}
-			}()
+			users.start(ctx, src, srv)
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	users.wait(t)
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	require.Empty(t, srv.problems)
@@ -522,27 +529,11 @@ func testManagerRotateWhileRefreshing(t *testing.T, dsn string) {
 	both := keyring(t, newK, oldKey)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 100)
+	var users tokenUsers
 	for range 2 {
 		m := manager(t, dsn, both, opt)
 		for _, n := range names {
-			src := source(t, m, n)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					tok, err := src.Secret(ctx)
-					if err != nil {
-						if ctx.Err() == nil {
-							errs <- err
-						}
-						return
-					}
-					srv.use(tok)
-					time.Sleep(10 * time.Millisecond)
-				}
-			}()
+			users.start(ctx, source(t, m, n), srv)
 		}
 	}
 	// Rotate back and forth between the keys for the whole run, so
@@ -559,11 +550,7 @@ func testManagerRotateWhileRefreshing(t *testing.T, dsn string) {
 		resealed += rep.Resealed
 		time.Sleep(20 * time.Millisecond)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	users.wait(t)
 	rep, err := rotators[1].RotateKey(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, rep.Failed)
