@@ -168,26 +168,15 @@ func (r sqliteRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([
 
 // readRegistry runs a query selecting registryColumns.
 func (s *sqliteStore) readRegistry(ctx context.Context, query string, args ...any) ([]accounts.Entry, error) {
-	var out []accounts.Entry
-	err := s.withPool(ctx, func(p *sqlitePool) error {
-		out = nil
-		rows, err := p.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
+	return queryAll(ctx, s, query, args, func(rows *sql.Rows) (accounts.Entry, error) {
+		var e accounts.Entry
+		var class, state string
+		var settings []byte
+		var updated int64
+		if err := rows.Scan(&class, &e.Name, &e.Revision, &state, &e.Kind, &e.TaskQueue, &settings, &updated); err != nil {
+			return e, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e accounts.Entry
-			var class, state string
-			var settings []byte
-			var updated int64
-			if err := rows.Scan(&class, &e.Name, &e.Revision, &state, &e.Kind, &e.TaskQueue, &settings, &updated); err != nil {
-				return err
-			}
-			e.Class, e.State, e.Settings, e.UpdatedAt = accounts.Class(class), accounts.State(state), settings, fromMicros(updated)
-			out = append(out, e)
-		}
-		return rows.Err()
+		e.Class, e.State, e.Settings, e.UpdatedAt = accounts.Class(class), accounts.State(state), settings, fromMicros(updated)
+		return e, nil
 	})
-	return out, err
 }
