@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/internal/credtest"
 )
 
 func writeSecret(t *testing.T, path, text string, mtime time.Time) {
@@ -28,17 +29,17 @@ func TestStaticFileReReadWhenChanged(t *testing.T) {
 	src := credentials.Static(config.CredentialRef{File: path})
 	require.Equal(t, "file:"+path, src.String())
 
-	require.Equal(t, "shpat_first", secretOf(ctx, t, src))
+	require.Equal(t, "shpat_first", credtest.Secret(ctx, t, src))
 
 	// Overwritten in place: the stamp changed, the next call reads it.
 	writeSecret(t, path, "shpat_second_longer", old.Add(time.Minute))
-	require.Equal(t, "shpat_second_longer", secretOf(ctx, t, src))
+	require.Equal(t, "shpat_second_longer", credtest.Secret(ctx, t, src))
 
 	// Replaced by a rename (how most tools write secrets): another file.
 	tmp := path + ".new"
 	writeSecret(t, tmp, "shpat_third_longer!", old.Add(time.Minute))
 	require.NoError(t, os.Rename(tmp, path))
-	require.Equal(t, "shpat_third_longer!", secretOf(ctx, t, src))
+	require.Equal(t, "shpat_third_longer!", credtest.Secret(ctx, t, src))
 	require.Equal(t, []string{"shpat_first", "shpat_second_longer", "shpat_third_longer!"}, src.Recent())
 }
 
@@ -48,29 +49,29 @@ func TestStaticFileUnchangedStampIsNotReadButRefusedIs(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	writeSecret(t, path, "token-aaaa", old)
 	src := credentials.Static(config.CredentialRef{File: path})
-	require.Equal(t, "token-aaaa", secretOf(ctx, t, src))
+	require.Equal(t, "token-aaaa", credtest.Secret(ctx, t, src))
 
 	// The same size and modification time: the stamp cannot tell, so
 	// Secret keeps the text it read (one stat, no read) ...
 	writeSecret(t, path, "token-bbbb", old)
-	require.Equal(t, "token-aaaa", secretOf(ctx, t, src))
+	require.Equal(t, "token-aaaa", credtest.Secret(ctx, t, src))
 
 	// ... and a refusal reads the file at once and sees the change.
-	require.True(t, refusedBy(ctx, t, src, "token-aaaa"))
-	require.Equal(t, "token-bbbb", secretOf(ctx, t, src))
+	require.True(t, credtest.Refused(ctx, t, src, "token-aaaa"))
+	require.Equal(t, "token-bbbb", credtest.Secret(ctx, t, src))
 
 	// Refused with the file as it was: nothing new to try.
-	require.False(t, refusedBy(ctx, t, src, "token-bbbb"))
+	require.False(t, credtest.Refused(ctx, t, src, "token-bbbb"))
 }
 
 func TestStaticEnvReadEachCall(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("ORDERSYNC_TEST_STATIC_TOKEN", " first-token ")
 	src := credentials.Static(config.CredentialRef{Env: "ORDERSYNC_TEST_STATIC_TOKEN"})
-	require.Equal(t, "first-token", secretOf(ctx, t, src))
+	require.Equal(t, "first-token", credtest.Secret(ctx, t, src))
 	t.Setenv("ORDERSYNC_TEST_STATIC_TOKEN", "second-token")
-	require.Equal(t, "second-token", secretOf(ctx, t, src))
-	require.True(t, refusedBy(ctx, t, src, "first-token"))
+	require.Equal(t, "second-token", credtest.Secret(ctx, t, src))
+	require.True(t, credtest.Refused(ctx, t, src, "first-token"))
 	require.Equal(t, "env:ORDERSYNC_TEST_STATIC_TOKEN", src.String())
 }
 
@@ -79,7 +80,7 @@ func TestStaticErrorsNameTheReferenceNeverTheSecret(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "token")
 	writeSecret(t, path, "very-secret-token", time.Now().Add(-time.Hour))
 	src := credentials.Static(config.CredentialRef{File: path})
-	secretOf(ctx, t, src)
+	credtest.Secret(ctx, t, src)
 
 	require.NoError(t, os.Remove(path))
 	_, err := src.Secret(ctx)
@@ -106,24 +107,7 @@ func TestStaticRecentKeepsTheLastFew(t *testing.T) {
 		v := "rotated-" + strings.Repeat("x", i)
 		all = append(all, v)
 		t.Setenv("ORDERSYNC_TEST_STATIC_ROT", v)
-		secretOf(ctx, t, src)
+		credtest.Secret(ctx, t, src)
 	}
 	require.Equal(t, all[2:], src.Recent())
-}
-
-// secretOf is src's secret now; an error fails the test.
-func secretOf(ctx context.Context, t *testing.T, src credentials.Source) string {
-	t.Helper()
-	s, err := src.Secret(ctx)
-	require.NoError(t, err)
-	return s
-}
-
-// refusedBy reports whether src changed after the platform refused tok;
-// an error fails the test.
-func refusedBy(ctx context.Context, t *testing.T, src credentials.Source, tok string) bool {
-	t.Helper()
-	changed, err := src.Refused(ctx, tok)
-	require.NoError(t, err)
-	return changed
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/internal/credtest"
 )
 
 // tokenServer plays an OAuth token endpoint over real HTTP with Shopify's
@@ -248,23 +249,6 @@ func (u *tokenUsers) wait(t *testing.T) {
 	}
 }
 
-// secretOf is src's secret now; an error fails the test.
-func secretOf(ctx context.Context, t *testing.T, src credentials.Source) string {
-	t.Helper()
-	s, err := src.Secret(ctx)
-	require.NoError(t, err)
-	return s
-}
-
-// refusedBy reports whether src changed after the platform refused tok;
-// an error fails the test.
-func refusedBy(ctx context.Context, t *testing.T, src credentials.Source, tok string) bool {
-	t.Helper()
-	changed, err := src.Refused(ctx, tok)
-	require.NoError(t, err)
-	return changed
-}
-
 func source(t *testing.T, m *credentials.Manager, name string) credentials.Source {
 	t.Helper()
 	s, err := m.Source(name)
@@ -327,7 +311,7 @@ func testManagerLostAnswer(t *testing.T, dsn string) {
 
 	// The pair committed now is the second answer's: the next refresh
 	// spends its refresh token, which retires the first.
-	require.True(t, refusedBy(ctx, t, src, tok))
+	require.True(t, credtest.Refused(ctx, t, src, tok))
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	require.True(t, srv.refresh[first].retired)
@@ -384,16 +368,16 @@ func testManagerRefused(t *testing.T, dsn string) {
 	m1, m2 := manager(t, dsn, k, opt), manager(t, dsn, k, opt)
 	install(t, m1, srv, "shop-a", false)
 	s1, s2 := source(t, m1, "shop-a"), source(t, m2, "shop-a")
-	old1 := secretOf(ctx, t, s1)
-	old2 := secretOf(ctx, t, s2)
+	old1 := credtest.Secret(ctx, t, s1)
+	old2 := credtest.Secret(ctx, t, s2)
 	require.Equal(t, old1, old2)
 
-	require.True(t, refusedBy(ctx, t, s1, old1))
+	require.True(t, credtest.Refused(ctx, t, s1, old1))
 	// The second worker's refusal of the same token finds the new one.
-	require.True(t, refusedBy(ctx, t, s2, old2))
+	require.True(t, credtest.Refused(ctx, t, s2, old2))
 	require.Equal(t, 1, srv.calls, "one refresh for both refusals")
-	n1 := secretOf(ctx, t, s1)
-	n2 := secretOf(ctx, t, s2)
+	n1 := credtest.Secret(ctx, t, s1)
+	n2 := credtest.Secret(ctx, t, s2)
 	require.Equal(t, n1, n2)
 	require.NotEqual(t, old1, n1)
 	require.Contains(t, s1.Recent(), old1, "Recent keeps the replaced token for redaction")
@@ -407,8 +391,8 @@ func testManagerLWA(t *testing.T, dsn string) {
 	m := manager(t, dsn, keyring(t, newKey(t)), credentials.Options{MinForcedRefresh: time.Nanosecond})
 	_, rt := install(t, m, srv, "amazon-eu", true)
 	src := source(t, m, "amazon-eu")
-	tok := secretOf(ctx, t, src)
-	require.True(t, refusedBy(ctx, t, src, tok))
+	tok := credtest.Secret(ctx, t, src)
+	require.True(t, credtest.Refused(ctx, t, src, tok))
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	require.Equal(t, 2, srv.refresh[rt].spent, "the one refresh token serves every refresh")
@@ -445,7 +429,7 @@ func testManagerSealing(t *testing.T, dsn string) {
 	srv.noSecretIn(t, "the error", err.Error())
 	require.NotContains(t, err.Error(), strings.SplitN(key, ":", 2)[1], "the error quotes the key")
 
-	tok := secretOf(ctx, t, source(t, m, "shop-a"))
+	tok := credtest.Secret(ctx, t, source(t, m, "shop-a"))
 	require.Equal(t, access, tok)
 }
 
@@ -478,9 +462,9 @@ func testManagerRotate(t *testing.T, dsn string) {
 	only := manager(t, dsn, keyring(t, newK), credentials.Options{MinForcedRefresh: time.Nanosecond})
 	for n, tok := range want {
 		src := source(t, only, n)
-		got := secretOf(ctx, t, src)
+		got := credtest.Secret(ctx, t, src)
 		require.Equal(t, tok, got)
-		require.True(t, refusedBy(ctx, t, src, got))
+		require.True(t, credtest.Refused(ctx, t, src, got))
 	}
 	_, err = source(t, manager(t, dsn, keyring(t, oldKey), credentials.Options{}), "shop-a").Secret(ctx)
 	require.ErrorIs(t, err, credentials.ErrUnknownKey)
