@@ -18,17 +18,7 @@ func (s *sqliteStore) Credentials() credentials.Store { return sqliteCredentials
 
 // Get implements credentials.Store.
 func (c sqliteCredentials) Get(ctx context.Context, name string) (credentials.Record, bool, error) {
-	if err := checkCredentialName("get", name); err != nil {
-		return credentials.Record{}, false, err
-	}
-	rs, err := c.read(ctx, true, `SELECT `+credentialColumns+` FROM credentials WHERE name = ?`, name)
-	if err != nil {
-		return credentials.Record{}, false, fmt.Errorf("get stored credential %q: %w", name, err)
-	}
-	if len(rs) == 0 {
-		return credentials.Record{}, false, nil
-	}
-	return rs[0], true, nil
+	return getCredential(ctx, c.read, `SELECT `+credentialColumns+` FROM credentials WHERE name = ?`, name)
 }
 
 // Create implements credentials.Store.
@@ -137,15 +127,7 @@ func (c sqliteCredentials) ReleaseLease(ctx context.Context, name, owner string)
 
 // List implements credentials.Store.
 func (c sqliteCredentials) List(ctx context.Context, after string, limit int) ([]credentials.Record, error) {
-	limit, err := checkCredentialPage("list", after, limit)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := c.read(ctx, false, `SELECT `+credentialMeta+` FROM credentials WHERE name > ? ORDER BY name LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stored credentials: %w", err)
-	}
-	return rs, nil
+	return listCredentials(ctx, c.read, `SELECT `+credentialMeta+` FROM credentials WHERE name > ? ORDER BY name LIMIT ?`, after, limit)
 }
 
 // Delete implements credentials.Store.
@@ -171,16 +153,7 @@ func (c sqliteCredentials) Delete(ctx context.Context, name string) (bool, error
 
 // Stale implements credentials.Store.
 func (c sqliteCredentials) Stale(ctx context.Context, current, after string, limit int) ([]credentials.Record, error) {
-	limit, err := checkCredentialPage("list stale", after, limit)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := c.read(ctx, true, `SELECT `+credentialColumns+` FROM credentials WHERE key_id <> ? AND name > ? ORDER BY name LIMIT ?`,
-		current, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stored credentials not sealed with key %s: %w", current, err)
-	}
-	return rs, nil
+	return staleCredentials(ctx, c.read, `SELECT `+credentialColumns+` FROM credentials WHERE key_id <> ? AND name > ? ORDER BY name LIMIT ?`, current, after, limit)
 }
 
 // read runs a query selecting credentialColumns (sealed: true) or
