@@ -162,16 +162,13 @@ func newCredentialsAppSetCommand(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, done, err := app.credentialManager(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer done()
-			st, err := m.PutApp(cmd.Context(), args[0], clientID, secret)
-			if err != nil {
-				return err
-			}
-			return printCredential(app, "stored", st)
+			return app.withCredentialManager(cmd.Context(), true, func(m *credentials.Manager) error {
+				st, err := m.PutApp(cmd.Context(), args[0], clientID, secret)
+				if err != nil {
+					return err
+				}
+				return printCredential(app, "stored", st)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&clientID, "client-id", "", "the app's client id (not secret)")
@@ -219,19 +216,16 @@ Without an access token the first request refreshes.`,
 			if refreshExpiresIn > 0 {
 				t.RefreshExpiresAt = now.Add(refreshExpiresIn)
 			}
-			m, done, err := app.credentialManager(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer done()
-			st, err := m.PutToken(cmd.Context(), args[0], t)
-			if err != nil {
-				if errors.Is(err, credentials.ErrInvalid) {
-					return Usage(err)
+			return app.withCredentialManager(cmd.Context(), true, func(m *credentials.Manager) error {
+				st, err := m.PutToken(cmd.Context(), args[0], t)
+				if err != nil {
+					if errors.Is(err, credentials.ErrInvalid) {
+						return Usage(err)
+					}
+					return err
 				}
-				return err
-			}
-			return printCredential(app, "stored", st)
+				return printCredential(app, "stored", st)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -256,28 +250,25 @@ func newCredentialsListCommand(app *App) *cobra.Command {
 		Short: "List stored credentials (metadata only: kind, app, expiries, last refresh and error)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, done, err := app.credentialManager(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			all, err := m.Health(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if app.Output == "json" {
-				if all == nil {
-					all = []credentials.Status{}
+			return app.withCredentialManager(cmd.Context(), false, func(m *credentials.Manager) error {
+				all, err := m.Health(cmd.Context())
+				if err != nil {
+					return err
 				}
-				return writeJSON(app, all)
-			}
-			tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tKIND\tAPP\tACCESS EXPIRES\tREFRESH EXPIRES\tLAST REFRESH\tKEY\tLAST ERROR")
-			for _, s := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term(s.Name), s.Kind, term(s.App), when(s.AccessExpiresAt),
-					when(s.RefreshExpiresAt), when(s.LastRefreshAt), term(s.KeyID), term(textclip.Clip(s.LastError, 120)))
-			}
-			return tw.Flush()
+				if app.Output == "json" {
+					if all == nil {
+						all = []credentials.Status{}
+					}
+					return writeJSON(app, all)
+				}
+				tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tKIND\tAPP\tACCESS EXPIRES\tREFRESH EXPIRES\tLAST REFRESH\tKEY\tLAST ERROR")
+				for _, s := range all {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term(s.Name), s.Kind, term(s.App), when(s.AccessExpiresAt),
+						when(s.RefreshExpiresAt), when(s.LastRefreshAt), term(s.KeyID), term(textclip.Clip(s.LastError, 120)))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 }
@@ -288,32 +279,29 @@ func newCredentialsShowCommand(app *App) *cobra.Command {
 		Short: "Show one stored credential's metadata (never its secrets)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, done, err := app.credentialManager(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			s, ok, err := m.Show(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("stored credential %s: %w", term(args[0]), credentials.ErrNotStored)
-			}
-			if app.Output == "json" {
-				return writeJSON(app, s)
-			}
-			tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
-			for _, row := range [][2]string{
-				{"name", term(s.Name)}, {"kind", string(s.Kind)}, {"app", term(s.App)},
-				{"access expires", when(s.AccessExpiresAt)}, {"refresh expires", when(s.RefreshExpiresAt)},
-				{"last refresh", when(s.LastRefreshAt)}, {"last error", term(s.LastError)},
-				{"needs re-authorization", fmt.Sprint(s.NeedsReauthorization)}, {"refreshing now", fmt.Sprint(s.Refreshing)},
-				{"generation", fmt.Sprint(s.Generation)}, {"key", term(s.KeyID)}, {"updated", when(s.UpdatedAt)},
-			} {
-				fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
-			}
-			return tw.Flush()
+			return app.withCredentialManager(cmd.Context(), false, func(m *credentials.Manager) error {
+				s, ok, err := m.Show(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return notStored(args[0])
+				}
+				if app.Output == "json" {
+					return writeJSON(app, s)
+				}
+				tw := tabwriter.NewWriter(app.Out, 0, 4, 2, ' ', 0)
+				for _, row := range [][2]string{
+					{"name", term(s.Name)}, {"kind", string(s.Kind)}, {"app", term(s.App)},
+					{"access expires", when(s.AccessExpiresAt)}, {"refresh expires", when(s.RefreshExpiresAt)},
+					{"last refresh", when(s.LastRefreshAt)}, {"last error", term(s.LastError)},
+					{"needs re-authorization", fmt.Sprint(s.NeedsReauthorization)}, {"refreshing now", fmt.Sprint(s.Refreshing)},
+					{"generation", fmt.Sprint(s.Generation)}, {"key", term(s.KeyID)}, {"updated", when(s.UpdatedAt)},
+				} {
+					fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+				}
+				return tw.Flush()
+			})
 		},
 	}
 }
@@ -328,20 +316,17 @@ workers keep refreshing meanwhile. When it reports no failures, the old
 keys can be removed from the setting. Safe to run again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, done, err := app.credentialManager(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer done()
-			rep, err := m.RotateKey(cmd.Context())
-			if app.Output == "json" {
-				if jerr := writeJSON(app, rep); jerr != nil {
-					return jerr
+			return app.withCredentialManager(cmd.Context(), true, func(m *credentials.Manager) error {
+				rep, err := m.RotateKey(cmd.Context())
+				if app.Output == "json" {
+					if jerr := writeJSON(app, rep); jerr != nil {
+						return jerr
+					}
+				} else {
+					fmt.Fprintf(app.Out, "re-sealed %d credential(s) with key %s (%d write(s) retried after a race)\n", rep.Resealed, rep.Key, rep.Retried)
 				}
-			} else {
-				fmt.Fprintf(app.Out, "re-sealed %d credential(s) with key %s (%d write(s) retried after a race)\n", rep.Resealed, rep.Key, rep.Retried)
-			}
-			return err
+				return err
+			})
 		},
 	}
 }
@@ -352,22 +337,35 @@ func newCredentialsRemoveCommand(app *App) *cobra.Command {
 		Short: "Delete a stored credential (an app still used by a token is kept)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, done, err := app.credentialManager(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			ok, err := m.Remove(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("stored credential %s: %w", term(args[0]), credentials.ErrNotStored)
-			}
-			fmt.Fprintf(app.Out, "%s: removed\n", term(args[0]))
-			return nil
+			return app.withCredentialManager(cmd.Context(), false, func(m *credentials.Manager) error {
+				ok, err := m.Remove(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return notStored(args[0])
+				}
+				fmt.Fprintf(app.Out, "%s: removed\n", term(args[0]))
+				return nil
+			})
 		},
 	}
+}
+
+// withCredentialManager runs fn with the store's credential manager
+// (needKeys: one that can seal) and closes the store after.
+func (a *App) withCredentialManager(ctx context.Context, needKeys bool, fn func(m *credentials.Manager) error) error {
+	m, done, err := a.credentialManager(ctx, needKeys)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(m)
+}
+
+// notStored is the error for a name no credential is stored under.
+func notStored(name string) error {
+	return fmt.Errorf("stored credential %s: %w", term(name), credentials.ErrNotStored)
 }
 
 // printCredential says what a write did.

@@ -3,7 +3,6 @@ package credentials
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -32,20 +31,13 @@ func TestPostExchangeClassifies(t *testing.T) {
 		{"too long", strings.Repeat("x", maxGrantBody+10), 200, ErrExchangeLost, "longer than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				require.NoError(t, r.ParseForm())
+			srv := tokenEndpoint(t, tc.status, tc.body, func(r *http.Request) {
 				require.Equal(t, "/admin/oauth/access_token", r.URL.Path)
 				for k, v := range map[string]string{"grant_type": shopifyExchangeGrant, "subject_token": static, "client_id": "cid", "client_secret": cs,
 					"subject_token_type": shopifyOfflineToken, "requested_token_type": shopifyOfflineToken, "expiring": "1"} {
 					require.Equal(t, v, r.PostForm.Get(k), k)
 				}
-				if tc.status == 302 {
-					w.Header().Set("Location", "http://127.0.0.1:1/steal")
-				}
-				w.WriteHeader(tc.status)
-				_, _ = w.Write([]byte(tc.body))
-			}))
-			defer srv.Close()
+			})
 			m := NewManager(nil, nil, nil, Options{})
 			target, err := ShopifyTokenURL(srv.URL + "/")
 			require.NoError(t, err)

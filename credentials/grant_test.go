@@ -39,20 +39,13 @@ func TestPostRefreshClassifies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got http.Header
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				require.NoError(t, r.ParseForm())
+			srv := tokenEndpoint(t, tc.status, tc.body, func(r *http.Request) {
 				require.Equal(t, "refresh_token", r.PostForm.Get("grant_type"))
 				require.Equal(t, rt, r.PostForm.Get("refresh_token"))
 				require.Equal(t, "cid", r.PostForm.Get("client_id"))
 				require.Equal(t, cs, r.PostForm.Get("client_secret"))
 				got = r.Header
-				if tc.status == 302 {
-					w.Header().Set("Location", "http://127.0.0.1:1/steal")
-				}
-				w.WriteHeader(tc.status)
-				_, _ = w.Write([]byte(tc.body))
-			}))
-			defer srv.Close()
+			})
 			m := NewManager(nil, nil, nil, Options{})
 			a, err := m.postRefresh(context.Background(), "shop-a", Payload{RefreshToken: rt, TokenURL: srv.URL}, Payload{ClientID: "cid", ClientSecret: cs})
 			require.Equal(t, "application/x-www-form-urlencoded", got.Get("Content-Type"))
@@ -103,4 +96,21 @@ func TestTokenFromAnswer(t *testing.T) {
 	_, err = TokenFromAnswer(KindShopify, "app", "", []byte(`{"error":"invalid_grant","access":"SECRET"}`), at)
 	require.ErrorIs(t, err, ErrInvalid)
 	require.NotContains(t, err.Error(), "SECRET")
+}
+
+// tokenEndpoint is a token endpoint that lets check look at each request
+// (its form parsed) and answers status and body; a 302 points elsewhere,
+// which a grant must not follow.
+func tokenEndpoint(t *testing.T, status int, body string, check func(r *http.Request)) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, r.ParseForm())
+		check(r)
+		if status == http.StatusFound {
+			w.Header().Set("Location", "http://127.0.0.1:1/steal")
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

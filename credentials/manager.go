@@ -358,15 +358,12 @@ func (c *cached) refresh(ctx context.Context, refused string) (string, error) {
 	owner := leaseOwner()
 	wait := m.opt.PollMin
 	for {
-		r, p, err := c.load(ctx)
+		_, p, ok, err := c.current(ctx, refused)
 		if err != nil {
 			return "", err
 		}
-		if m.usable(r, p, refused) {
+		if ok {
 			return p.AccessToken, nil
-		}
-		if err := revokedBefore(r); err != nil {
-			return "", err
 		}
 		got, err := m.st.TryLease(ctx, c.name, owner, m.opt.Now().Add(m.opt.LeaseTTL))
 		if err != nil {
@@ -380,6 +377,19 @@ func (c *cached) refresh(ctx context.Context, refused string) (string, error) {
 		}
 		wait = min(wait*2, m.opt.PollMax)
 	}
+}
+
+// current re-reads the credential before a refresh. ok: its access token
+// may be handed out as it is; an error: it cannot be refreshed (an earlier
+// refresh found the refresh token refused).
+func (c *cached) current(ctx context.Context, refused string) (r Record, p Payload, ok bool, err error) {
+	if r, p, err = c.load(ctx); err != nil {
+		return r, p, false, err
+	}
+	if c.m.usable(r, p, refused) {
+		return r, p, true, nil
+	}
+	return r, p, false, revokedBefore(r)
 }
 
 // revokedPrefix starts a LastError that stays until a new token is
@@ -402,15 +412,12 @@ func revokedBefore(r Record) error {
 func (c *cached) refreshLeased(ctx context.Context, owner, refused string) (string, error) {
 	m := c.m
 	defer m.releaseLease(ctx, c.name, owner)
-	r, p, err := c.load(ctx)
+	r, p, ok, err := c.current(ctx, refused)
 	if err != nil {
 		return "", err
 	}
-	if m.usable(r, p, refused) {
+	if ok {
 		return p.AccessToken, nil
-	}
-	if err := revokedBefore(r); err != nil {
-		return "", err
 	}
 	if p.RefreshToken == "" {
 		return "", fmt.Errorf("stored credential %q: the access token expired and no refresh token is stored: %w", c.name, ErrReauthorize)

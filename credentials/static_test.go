@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/internal/credtest"
 )
 
 func writeSecret(t *testing.T, path, text string, mtime time.Time) {
@@ -28,23 +29,17 @@ func TestStaticFileReReadWhenChanged(t *testing.T) {
 	src := credentials.Static(config.CredentialRef{File: path})
 	require.Equal(t, "file:"+path, src.String())
 
-	got, err := src.Secret(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "shpat_first", got)
+	require.Equal(t, "shpat_first", credtest.Secret(ctx, t, src))
 
 	// Overwritten in place: the stamp changed, the next call reads it.
 	writeSecret(t, path, "shpat_second_longer", old.Add(time.Minute))
-	got, err = src.Secret(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "shpat_second_longer", got)
+	require.Equal(t, "shpat_second_longer", credtest.Secret(ctx, t, src))
 
 	// Replaced by a rename (how most tools write secrets): another file.
 	tmp := path + ".new"
 	writeSecret(t, tmp, "shpat_third_longer!", old.Add(time.Minute))
 	require.NoError(t, os.Rename(tmp, path))
-	got, err = src.Secret(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "shpat_third_longer!", got)
+	require.Equal(t, "shpat_third_longer!", credtest.Secret(ctx, t, src))
 	require.Equal(t, []string{"shpat_first", "shpat_second_longer", "shpat_third_longer!"}, src.Recent())
 }
 
@@ -54,45 +49,29 @@ func TestStaticFileUnchangedStampIsNotReadButRefusedIs(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	writeSecret(t, path, "token-aaaa", old)
 	src := credentials.Static(config.CredentialRef{File: path})
-	got, err := src.Secret(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "token-aaaa", got)
+	require.Equal(t, "token-aaaa", credtest.Secret(ctx, t, src))
 
 	// The same size and modification time: the stamp cannot tell, so
 	// Secret keeps the text it read (one stat, no read) ...
 	writeSecret(t, path, "token-bbbb", old)
-	got, err = src.Secret(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "token-aaaa", got)
+	require.Equal(t, "token-aaaa", credtest.Secret(ctx, t, src))
 
 	// ... and a refusal reads the file at once and sees the change.
-	changed, err := src.Refused(ctx, "token-aaaa")
-	require.NoError(t, err)
-	require.True(t, changed)
-	got, err = src.Secret(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "token-bbbb", got)
+	require.True(t, credtest.Refused(ctx, t, src, "token-aaaa"))
+	require.Equal(t, "token-bbbb", credtest.Secret(ctx, t, src))
 
 	// Refused with the file as it was: nothing new to try.
-	changed, err = src.Refused(ctx, "token-bbbb")
-	require.NoError(t, err)
-	require.False(t, changed)
+	require.False(t, credtest.Refused(ctx, t, src, "token-bbbb"))
 }
 
 func TestStaticEnvReadEachCall(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("ORDERSYNC_TEST_STATIC_TOKEN", " first-token ")
 	src := credentials.Static(config.CredentialRef{Env: "ORDERSYNC_TEST_STATIC_TOKEN"})
-	got, err := src.Secret(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "first-token", got)
+	require.Equal(t, "first-token", credtest.Secret(ctx, t, src))
 	t.Setenv("ORDERSYNC_TEST_STATIC_TOKEN", "second-token")
-	got, err = src.Secret(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "second-token", got)
-	changed, err := src.Refused(ctx, "first-token")
-	require.NoError(t, err)
-	require.True(t, changed)
+	require.Equal(t, "second-token", credtest.Secret(ctx, t, src))
+	require.True(t, credtest.Refused(ctx, t, src, "first-token"))
 	require.Equal(t, "env:ORDERSYNC_TEST_STATIC_TOKEN", src.String())
 }
 
@@ -101,11 +80,10 @@ func TestStaticErrorsNameTheReferenceNeverTheSecret(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "token")
 	writeSecret(t, path, "very-secret-token", time.Now().Add(-time.Hour))
 	src := credentials.Static(config.CredentialRef{File: path})
-	_, err := src.Secret(ctx)
-	require.NoError(t, err)
+	credtest.Secret(ctx, t, src)
 
 	require.NoError(t, os.Remove(path))
-	_, err = src.Secret(ctx)
+	_, err := src.Secret(ctx)
 	require.Error(t, err, "a file gone is an error, not the old secret")
 	require.Contains(t, err.Error(), path)
 	require.NotContains(t, err.Error(), "very-secret-token")
@@ -129,8 +107,7 @@ func TestStaticRecentKeepsTheLastFew(t *testing.T) {
 		v := "rotated-" + strings.Repeat("x", i)
 		all = append(all, v)
 		t.Setenv("ORDERSYNC_TEST_STATIC_ROT", v)
-		_, err := src.Secret(ctx)
-		require.NoError(t, err)
+		credtest.Secret(ctx, t, src)
 	}
 	require.Equal(t, all[2:], src.Recent())
 }

@@ -108,21 +108,10 @@ scrape_configs:
 // credentialRuleExprs are the expressions of the OrdersyncCredential* rules.
 func credentialRuleExprs(t *testing.T) []string {
 	t.Helper()
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `yaml:"alert"`
-				Expr  string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	readYAML(t, "prometheus/rules.yml", &rules)
 	var out []string
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			if strings.HasPrefix(r.Alert, "OrdersyncCredential") {
-				out = append(out, r.Expr)
-			}
+	for _, r := range promtest.Rules(t, "prometheus/rules.yml") {
+		if strings.HasPrefix(r.Alert, "OrdersyncCredential") {
+			out = append(out, r.Expr)
 		}
 	}
 	return out

@@ -16,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
-	"gopkg.in/yaml.v3"
 
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/metrics"
@@ -254,22 +253,9 @@ type namedExpr struct{ name, expr string }
 
 func ruleExprs(t *testing.T) []namedExpr {
 	t.Helper()
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `yaml:"alert"`
-				Expr  string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	b, err := os.ReadFile(rulesFile)
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(b, &rules))
 	var out []namedExpr
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			out = append(out, namedExpr{r.Alert, r.Expr})
-		}
+	for _, r := range promtest.Rules(t, rulesFile) {
+		out = append(out, namedExpr{r.Alert, r.Expr})
 	}
 	require.NotEmpty(t, out)
 	return out

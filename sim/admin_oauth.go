@@ -1,14 +1,12 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 )
 
@@ -39,35 +37,12 @@ func (s *Simulator) adminOAuthRoutes(mux *http.ServeMux) {
 			}
 		}
 	}
-	decode := func(r *http.Request, v any) error {
-		dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v); err != nil {
-			return fmt.Errorf("body: %v", err)
-		}
-		return nil
-	}
-	done := func(w http.ResponseWriter) error { w.WriteHeader(http.StatusNoContent); return nil }
-	mux.HandleFunc("POST /admin/oauth/shopify/apps", admin(func(w http.ResponseWriter, r *http.Request) error {
-		var app ShopifyApp
-		if err := decode(r, &app); err != nil {
-			return err
-		}
-		if err := s.RegisterShopifyApp(app); err != nil {
-			return err
-		}
-		return done(w)
-	}))
-	mux.HandleFunc("POST /admin/oauth/amazon/apps", admin(func(w http.ResponseWriter, r *http.Request) error {
-		var app AmazonApp
-		if err := decode(r, &app); err != nil {
-			return err
-		}
-		if err := s.RegisterAmazonApp(app); err != nil {
-			return err
-		}
-		return done(w)
-	}))
+	mux.HandleFunc("POST /admin/oauth/shopify/apps", admin(adminApply(func(_ *http.Request, app ShopifyApp) error {
+		return s.RegisterShopifyApp(app)
+	})))
+	mux.HandleFunc("POST /admin/oauth/amazon/apps", admin(adminApply(func(_ *http.Request, app AmazonApp) error {
+		return s.RegisterAmazonApp(app)
+	})))
 	mux.HandleFunc("GET /admin/oauth/shopify/install", admin(func(w http.ResponseWriter, r *http.Request) error {
 		u, err := s.ShopifyInstallURL(r.URL.Query().Get("client_id"), r.URL.Query().Get("shop"))
 		if err != nil {
@@ -76,24 +51,13 @@ func (s *Simulator) adminOAuthRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]string{"url": u})
 		return nil
 	}))
-	mux.HandleFunc("POST /admin/oauth/{surface}/faults", admin(func(w http.ResponseWriter, r *http.Request) error {
-		var f TokenFaults
-		if err := decode(r, &f); err != nil {
-			return err
-		}
-		if err := s.SetTokenFaults(r.PathValue("surface"), f); err != nil {
-			return err
-		}
-		return done(w)
-	}))
-	mux.HandleFunc("POST /admin/oauth/{surface}/ttl", admin(func(w http.ResponseWriter, r *http.Request) error {
-		var body struct {
-			Access  string `json:"access"`
-			Refresh string `json:"refresh"`
-		}
-		if err := decode(r, &body); err != nil {
-			return err
-		}
+	mux.HandleFunc("POST /admin/oauth/{surface}/faults", admin(adminApply(func(r *http.Request, f TokenFaults) error {
+		return s.SetTokenFaults(r.PathValue("surface"), f)
+	})))
+	mux.HandleFunc("POST /admin/oauth/{surface}/ttl", admin(adminApply(func(r *http.Request, body struct {
+		Access  string `json:"access"`
+		Refresh string `json:"refresh"`
+	}) error {
 		var ttl [2]time.Duration
 		for i, v := range []string{body.Access, body.Refresh} {
 			if v == "" {
@@ -105,50 +69,39 @@ func (s *Simulator) adminOAuthRoutes(mux *http.ServeMux) {
 			}
 			ttl[i] = d
 		}
-		if err := s.SetTokenTTL(r.PathValue("surface"), ttl[0], ttl[1]); err != nil {
-			return err
-		}
-		return done(w)
-	}))
+		return s.SetTokenTTL(r.PathValue("surface"), ttl[0], ttl[1])
+	})))
 	mux.HandleFunc("POST /admin/oauth/{surface}/expire", admin(func(w http.ResponseWriter, r *http.Request) error {
 		if err := s.ExpireAccessTokens(r.PathValue("surface")); err != nil {
 			return err
 		}
-		return done(w)
+		w.WriteHeader(http.StatusNoContent)
+		return nil
 	}))
-	mux.HandleFunc("POST /admin/oauth/{surface}/revoke", admin(func(w http.ResponseWriter, r *http.Request) error {
-		var body struct {
-			RefreshToken string `json:"refresh_token"`
-			Shop         string `json:"shop"`
-			ClientID     string `json:"client_id"`
-		}
-		if err := decode(r, &body); err != nil {
-			return err
-		}
+	mux.HandleFunc("POST /admin/oauth/{surface}/revoke", admin(adminApply(func(r *http.Request, body struct {
+		RefreshToken string `json:"refresh_token"`
+		Shop         string `json:"shop"`
+		ClientID     string `json:"client_id"`
+	}) error {
 		surface := r.PathValue("surface")
-		var err error
 		switch {
 		case body.RefreshToken != "":
-			err = s.RevokeRefreshToken(surface, body.RefreshToken)
+			return s.RevokeRefreshToken(surface, body.RefreshToken)
 		case body.Shop == "":
-			err = fmt.Errorf("revoke needs a refresh_token or a shop")
+			return fmt.Errorf("revoke needs a refresh_token or a shop")
 		case surface == SurfaceShopify:
-			err = s.RevokeShopifyInstall(body.Shop, body.ClientID)
+			return s.RevokeShopifyInstall(body.Shop, body.ClientID)
 		case surface == SurfaceAmazon:
-			err = s.RevokeAmazonAuthorization(body.Shop, body.ClientID)
+			return s.RevokeAmazonAuthorization(body.Shop, body.ClientID)
 		default:
-			err = checkSurface(surface)
+			return checkSurface(surface)
 		}
-		if err != nil {
-			return err
-		}
-		return done(w)
-	}))
+	})))
 	mux.HandleFunc("POST /admin/oauth/spent", admin(func(w http.ResponseWriter, r *http.Request) error {
 		var body struct {
 			RefreshToken string `json:"refresh_token"`
 		}
-		if err := decode(r, &body); err != nil {
+		if err := decodeAdminBody(r, &body); err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]int64{"spent": s.RefreshSpent(body.RefreshToken)})
@@ -158,6 +111,33 @@ func (s *Simulator) adminOAuthRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, s.AuthStats())
 		return nil
 	}))
+}
+
+// decodeAdminBody reads an admin request's JSON body (64 KiB at most, no
+// unknown fields) into v.
+func decodeAdminBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("body: %v", err)
+	}
+	return nil
+}
+
+// adminApply is an admin POST that decodes its body as a T, hands it to
+// apply and answers 204.
+func adminApply[T any](apply func(r *http.Request, body T) error) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var body T
+		if err := decodeAdminBody(r, &body); err != nil {
+			return err
+		}
+		if err := apply(r, body); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 }
 
 // RegisterShopifyApp registers a Shopify app with the simulator.
@@ -234,41 +214,4 @@ func (c *AdminClient) AuthStats(ctx context.Context) (*OAuthStats, error) {
 		return nil, err
 	}
 	return &st, nil
-}
-
-func (c *AdminClient) post(ctx context.Context, path string, in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("sim admin: POST %s: %w", path, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("sim admin: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("Content-Type", "application/json")
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: time.Minute}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("sim admin: POST %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		rb, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		var e errorBody
-		if json.Unmarshal(rb, &e) == nil && e.Error != "" {
-			return fmt.Errorf("sim admin: POST %s: HTTP %d: %s", path, resp.StatusCode, clip(e.Error))
-		}
-		return fmt.Errorf("sim admin: POST %s: HTTP %d", path, resp.StatusCode)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("sim admin: POST %s: decode: %w", path, err)
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,35 +69,59 @@ func (c *AdminClient) Stats(ctx context.Context) (*Stats, error) {
 }
 
 func (c *AdminClient) get(ctx context.Context, path string, q url.Values, out any) error {
+	return c.do(ctx, http.MethodGet, path, q, nil, out)
+}
+
+func (c *AdminClient) post(ctx context.Context, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("sim admin: POST %s: %w", path, err)
+	}
+	return c.do(ctx, http.MethodPost, path, nil, b, out)
+}
+
+// do sends one admin request (a JSON body when body is not nil) and
+// decodes the answer into out (nil: the answer is not read).
+func (c *AdminClient) do(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
 	u := strings.TrimRight(c.BaseURL, "/") + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return fmt.Errorf("sim admin: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	hc := c.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: time.Minute}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("sim admin: GET %s: %w", path, err)
+		return fmt.Errorf("sim admin: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		var e errorBody
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return fmt.Errorf("sim admin: GET %s: HTTP %d: %s", path, resp.StatusCode, e.Error)
+			return fmt.Errorf("sim admin: %s %s: HTTP %d: %s", method, path, resp.StatusCode, clip(e.Error))
 		}
-		return fmt.Errorf("sim admin: GET %s: HTTP %d", path, resp.StatusCode)
+		return fmt.Errorf("sim admin: %s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	if out == nil {
+		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("sim admin: GET %s: decode: %w", path, err)
+		return fmt.Errorf("sim admin: %s %s: decode: %w", method, path, err)
 	}
 	return nil
 }

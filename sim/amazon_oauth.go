@@ -116,40 +116,15 @@ func (s *Simulator) handleAmazonToken(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, lwaError{"invalid_request", fmt.Sprintf("unknown shop %q", clip(r.PathValue("shop")))})
 		return
 	}
-	p, perr := oauthParams(r)
-	now := s.now()
-	a := s.auth
-	a.mu.Lock()
-	limited, failed := a.takeFault(SurfaceAmazon)
-	if limited || failed {
-		a.mu.Unlock()
+	s.serveToken(w, r, SurfaceAmazon, func(w http.ResponseWriter, limited bool) {
 		if limited {
 			writeJSON(w, http.StatusTooManyRequests, lwaError{"slow_down", "The request rate is too high; retry later."})
 		} else {
 			writeJSON(w, http.StatusServiceUnavailable, lwaError{"temporarily_unavailable", "The service is temporarily unavailable."})
 		}
-		return
-	}
-	var out map[string]any
-	var e *oauthErr
-	if perr != nil {
-		e = &oauthErr{http.StatusBadRequest, "invalid_request", perr.Error()}
-	} else {
-		out, e = s.amazonGrant(sh, p, now)
-	}
-	if e != nil {
-		a.stats[SurfaceAmazon].GrantErrors++
-		a.mu.Unlock()
-		writeOAuthError(w, e)
-		return
-	}
-	drop := a.takeDrop(SurfaceAmazon)
-	a.mu.Unlock()
-	if drop {
-		abortConnection() // the tokens are issued; the answer is lost
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	}, func(p url.Values, now int64) (any, *oauthErr) {
+		return s.amazonGrant(sh, p, now)
+	})
 }
 
 // amazonClient finds the registered app of an LWA client. The lock is held.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -271,6 +272,43 @@ func (a *authority) takeDrop(surface string) bool {
 		return true
 	}
 	return false
+}
+
+// serveToken runs what every token endpoint shares around its grant: the
+// surface's scripted 429 or 5xx (answered by refuse in the platform's
+// words), the grant under the authority's lock, the counted refusal, and
+// the answer lost after the tokens are issued.
+func (s *Simulator) serveToken(w http.ResponseWriter, r *http.Request, surface string, refuse func(w http.ResponseWriter, limited bool), grant func(p url.Values, now int64) (any, *oauthErr)) {
+	p, perr := oauthParams(r)
+	now := s.now()
+	a := s.auth
+	a.mu.Lock()
+	limited, failed := a.takeFault(surface)
+	if limited || failed {
+		a.mu.Unlock()
+		refuse(w, limited)
+		return
+	}
+	var out any
+	var e *oauthErr
+	if perr != nil {
+		e = &oauthErr{http.StatusBadRequest, "invalid_request", perr.Error()}
+	} else {
+		out, e = grant(p, now)
+	}
+	if e != nil {
+		a.stats[surface].GrantErrors++
+		a.mu.Unlock()
+		writeOAuthError(w, e)
+		return
+	}
+	drop := a.takeDrop(surface)
+	a.mu.Unlock()
+	if drop {
+		abortConnection() // the tokens are issued; the answer is lost
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, out)
 }
 
 // issueAccess records a new access token. The lock is held.

@@ -46,13 +46,22 @@ func verifyShopifyHMAC(t *testing.T, q url.Values, secret string) {
 
 func shopifyOAuthSim(t *testing.T, clk *fakeClock, mod func(*Config)) (*Simulator, string) {
 	t.Helper()
+	return oauthSim(t, clk, mod, func(s *Simulator) error {
+		return s.RegisterShopifyApp(ShopifyApp{ClientID: testClientID, ClientSecret: testSecret,
+			Scopes: []string{"read_orders", "read_customers"}, AppURL: "https://app.example/install", RedirectURIs: []string{testRedirect}})
+	})
+}
+
+// oauthSim starts a one-shop simulator (mod, when set, changes its
+// config) with the app register registers, and returns it and its URL.
+func oauthSim(t *testing.T, clk *fakeClock, mod func(*Config), register func(*Simulator) error) (*Simulator, string) {
+	t.Helper()
 	cfg := testConfig(1, clk)
 	if mod != nil {
 		mod(&cfg)
 	}
 	s, ts := startTest(t, cfg)
-	require.NoError(t, s.RegisterShopifyApp(ShopifyApp{ClientID: testClientID, ClientSecret: testSecret,
-		Scopes: []string{"read_orders", "read_customers"}, AppURL: "https://app.example/install", RedirectURIs: []string{testRedirect}}))
+	require.NoError(t, register(s))
 	return s, ts.URL
 }
 
@@ -525,14 +534,10 @@ const (
 
 func amazonOAuthSim(t *testing.T, clk *fakeClock, mod func(*Config)) (*Simulator, string) {
 	t.Helper()
-	cfg := testConfig(1, clk)
-	if mod != nil {
-		mod(&cfg)
-	}
-	s, ts := startTest(t, cfg)
-	require.NoError(t, s.RegisterAmazonApp(AmazonApp{ApplicationID: testAppID, ClientID: testLWAClient, ClientSecret: testLWASecret,
-		RedirectURIs: []string{testAmazonReturn, "https://app.example/other"}}))
-	return s, ts.URL
+	return oauthSim(t, clk, mod, func(s *Simulator) error {
+		return s.RegisterAmazonApp(AmazonApp{ApplicationID: testAppID, ClientID: testLWAClient, ClientSecret: testLWASecret,
+			RedirectURIs: []string{testAmazonReturn, "https://app.example/other"}})
+	})
 }
 
 // consent opens the consent page and returns the status and, for a

@@ -251,41 +251,16 @@ func (s *Simulator) handleShopifyToken(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"errors": "Not Found"})
 		return
 	}
-	p, perr := oauthParams(r)
-	now := s.now()
-	a := s.auth
-	a.mu.Lock()
-	limited, failed := a.takeFault(SurfaceShopify)
-	if limited || failed {
-		a.mu.Unlock()
+	s.serveToken(w, r, SurfaceShopify, func(w http.ResponseWriter, limited bool) {
 		if limited {
 			w.Header().Set("Retry-After", "2")
 			writeJSON(w, http.StatusTooManyRequests, map[string]string{"errors": "Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service."})
 		} else {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"errors": "Service Unavailable"})
 		}
-		return
-	}
-	var out shopifyTokens
-	var e *oauthErr
-	if perr != nil {
-		e = &oauthErr{http.StatusBadRequest, "invalid_request", perr.Error()}
-	} else {
-		out, e = a.shopifyGrant(shop, p, now)
-	}
-	if e != nil {
-		a.stats[SurfaceShopify].GrantErrors++
-		a.mu.Unlock()
-		writeOAuthError(w, e)
-		return
-	}
-	drop := a.takeDrop(SurfaceShopify)
-	a.mu.Unlock()
-	if drop {
-		abortConnection() // the tokens are issued; the answer is lost
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	}, func(p url.Values, now int64) (any, *oauthErr) {
+		return s.auth.shopifyGrant(shop, p, now)
+	})
 }
 
 // shopifyGrant runs one token request. The lock is held.

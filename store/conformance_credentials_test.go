@@ -15,10 +15,7 @@ import (
 
 // credentialCases is the stored-credential behaviour every backend must
 // show. Each case gets a DSN naming a fresh, empty store.
-var credentialCases = []struct {
-	name string
-	run  func(t *testing.T, dsn string)
-}{
+var credentialCases = []conformanceCase{
 	{"Create and Get round-trip every field", testCredRoundTrip},
 	{"Create refuses a taken name", testCredCreateConflict},
 	{"Update compares and swaps on generation", testCredUpdateCAS},
@@ -30,16 +27,7 @@ var credentialCases = []struct {
 	{"concurrent guarded updates lose nothing", testCredConcurrentCAS},
 }
 
-func TestConformanceCredentials(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			skipUnavailable(t, b)
-			for _, tc := range credentialCases {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.fresh(t)) })
-			}
-		})
-	}
-}
+func TestConformanceCredentials(t *testing.T) { runConformance(t, credentialCases) }
 
 // openCredentials opens a store on dsn and returns its credentials.
 func openCredentials(t *testing.T, dsn string) credentials.Store {

@@ -13,10 +13,7 @@ import (
 )
 
 // feedCases is the change feed's behaviour on every backend.
-var feedCases = []struct {
-	name string
-	run  func(t *testing.T, dsn string)
-}{
+var feedCases = []conformanceCase{
 	{"every accepted version appends one change", testFeedAppends},
 	{"a change carries its order and lines", testFeedCarriesOrder},
 	{"paging, resuming and the platform filter", testFeedPaging},
@@ -29,16 +26,7 @@ var feedCases = []struct {
 	{"a released consumer no longer holds compaction", testFeedReleaseConsumer},
 }
 
-func TestFeedConformance(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			skipUnavailable(t, b)
-			for _, tc := range feedCases {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.fresh(t)) })
-			}
-		})
-	}
-}
+func TestFeedConformance(t *testing.T) { runConformance(t, feedCases) }
 
 func allChanges(t *testing.T, s Store) []Change {
 	t.Helper()

@@ -18,10 +18,7 @@ import (
 
 // registryCases is the registry behaviour every backend must show. Each
 // case gets a DSN naming a fresh, empty store.
-var registryCases = []struct {
-	name string
-	run  func(t *testing.T, dsn string)
-}{
+var registryCases = []conformanceCase{
 	{"revisions grow across entries and Get reads them back", testRegistryRevisions},
 	{"expect guards every write", testRegistryExpect},
 	{"removed names are tombstones, reused only explicitly", testRegistryTombstones},
@@ -37,16 +34,7 @@ var registryCases = []struct {
 	{"a registry written before migration 6 upgrades", testRegistryUpgrade},
 }
 
-func TestConformanceRegistry(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			skipUnavailable(t, b)
-			for _, tc := range registryCases {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.fresh(t)) })
-			}
-		})
-	}
-}
+func TestConformanceRegistry(t *testing.T) { runConformance(t, registryCases) }
 
 // openRegistry opens a store on dsn and returns its registry.
 func openRegistry(t *testing.T, dsn string) accounts.Registry {

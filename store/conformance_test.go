@@ -15,10 +15,7 @@ import (
 
 // conformanceCases is the behaviour every backend must show. Each case gets
 // a DSN naming a fresh, empty store.
-var conformanceCases = []struct {
-	name string
-	run  func(t *testing.T, dsn string)
-}{
+var conformanceCases = []conformanceCase{
 	{"round trip keeps every field", testRoundTrip},
 	{"versions arriving out of order", testOutOfOrder},
 	{"a version stamped in the future does not pin the order", testFutureStampedDoesNotPin},
@@ -41,11 +38,21 @@ var conformanceCases = []struct {
 	{"orders stored before lines existed", testLinesAfterUpgrade},
 }
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { runConformance(t, conformanceCases) }
+
+// conformanceCase is one behaviour every backend must show, run on a DSN
+// naming a fresh, empty store.
+type conformanceCase struct {
+	name string
+	run  func(t *testing.T, dsn string)
+}
+
+// runConformance runs every case on every backend this machine has.
+func runConformance(t *testing.T, cases []conformanceCase) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			skipUnavailable(t, b)
-			for _, tc := range conformanceCases {
+			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.fresh(t)) })
 			}
 		})

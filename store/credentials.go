@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -115,4 +116,52 @@ func fromNullTime(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// readCredentials is a backend's read: it runs a query selecting
+// credentialColumns (sealed: true) or credentialMeta.
+type readCredentials func(ctx context.Context, sealed bool, query string, args ...any) ([]credentials.Record, error)
+
+// getCredential is Get over a backend's read; query selects
+// credentialColumns of the row named by its one argument.
+func getCredential(ctx context.Context, read readCredentials, query, name string) (credentials.Record, bool, error) {
+	if err := checkCredentialName("get", name); err != nil {
+		return credentials.Record{}, false, err
+	}
+	rs, err := read(ctx, true, query, name)
+	if err != nil {
+		return credentials.Record{}, false, fmt.Errorf("get stored credential %q: %w", name, err)
+	}
+	if len(rs) == 0 {
+		return credentials.Record{}, false, nil
+	}
+	return rs[0], true, nil
+}
+
+// listCredentials is List over a backend's read; query selects
+// credentialMeta of a page (after, limit) in byte order.
+func listCredentials(ctx context.Context, read readCredentials, query, after string, limit int) ([]credentials.Record, error) {
+	limit, err := checkCredentialPage("list", after, limit)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := read(ctx, false, query, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list stored credentials: %w", err)
+	}
+	return rs, nil
+}
+
+// staleCredentials is Stale over a backend's read; query selects
+// credentialColumns of a page (current key, after, limit) in byte order.
+func staleCredentials(ctx context.Context, read readCredentials, query, current, after string, limit int) ([]credentials.Record, error) {
+	limit, err := checkCredentialPage("list stale", after, limit)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := read(ctx, true, query, current, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list stored credentials not sealed with key %s: %w", current, err)
+	}
+	return rs, nil
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/internal/alerttest"
 	"github.com/ordersync/ordersync/internal/metrics"
 )
 
@@ -29,28 +29,6 @@ func (o *outcomes) list() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.got...)
-}
-
-type alertList struct {
-	mu     sync.Mutex
-	alerts []api.Alert
-}
-
-func (l *alertList) Alert(_ context.Context, a api.Alert) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.alerts = append(l.alerts, a)
-	return nil
-}
-
-func (l *alertList) keys() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, a := range l.alerts {
-		out = append(out, a.Key)
-	}
-	return out
 }
 
 // TestCredentialHealthFromRealRefreshes: refreshes against a token
@@ -86,21 +64,21 @@ func TestCredentialHealthFromRealRefreshes(t *testing.T) {
 			require.Equal(t, []string{"shop-ok/shopify/ok", "shop-lost/shopify/failed", "shop-revoked/shopify/refused"}, seen.list())
 
 			// Another process (a worker without this cache) reads the health.
-			alerts := &alertList{}
+			alerts := &alerttest.Recorder{}
 			p := &metrics.CredentialPoller{Health: manager(t, dsn, nil, credentials.Options{}).Health, Alerter: alerts,
 				RefreshFailingFor: time.Nanosecond}
 			p.PollOnce(ctx)
 			time.Sleep(time.Millisecond)
 			p.PollOnce(ctx)
 			p.PollOnce(ctx)
-			keys := alerts.keys()
+			keys := alerts.Keys()
 			require.Len(t, keys, 2, "%v", keys)
 			// Re-authorization alerts at once, failing refreshes once they
 			// kept failing (here: from the second read on).
 			require.Contains(t, keys[0], "credential/shop-revoked/reauthorize/")
-			require.Contains(t, alerts.alerts[0].Message, "Re-install the app")
+			require.Contains(t, alerts.Alerts()[0].Message, "Re-install the app")
 			require.Contains(t, keys[1], "credential/shop-lost/refresh_failing/")
-			for _, a := range alerts.alerts {
+			for _, a := range alerts.Alerts() {
 				require.Equal(t, "credential", a.Kind)
 				srv.noSecretIn(t, "an alert", a.Message+a.Key)
 			}
@@ -108,7 +86,7 @@ func TestCredentialHealthFromRealRefreshes(t *testing.T) {
 			// A re-install mends it: no new alert, and the episode is over.
 			install(t, m, srv, "shop-revoked", false)
 			p.PollOnce(ctx)
-			require.Len(t, alerts.keys(), 2)
+			require.Len(t, alerts.Keys(), 2)
 		})
 	}
 }

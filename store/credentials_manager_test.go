@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/internal/credtest"
 )
 
 // tokenServer plays an OAuth token endpoint over real HTTP with Shopify's
@@ -159,10 +160,7 @@ func (s *tokenServer) noSecretIn(t *testing.T, what, text string) {
 }
 
 // credentialManagerCases run on every backend with real HTTP.
-var credentialManagerCases = []struct {
-	name string
-	run  func(t *testing.T, dsn string)
-}{
+var credentialManagerCases = []conformanceCase{
 	{"three workers refresh each token once and never use an expired one", testManagerWorkers},
 	{"a lost refresh answer is recovered with the previous refresh token", testManagerLostAnswer},
 	{"a revoked refresh token is a permanent error kept beside the credential", testManagerRevoked},
@@ -174,16 +172,7 @@ var credentialManagerCases = []struct {
 	{"RotateKey while workers refresh loses no refresh", testManagerRotateWhileRefreshing},
 }
 
-func TestCredentialManager(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			skipUnavailable(t, b)
-			for _, tc := range credentialManagerCases {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.fresh(t)) })
-			}
-		})
-	}
-}
+func TestCredentialManager(t *testing.T) { runConformance(t, credentialManagerCases) }
 
 func keyring(t *testing.T, entries ...string) *credentials.Keyring {
 	t.Helper()
@@ -222,6 +211,44 @@ func install(t *testing.T, m *credentials.Manager, srv *tokenServer, name string
 	return access, refresh
 }
 
+// tokenUsers are goroutines each taking an access token from a source and
+// using it at the server, every 10ms until ctx ends, as a worker's requests
+// would.
+type tokenUsers struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func (u *tokenUsers) start(ctx context.Context, src credentials.Source, srv *tokenServer) {
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		for ctx.Err() == nil {
+			tok, err := src.Secret(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					u.mu.Lock()
+					u.errs = append(u.errs, err)
+					u.mu.Unlock()
+				}
+				return
+			}
+			srv.use(tok)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
+
+// wait waits for every user and fails on any error one met.
+func (u *tokenUsers) wait(t *testing.T) {
+	t.Helper()
+	u.wg.Wait()
+	for _, err := range u.errs {
+		require.NoError(t, err)
+	}
+}
+
 func source(t *testing.T, m *credentials.Manager, name string) credentials.Source {
 	t.Helper()
 	s, err := m.Source(name)
@@ -237,33 +264,14 @@ func testManagerWorkers(t *testing.T, dsn string) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 100)
+	var users tokenUsers
 	for range 3 {
 		src := source(t, manager(t, dsn, k, opt), "shop-a")
 		for range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					tok, err := src.Secret(ctx)
-					if err != nil {
-						if ctx.Err() == nil {
-							errs <- err
-						}
-						return
-					}
-					srv.use(tok)
-					time.Sleep(10 * time.Millisecond)
-				}
-			}()
+			users.start(ctx, src, srv)
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	users.wait(t)
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	require.Empty(t, srv.problems)
@@ -303,9 +311,7 @@ func testManagerLostAnswer(t *testing.T, dsn string) {
 
 	// The pair committed now is the second answer's: the next refresh
 	// spends its refresh token, which retires the first.
-	changed, err := src.Refused(ctx, tok)
-	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, credtest.Refused(ctx, t, src, tok))
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	require.True(t, srv.refresh[first].retired)
@@ -362,24 +368,16 @@ func testManagerRefused(t *testing.T, dsn string) {
 	m1, m2 := manager(t, dsn, k, opt), manager(t, dsn, k, opt)
 	install(t, m1, srv, "shop-a", false)
 	s1, s2 := source(t, m1, "shop-a"), source(t, m2, "shop-a")
-	old1, err := s1.Secret(ctx)
-	require.NoError(t, err)
-	old2, err := s2.Secret(ctx)
-	require.NoError(t, err)
+	old1 := credtest.Secret(ctx, t, s1)
+	old2 := credtest.Secret(ctx, t, s2)
 	require.Equal(t, old1, old2)
 
-	changed, err := s1.Refused(ctx, old1)
-	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, credtest.Refused(ctx, t, s1, old1))
 	// The second worker's refusal of the same token finds the new one.
-	changed, err = s2.Refused(ctx, old2)
-	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, credtest.Refused(ctx, t, s2, old2))
 	require.Equal(t, 1, srv.calls, "one refresh for both refusals")
-	n1, err := s1.Secret(ctx)
-	require.NoError(t, err)
-	n2, err := s2.Secret(ctx)
-	require.NoError(t, err)
+	n1 := credtest.Secret(ctx, t, s1)
+	n2 := credtest.Secret(ctx, t, s2)
 	require.Equal(t, n1, n2)
 	require.NotEqual(t, old1, n1)
 	require.Contains(t, s1.Recent(), old1, "Recent keeps the replaced token for redaction")
@@ -393,11 +391,8 @@ func testManagerLWA(t *testing.T, dsn string) {
 	m := manager(t, dsn, keyring(t, newKey(t)), credentials.Options{MinForcedRefresh: time.Nanosecond})
 	_, rt := install(t, m, srv, "amazon-eu", true)
 	src := source(t, m, "amazon-eu")
-	tok, err := src.Secret(ctx)
-	require.NoError(t, err)
-	changed, err := src.Refused(ctx, tok)
-	require.NoError(t, err)
-	require.True(t, changed)
+	tok := credtest.Secret(ctx, t, src)
+	require.True(t, credtest.Refused(ctx, t, src, tok))
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	require.Equal(t, 2, srv.refresh[rt].spent, "the one refresh token serves every refresh")
@@ -434,8 +429,7 @@ func testManagerSealing(t *testing.T, dsn string) {
 	srv.noSecretIn(t, "the error", err.Error())
 	require.NotContains(t, err.Error(), strings.SplitN(key, ":", 2)[1], "the error quotes the key")
 
-	tok, err := source(t, m, "shop-a").Secret(ctx)
-	require.NoError(t, err)
+	tok := credtest.Secret(ctx, t, source(t, m, "shop-a"))
 	require.Equal(t, access, tok)
 }
 
@@ -468,12 +462,9 @@ func testManagerRotate(t *testing.T, dsn string) {
 	only := manager(t, dsn, keyring(t, newK), credentials.Options{MinForcedRefresh: time.Nanosecond})
 	for n, tok := range want {
 		src := source(t, only, n)
-		got, err := src.Secret(ctx)
-		require.NoError(t, err)
+		got := credtest.Secret(ctx, t, src)
 		require.Equal(t, tok, got)
-		changed, err := src.Refused(ctx, got)
-		require.NoError(t, err)
-		require.True(t, changed)
+		require.True(t, credtest.Refused(ctx, t, src, got))
 	}
 	_, err = source(t, manager(t, dsn, keyring(t, oldKey), credentials.Options{}), "shop-a").Secret(ctx)
 	require.ErrorIs(t, err, credentials.ErrUnknownKey)
@@ -522,27 +513,11 @@ func testManagerRotateWhileRefreshing(t *testing.T, dsn string) {
 	both := keyring(t, newK, oldKey)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 100)
+	var users tokenUsers
 	for range 2 {
 		m := manager(t, dsn, both, opt)
 		for _, n := range names {
-			src := source(t, m, n)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					tok, err := src.Secret(ctx)
-					if err != nil {
-						if ctx.Err() == nil {
-							errs <- err
-						}
-						return
-					}
-					srv.use(tok)
-					time.Sleep(10 * time.Millisecond)
-				}
-			}()
+			users.start(ctx, source(t, m, n), srv)
 		}
 	}
 	// Rotate back and forth between the keys for the whole run, so
@@ -559,11 +534,7 @@ func testManagerRotateWhileRefreshing(t *testing.T, dsn string) {
 		resealed += rep.Resealed
 		time.Sleep(20 * time.Millisecond)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	users.wait(t)
 	rep, err := rotators[1].RotateKey(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, rep.Failed)

@@ -21,17 +21,7 @@ func (s *postgresStore) Credentials() credentials.Store { return postgresCredent
 
 // Get implements credentials.Store.
 func (c postgresCredentials) Get(ctx context.Context, name string) (credentials.Record, bool, error) {
-	if err := checkCredentialName("get", name); err != nil {
-		return credentials.Record{}, false, err
-	}
-	rs, err := c.read(ctx, true, `SELECT `+credentialColumns+` FROM credentials WHERE name = $1`, name)
-	if err != nil {
-		return credentials.Record{}, false, fmt.Errorf("get stored credential %q: %w", name, err)
-	}
-	if len(rs) == 0 {
-		return credentials.Record{}, false, nil
-	}
-	return rs[0], true, nil
+	return getCredential(ctx, c.read, `SELECT `+credentialColumns+` FROM credentials WHERE name = $1`, name)
 }
 
 // Create implements credentials.Store.
@@ -113,16 +103,7 @@ func (c postgresCredentials) ReleaseLease(ctx context.Context, name, owner strin
 // List implements credentials.Store. Names compare in byte order (COLLATE
 // "C") as on SQLite, so pages agree on both stores.
 func (c postgresCredentials) List(ctx context.Context, after string, limit int) ([]credentials.Record, error) {
-	limit, err := checkCredentialPage("list", after, limit)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := c.read(ctx, false, `SELECT `+credentialMeta+` FROM credentials WHERE name COLLATE "C" > $1 ORDER BY name COLLATE "C" LIMIT $2`,
-		after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stored credentials: %w", err)
-	}
-	return rs, nil
+	return listCredentials(ctx, c.read, `SELECT `+credentialMeta+` FROM credentials WHERE name COLLATE "C" > $1 ORDER BY name COLLATE "C" LIMIT $2`, after, limit)
 }
 
 // Delete implements credentials.Store.
@@ -139,16 +120,8 @@ func (c postgresCredentials) Delete(ctx context.Context, name string) (bool, err
 
 // Stale implements credentials.Store.
 func (c postgresCredentials) Stale(ctx context.Context, current, after string, limit int) ([]credentials.Record, error) {
-	limit, err := checkCredentialPage("list stale", after, limit)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := c.read(ctx, true, `SELECT `+credentialColumns+` FROM credentials
+	return staleCredentials(ctx, c.read, `SELECT `+credentialColumns+` FROM credentials
 		WHERE key_id <> $1 AND name COLLATE "C" > $2 ORDER BY name COLLATE "C" LIMIT $3`, current, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stored credentials not sealed with key %s: %w", current, err)
-	}
-	return rs, nil
 }
 
 // read runs a query selecting credentialColumns (sealed: true) or

@@ -475,3 +475,49 @@ func (s *sqliteStore) CountOrders(ctx context.Context, platform string) (int, er
 	}
 	return n, nil
 }
+
+// writeTx runs fn in a write transaction (BEGIN IMMEDIATE, see
+// sqliteParams), queued behind the process's other writers, and commits
+// when fn succeeds and the file is still the one at the path.
+func (s *sqliteStore) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.withPool(ctx, func(p *sqlitePool) error {
+		tx, err := p.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		// As UpsertOrders does: never commit to a file no longer at the path.
+		if err := p.checkFile(s.path); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+// queryAll runs a read query and scans each row with scan, again from the
+// first row if the pool retries the query.
+func queryAll[T any](ctx context.Context, s *sqliteStore, query string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	var out []T
+	err := s.withPool(ctx, func(p *sqlitePool) error {
+		out = nil
+		rows, err := p.db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

@@ -16,42 +16,9 @@ type sqliteCredentials struct{ s *sqliteStore }
 // Credentials returns the store's stored credentials (see CredentialsOf).
 func (s *sqliteStore) Credentials() credentials.Store { return sqliteCredentials{s} }
 
-// write runs fn in a write transaction (BEGIN IMMEDIATE, see sqliteParams),
-// queued behind the process's other writers.
-func (c sqliteCredentials) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	s := c.s
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	return s.withPool(ctx, func(p *sqlitePool) error {
-		tx, err := p.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback() }()
-		if err := fn(tx); err != nil {
-			return err
-		}
-		// As UpsertOrders does: never commit to a file no longer at the path.
-		if err := p.checkFile(s.path); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
-}
-
 // Get implements credentials.Store.
 func (c sqliteCredentials) Get(ctx context.Context, name string) (credentials.Record, bool, error) {
-	if err := checkCredentialName("get", name); err != nil {
-		return credentials.Record{}, false, err
-	}
-	rs, err := c.read(ctx, true, `SELECT `+credentialColumns+` FROM credentials WHERE name = ?`, name)
-	if err != nil {
-		return credentials.Record{}, false, fmt.Errorf("get stored credential %q: %w", name, err)
-	}
-	if len(rs) == 0 {
-		return credentials.Record{}, false, nil
-	}
-	return rs[0], true, nil
+	return getCredential(ctx, c.read, `SELECT `+credentialColumns+` FROM credentials WHERE name = ?`, name)
 }
 
 // Create implements credentials.Store.
@@ -60,7 +27,7 @@ func (c sqliteCredentials) Create(ctx context.Context, r credentials.Record) (in
 		return 0, err
 	}
 	now := c.s.now().UnixMicro()
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO credentials (`+credentialColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, '', 0, ?, ?) ON CONFLICT (name) DO NOTHING`,
 			r.Name, string(r.Kind), r.App, microsOrZero(r.AccessExpiresAt), microsOrZero(r.RefreshExpiresAt),
@@ -85,7 +52,7 @@ func (c sqliteCredentials) Update(ctx context.Context, r credentials.Record, exp
 		return 0, err
 	}
 	now := c.s.now().UnixMicro()
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE credentials SET kind = ?, app = ?, access_expires_at = ?, refresh_expires_at = ?,
 				last_refresh_at = ?, last_error = ?, generation = generation + 1, key_id = ?, updated_at = ?, sealed = ?
 			WHERE name = ? AND generation = ?`,
@@ -114,7 +81,7 @@ func (c sqliteCredentials) TryLease(ctx context.Context, name, owner string, unt
 		return false, err
 	}
 	var got bool
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE credentials SET lease_owner = ?, lease_until = ?
 			WHERE name = ? AND (lease_owner = '' OR lease_owner = ? OR lease_until <= ?)`,
 			owner, until.UnixMicro(), name, owner, c.s.now().UnixMicro())
@@ -148,7 +115,7 @@ func (c sqliteCredentials) ReleaseLease(ctx context.Context, name, owner string)
 	if err := checkCredentialName("release lease of", name); err != nil {
 		return err
 	}
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE credentials SET lease_owner = '', lease_until = 0 WHERE name = ? AND lease_owner = ?`, name, owner)
 		return err
 	})
@@ -160,15 +127,7 @@ func (c sqliteCredentials) ReleaseLease(ctx context.Context, name, owner string)
 
 // List implements credentials.Store.
 func (c sqliteCredentials) List(ctx context.Context, after string, limit int) ([]credentials.Record, error) {
-	limit, err := checkCredentialPage("list", after, limit)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := c.read(ctx, false, `SELECT `+credentialMeta+` FROM credentials WHERE name > ? ORDER BY name LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stored credentials: %w", err)
-	}
-	return rs, nil
+	return listCredentials(ctx, c.read, `SELECT `+credentialMeta+` FROM credentials WHERE name > ? ORDER BY name LIMIT ?`, after, limit)
 }
 
 // Delete implements credentials.Store.
@@ -177,7 +136,7 @@ func (c sqliteCredentials) Delete(ctx context.Context, name string) (bool, error
 		return false, err
 	}
 	var found bool
-	err := c.write(ctx, func(tx *sql.Tx) error {
+	err := c.s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM credentials WHERE name = ?`, name)
 		if err != nil {
 			return err
@@ -194,49 +153,29 @@ func (c sqliteCredentials) Delete(ctx context.Context, name string) (bool, error
 
 // Stale implements credentials.Store.
 func (c sqliteCredentials) Stale(ctx context.Context, current, after string, limit int) ([]credentials.Record, error) {
-	limit, err := checkCredentialPage("list stale", after, limit)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := c.read(ctx, true, `SELECT `+credentialColumns+` FROM credentials WHERE key_id <> ? AND name > ? ORDER BY name LIMIT ?`,
-		current, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stored credentials not sealed with key %s: %w", current, err)
-	}
-	return rs, nil
+	return staleCredentials(ctx, c.read, `SELECT `+credentialColumns+` FROM credentials WHERE key_id <> ? AND name > ? ORDER BY name LIMIT ?`, current, after, limit)
 }
 
 // read runs a query selecting credentialColumns (sealed: true) or
 // credentialMeta.
 func (c sqliteCredentials) read(ctx context.Context, sealed bool, query string, args ...any) ([]credentials.Record, error) {
-	var out []credentials.Record
-	err := c.s.withPool(ctx, func(p *sqlitePool) error {
-		out = nil
-		rows, err := p.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
+	return queryAll(ctx, c.s, query, args, func(rows *sql.Rows) (credentials.Record, error) {
+		var r credentials.Record
+		var kind string
+		var access, refresh, last, lease, updated int64
+		dest := []any{&r.Name, &kind, &r.App, &access, &refresh, &last, &r.LastError,
+			&r.Generation, &r.KeyID, &r.LeaseOwner, &lease, &updated}
+		if sealed {
+			dest = append(dest, &r.Sealed)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var r credentials.Record
-			var kind string
-			var access, refresh, last, lease, updated int64
-			dest := []any{&r.Name, &kind, &r.App, &access, &refresh, &last, &r.LastError,
-				&r.Generation, &r.KeyID, &r.LeaseOwner, &lease, &updated}
-			if sealed {
-				dest = append(dest, &r.Sealed)
-			}
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
-			r.Kind = credentials.Kind(kind)
-			r.AccessExpiresAt, r.RefreshExpiresAt, r.LastRefreshAt = timeOrZero(access), timeOrZero(refresh), timeOrZero(last)
-			r.LeaseUntil, r.UpdatedAt = timeOrZero(lease), fromMicros(updated)
-			out = append(out, r)
+		if err := rows.Scan(dest...); err != nil {
+			return r, err
 		}
-		return rows.Err()
+		r.Kind = credentials.Kind(kind)
+		r.AccessExpiresAt, r.RefreshExpiresAt, r.LastRefreshAt = timeOrZero(access), timeOrZero(refresh), timeOrZero(last)
+		r.LeaseUntil, r.UpdatedAt = timeOrZero(lease), fromMicros(updated)
+		return r, nil
 	})
-	return out, err
 }
 
 // updateConflict is Update's error when no row has the expected generation.

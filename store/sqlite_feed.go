@@ -112,25 +112,15 @@ func (s *sqliteStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, err
 }
 
 func (s *sqliteStore) changeKeys(ctx context.Context, query string, args []any, after int64) ([]Change, error) {
-	var out []Change
-	err := s.withPool(ctx, func(p *sqlitePool) error {
-		out = nil
-		rows, err := p.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
+	out, err := queryAll(ctx, s, query, args, func(rows *sql.Rows) (Change, error) {
+		var ch Change
+		var kind string
+		var updated, committed int64
+		if err := rows.Scan(&ch.Seq, &ch.Platform, &ch.OrderID, &updated, &kind, &committed); err != nil {
+			return ch, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var ch Change
-			var kind string
-			var updated, committed int64
-			if err := rows.Scan(&ch.Seq, &ch.Platform, &ch.OrderID, &updated, &kind, &committed); err != nil {
-				return err
-			}
-			ch.Kind, ch.UpdatedAt, ch.CommittedAt = ChangeKind(kind), fromMicros(updated), fromMicros(committed)
-			out = append(out, ch)
-		}
-		return rows.Err()
+		ch.Kind, ch.UpdatedAt, ch.CommittedAt = ChangeKind(kind), fromMicros(updated), fromMicros(committed)
+		return ch, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list changes after %d: %w", after, err)

@@ -25,18 +25,11 @@ func (r sqliteRegistry) Put(ctx context.Context, e accounts.Entry, expect int64)
 	if err := checkPut(e, expect); err != nil {
 		return 0, err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	var rev int64
-	err := s.withPool(ctx, func(p *sqlitePool) error {
-		tx, err := p.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback() }()
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var stored int64
 		var state string
-		err = tx.QueryRowContext(ctx, `SELECT revision, state FROM registry WHERE class = ? AND name = ?`, string(e.Class), e.Name).
+		err := tx.QueryRowContext(ctx, `SELECT revision, state FROM registry WHERE class = ? AND name = ?`, string(e.Class), e.Name).
 			Scan(&stored, &state)
 		found := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -54,11 +47,7 @@ func (r sqliteRegistry) Put(ctx context.Context, e accounts.Entry, expect int64)
 			string(e.Class), e.Name, rev, string(e.State), e.Kind, e.TaskQueue, string(e.Settings), s.now().UnixMicro()); err != nil {
 			return err
 		}
-		// As UpsertOrders does: never commit to a file no longer at the path.
-		if err := p.checkFile(s.path); err != nil {
-			return err
-		}
-		return tx.Commit()
+		return nil
 	})
 	if err != nil {
 		if errors.Is(err, accounts.ErrConflict) || errors.Is(err, accounts.ErrRemovedName) {
@@ -179,26 +168,15 @@ func (r sqliteRegistry) TaskQueues(ctx context.Context, class accounts.Class) ([
 
 // readRegistry runs a query selecting registryColumns.
 func (s *sqliteStore) readRegistry(ctx context.Context, query string, args ...any) ([]accounts.Entry, error) {
-	var out []accounts.Entry
-	err := s.withPool(ctx, func(p *sqlitePool) error {
-		out = nil
-		rows, err := p.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
+	return queryAll(ctx, s, query, args, func(rows *sql.Rows) (accounts.Entry, error) {
+		var e accounts.Entry
+		var class, state string
+		var settings []byte
+		var updated int64
+		if err := rows.Scan(&class, &e.Name, &e.Revision, &state, &e.Kind, &e.TaskQueue, &settings, &updated); err != nil {
+			return e, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e accounts.Entry
-			var class, state string
-			var settings []byte
-			var updated int64
-			if err := rows.Scan(&class, &e.Name, &e.Revision, &state, &e.Kind, &e.TaskQueue, &settings, &updated); err != nil {
-				return err
-			}
-			e.Class, e.State, e.Settings, e.UpdatedAt = accounts.Class(class), accounts.State(state), settings, fromMicros(updated)
-			out = append(out, e)
-		}
-		return rows.Err()
+		e.Class, e.State, e.Settings, e.UpdatedAt = accounts.Class(class), accounts.State(state), settings, fromMicros(updated)
+		return e, nil
 	})
-	return out, err
 }

@@ -3,35 +3,16 @@ package worker
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/internal/alerttest"
 	"github.com/ordersync/ordersync/internal/metrics"
 )
-
-type recordedAlerts struct {
-	mu   sync.Mutex
-	keys []string
-}
-
-func (r *recordedAlerts) Alert(_ context.Context, a api.Alert) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.keys = append(r.keys, a.Key)
-	return nil
-}
-
-func (r *recordedAlerts) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.keys)
-}
 
 // TestCredentialHealthWiring: with CredentialHealth set the process
 // alerts through its Alerter and exports the credential series while it
@@ -43,14 +24,14 @@ func TestCredentialHealthWiring(t *testing.T) {
 			LastError: "refresh token refused: invalid_grant", NeedsReauthorization: true}}, nil
 	}
 	for _, withMetrics := range []bool{true, false} {
-		alerts := &recordedAlerts{}
+		alerts := &alerttest.Recorder{}
 		opts := Options{CredentialHealth: health, Alerter: alerts}
 		if withMetrics {
 			opts.Metrics = metrics.New()
 		}
 		ws := &Workers{}
 		require.NoError(t, ws.startCredentialPoller(opts, slog.New(slog.DiscardHandler)))
-		require.Eventually(t, func() bool { return alerts.count() == 1 }, 10*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return len(alerts.Keys()) == 1 }, 10*time.Second, 10*time.Millisecond)
 		if withMetrics {
 			n, err := testutil.GatherAndCount(opts.Metrics.Registry(), "ordersync_credential_needs_reauthorization")
 			require.NoError(t, err)
@@ -63,6 +44,6 @@ func TestCredentialHealthWiring(t *testing.T) {
 			require.NoError(t, err)
 			require.Zero(t, n, "unregistered on Stop")
 		}
-		require.Equal(t, 1, alerts.count())
+		require.Equal(t, 1, len(alerts.Keys()))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -340,38 +341,41 @@ func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
 	if opts.Registry != nil {
 		poller.List = func(ctx context.Context) ([]string, error) { return ws.registeredPlatforms(ctx, opts.Registry) }
 	}
-	if err := opts.Metrics.Registry().Register(poller); err != nil {
-		return fmt.Errorf("register status metrics: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := poller.Start(ctx)
-	ws.stopPoller = func() {
-		cancel()
-		<-done
-		opts.Metrics.Registry().Unregister(poller)
-	}
-	return nil
+	stop, err := runPoller(opts.Metrics, poller, "status")
+	ws.stopPoller = stop
+	return err
 }
 
 // startCredentialPoller alerts on the stored credentials' health, and
 // exports it when the process has metrics.
 func (ws *Workers) startCredentialPoller(opts Options, logger *slog.Logger) error {
 	poller := &metrics.CredentialPoller{Health: opts.CredentialHealth, Alerter: opts.Alerter, Logger: logger}
-	if opts.Metrics != nil {
-		if err := opts.Metrics.Registry().Register(poller); err != nil {
-			return fmt.Errorf("register credential metrics: %w", err)
+	stop, err := runPoller(opts.Metrics, poller, "credential")
+	ws.stopCredentials = stop
+	return err
+}
+
+// runPoller exports a poller's series with m (none when m is nil) and
+// starts it; stop ends it and takes the series away (nil when the series
+// could not be registered, and then nothing started).
+func runPoller(m *metrics.Recorder, p interface {
+	prometheus.Collector
+	Start(ctx context.Context) <-chan struct{}
+}, what string) (stop func(), err error) {
+	if m != nil {
+		if err := m.Registry().Register(p); err != nil {
+			return nil, fmt.Errorf("register %s metrics: %w", what, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := poller.Start(ctx)
-	ws.stopCredentials = func() {
+	done := p.Start(ctx)
+	return func() {
 		cancel()
 		<-done
-		if opts.Metrics != nil {
-			opts.Metrics.Registry().Unregister(poller)
+		if m != nil {
+			m.Registry().Unregister(p)
 		}
-	}
-	return nil
+	}, nil
 }
 
 // connectorOptions are the options every connector of this process gets.

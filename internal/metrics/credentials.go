@@ -102,23 +102,22 @@ type episode struct {
 	alerted bool      // the alert was delivered
 }
 
+// credDesc describes a per-credential series.
+func credDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(Namespace+"_credential_"+name, help, []string{"credential", "kind"}, nil)
+}
+
 var (
-	credLabels        = []string{"credential", "kind"}
-	descCredAccessExp = prometheus.NewDesc(Namespace+"_credential_access_expiry_timestamp_seconds",
-		"When the stored credential's current access token expires (Unix time); absent when unknown. Refreshed before then.",
-		credLabels, nil)
-	descCredRefreshExp = prometheus.NewDesc(Namespace+"_credential_refresh_expiry_timestamp_seconds",
-		"When the stored credential's refresh token expires (Unix time); absent when it does not or is unknown (LWA). Past it, only a re-authorization mends the credential.",
-		credLabels, nil)
-	descCredLastRefresh = prometheus.NewDesc(Namespace+"_credential_last_refresh_timestamp_seconds",
-		"When the stored credential's access token was last obtained (refresh, install or import; Unix time).",
-		credLabels, nil)
-	descCredReauth = prometheus.NewDesc(Namespace+"_credential_needs_reauthorization",
-		"1 when the platform refused the stored credential's refresh token: only a re-install or re-authorization (or credentials import) mends it.",
-		credLabels, nil)
-	descCredFailing = prometheus.NewDesc(Namespace+"_credential_refresh_failing",
-		"1 while the stored credential's last refresh failed (its last_error is set); a successful refresh clears it.",
-		credLabels, nil)
+	descCredAccessExp = credDesc("access_expiry_timestamp_seconds",
+		"When the stored credential's current access token expires (Unix time); absent when unknown. Refreshed before then.")
+	descCredRefreshExp = credDesc("refresh_expiry_timestamp_seconds",
+		"When the stored credential's refresh token expires (Unix time); absent when it does not or is unknown (LWA). Past it, only a re-authorization mends the credential.")
+	descCredLastRefresh = credDesc("last_refresh_timestamp_seconds",
+		"When the stored credential's access token was last obtained (refresh, install or import; Unix time).")
+	descCredReauth = credDesc("needs_reauthorization",
+		"1 when the platform refused the stored credential's refresh token: only a re-install or re-authorization (or credentials import) mends it.")
+	descCredFailing = credDesc("refresh_failing",
+		"1 while the stored credential's last refresh failed (its last_error is set); a successful refresh clears it.")
 	descCredUp = prometheus.NewDesc(Namespace+"_credential_health_up",
 		"1 if the last read of the stored credentials' metadata succeeded; when 0 the credential series keep the last read's values.",
 		nil, nil)
@@ -331,33 +330,13 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func (p *CredentialPoller) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
-	}
-	return time.Now()
-}
+func (p *CredentialPoller) now() time.Time { return clockNow(p.Now) }
 
 func (p *CredentialPoller) sleep(ctx context.Context, d time.Duration) error {
-	if p.Sleep != nil {
-		return p.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return clockSleep(ctx, p.Sleep, d)
 }
 
-func (p *CredentialPoller) logger() *slog.Logger {
-	if p.Logger != nil {
-		return p.Logger
-	}
-	return slog.Default()
-}
+func (p *CredentialPoller) logger() *slog.Logger { return loggerOr(p.Logger) }
 
 // CredentialRefreshed counts one refresh of a stored credential by outcome
 // (credentials.Options.OnRefresh); a nil Recorder counts nothing.

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/credentials"
+	"github.com/ordersync/ordersync/internal/alerttest"
 	"github.com/ordersync/ordersync/internal/metrics"
 )
 
@@ -46,33 +46,6 @@ func (f *fakeHealth) Health(context.Context) ([]credentials.Status, error) {
 	return append([]credentials.Status(nil), f.all...), nil
 }
 
-// alertLog records the alerts; down makes deliveries fail.
-type alertLog struct {
-	mu     sync.Mutex
-	alerts []api.Alert
-	down   bool
-}
-
-func (l *alertLog) Alert(_ context.Context, a api.Alert) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.down {
-		return errors.New("webhook down")
-	}
-	l.alerts = append(l.alerts, a)
-	return nil
-}
-
-func (l *alertLog) keys() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, a := range l.alerts {
-		out = append(out, a.Key)
-	}
-	return out
-}
-
 var t0 = time.Date(2026, 11, 26, 4, 0, 0, 0, time.UTC)
 
 func TestCredentialPollerExportsHealthAndKeepsItOnAFailedRead(t *testing.T) {
@@ -85,7 +58,7 @@ func TestCredentialPollerExportsHealthAndKeepsItOnAFailedRead(t *testing.T) {
 		credentials.Status{Name: "app", Kind: credentials.KindApp}, // no token: no series
 	)
 	clock := &fakeClock{now: t0}
-	p := &metrics.CredentialPoller{Health: h.Health, Alerter: &alertLog{}, Now: clock.Now}
+	p := &metrics.CredentialPoller{Health: h.Health, Alerter: &alerttest.Recorder{}, Now: clock.Now}
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(p))
 	names := []string{
@@ -144,7 +117,7 @@ ordersync_credential_health_timestamp_seconds 1.7956656e+09
 func TestCredentialPollerAlertsOncePerEpisode(t *testing.T) {
 	ctx := context.Background()
 	h := &fakeHealth{}
-	alerts := &alertLog{}
+	alerts := &alerttest.Recorder{}
 	clock := &fakeClock{now: t0}
 	p := &metrics.CredentialPoller{Health: h.Health, Alerter: alerts, Now: clock.Now}
 	healthy := credentials.Status{Name: "shop-a", Kind: credentials.KindShopify, App: "app",
@@ -155,7 +128,7 @@ func TestCredentialPollerAlertsOncePerEpisode(t *testing.T) {
 		clock.advance(30 * time.Second)
 	}
 	poll(healthy)
-	require.Empty(t, alerts.keys())
+	require.Empty(t, alerts.Keys())
 
 	// Revoked: one alert however many polls see it.
 	revoked := healthy
@@ -163,8 +136,8 @@ func TestCredentialPollerAlertsOncePerEpisode(t *testing.T) {
 	for range 5 {
 		poll(revoked)
 	}
-	require.Len(t, alerts.keys(), 1)
-	a := alerts.alerts[0]
+	require.Len(t, alerts.Keys(), 1)
+	a := alerts.Alerts()[0]
 	require.Equal(t, "credential", a.Kind)
 	require.Equal(t, "credential/shop-a/reauthorize/1795665600", a.Key)
 	require.Contains(t, a.Message, `"shop-a"`)
@@ -177,11 +150,11 @@ func TestCredentialPollerAlertsOncePerEpisode(t *testing.T) {
 	revoked.LastRefreshAt = healthy.LastRefreshAt
 	poll(revoked)
 	poll(revoked)
-	require.Len(t, alerts.keys(), 2)
+	require.Len(t, alerts.Keys(), 2)
 
 	// Failing refreshes alert once they kept failing for 10 minutes, not
 	// for a blip that the next refresh mends.
-	alerts.alerts = nil
+	alerts.Reset()
 	failing := healthy
 	failing.LastError = "refresh at https://acme.myshopify.com/admin/oauth/access_token: HTTP 503"
 	poll(failing)
@@ -189,38 +162,38 @@ func TestCredentialPollerAlertsOncePerEpisode(t *testing.T) {
 	for range 19 { // 9.5 minutes
 		poll(failing)
 	}
-	require.Empty(t, alerts.keys())
+	require.Empty(t, alerts.Keys())
 	poll(failing)
 	poll(failing)
-	require.Len(t, alerts.keys(), 1)
-	require.Contains(t, alerts.alerts[0].Key, "credential/shop-a/refresh_failing/")
-	require.Contains(t, alerts.alerts[0].Message, "HTTP 503")
+	require.Len(t, alerts.Keys(), 1)
+	require.Contains(t, alerts.Alerts()[0].Key, "credential/shop-a/refresh_failing/")
+	require.Contains(t, alerts.Alerts()[0].Message, "HTTP 503")
 
 	// A refresh token inside a week of its expiry: once, and a delivery
 	// that failed is tried again on the next poll.
-	alerts.alerts = nil
+	alerts.Reset()
 	expiring := healthy
 	expiring.RefreshExpiresAt = clock.Now().Add(6 * 24 * time.Hour)
-	alerts.down = true
+	alerts.SetDown(true)
 	poll(expiring)
-	alerts.down = false
-	require.Empty(t, alerts.keys())
+	alerts.SetDown(false)
+	require.Empty(t, alerts.Keys())
 	poll(expiring)
 	poll(expiring)
-	require.Equal(t, []string{"credential/shop-a/refresh_expiring/" + strconv.FormatInt(expiring.RefreshExpiresAt.Unix(), 10)}, alerts.keys())
-	require.Contains(t, alerts.alerts[0].Message, "expires at")
+	require.Equal(t, []string{"credential/shop-a/refresh_expiring/" + strconv.FormatInt(expiring.RefreshExpiresAt.Unix(), 10)}, alerts.Keys())
+	require.Contains(t, alerts.Alerts()[0].Message, "expires at")
 
 	// A failed read neither ends nor repeats an episode.
 	h.failWith(errors.New("store down"))
 	p.PollOnce(ctx)
 	poll(expiring)
-	require.Len(t, alerts.keys(), 1)
+	require.Len(t, alerts.Keys(), 1)
 
 	// Removed, then back near expiry: a new episode (the credential is
 	// another one by then).
 	poll(credentials.Status{Name: "app", Kind: credentials.KindApp})
 	poll(expiring)
-	require.Len(t, alerts.keys(), 2)
+	require.Len(t, alerts.Keys(), 2)
 }
 
 func TestRecorderCountsCredentialRefreshes(t *testing.T) {

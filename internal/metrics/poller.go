@@ -186,17 +186,27 @@ func (p *StatusPoller) count(query string, err error) {
 	p.mu.Unlock()
 }
 
-func (p *StatusPoller) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
+func (p *StatusPoller) now() time.Time { return clockNow(p.Now) }
+
+func (p *StatusPoller) sleep(ctx context.Context, d time.Duration) error {
+	return clockSleep(ctx, p.Sleep, d)
+}
+
+func (p *StatusPoller) logger() *slog.Logger { return loggerOr(p.Logger) }
+
+// clockNow is a poller's Now, time.Now when unset.
+func clockNow(now func() time.Time) time.Time {
+	if now != nil {
+		return now()
 	}
 	return time.Now()
 }
 
-// sleep waits d (nothing when d <= 0) and returns ctx's error if it ended.
-func (p *StatusPoller) sleep(ctx context.Context, d time.Duration) error {
-	if p.Sleep != nil {
-		return p.Sleep(ctx, d)
+// clockSleep is a poller's Sleep, when unset a timer: it waits d (nothing
+// when d <= 0) and returns ctx's error if it ended.
+func clockSleep(ctx context.Context, sleep func(context.Context, time.Duration) error, d time.Duration) error {
+	if sleep != nil {
+		return sleep(ctx, d)
 	}
 	if d <= 0 {
 		return ctx.Err()
@@ -211,9 +221,10 @@ func (p *StatusPoller) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (p *StatusPoller) logger() *slog.Logger {
-	if p.Logger != nil {
-		return p.Logger
+// loggerOr is a poller's Logger, slog.Default when unset.
+func loggerOr(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
 	}
 	return slog.Default()
 }

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // RequiredEnv, when set, turns a missing Prometheus binary into a failure:
@@ -142,4 +144,35 @@ func skipString(s string, i int) int {
 		}
 	}
 	return len(s)
+}
+
+// Rule is one rule of a Prometheus rules file.
+type Rule struct {
+	// Alert is the rule's alert name ("" for a recording rule).
+	Alert string `yaml:"alert"`
+	// Expr is its PromQL expression.
+	Expr string `yaml:"expr"`
+}
+
+// Rules reads every rule of a Prometheus rules file, failing the test
+// when it cannot.
+func Rules(t testing.TB, path string) []Rule {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read rules: %v", err)
+	}
+	var file struct {
+		Groups []struct {
+			Rules []Rule `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &file); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []Rule
+	for _, g := range file.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package promtest_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,4 +41,26 @@ func TestSelectors(t *testing.T) {
 			require.Equal(t, tc.want, promtest.Selectors(tc.expr))
 		})
 	}
+}
+
+func TestRulesReadsEveryGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yml")
+	require.NoError(t, os.WriteFile(path, []byte(`groups:
+  - name: a
+    rules:
+      - alert: First
+        expr: up == 0
+        for: 5m
+  - name: b
+    rules:
+      - record: job:up:sum
+        expr: sum by (job) (up)
+      - alert: Second
+        expr: rate(x_total[5m]) > 0
+`), 0o644))
+	require.Equal(t, []promtest.Rule{
+		{Alert: "First", Expr: "up == 0"},
+		{Expr: "sum by (job) (up)"},
+		{Alert: "Second", Expr: "rate(x_total[5m]) > 0"},
+	}, promtest.Rules(t, path))
 }
