@@ -44,7 +44,7 @@ platforms:
 		[]string{`platform "a": field "interval": "10 minutes" is not a duration like 90s or 15m (line 6)`}},
 	{"a secret instead of a reference", "platforms:\n  a:\n    kind: sim\n    endpoint: http://127.0.0.1/x\n    credentials: shpat_0123456789\n",
 		[]string{`platform "a": field "credentials": must be a mapping (line 5)`,
-			`platform "a": field "credentials": is required: {env: VAR_NAME} or {file: /path/to/secret}; secrets never go in this file`}},
+			`platform "a": field "credentials": is required: {env: VAR_NAME}, {file: /path/to/secret} or {stored: credential-name}; secrets never go in this file`}},
 	{"a secret in the env reference", "platforms:\n  a:\n    kind: sim\n    endpoint: http://127.0.0.1/x\n    credentials: {env: \"sk-live-0123\"}\n",
 		[]string{`platform "a": field "credentials.env": "sk-live-0123" is not an environment variable name (put the secret in the environment, not here)`}},
 	{"platform twice", "platforms:\n  a:\n    kind: sim\n    endpoint: http://127.0.0.1/x\n    credentials: {env: X}\n  a:\n    kind: sim\n",
