@@ -101,6 +101,8 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 	}
 	checkDestinationNameKind(d.Name, d.Kind, bad)
 	switch {
+	case d.Secret.Stored != "":
+		bad("secret.stored", "a destination's secret is {env} or {file}; stored credentials hold platforms' OAuth tokens")
 	case d.Secret.Env != "" && d.Secret.File != "":
 		bad("secret", "set env or file, not both")
 	case d.Secret.Env != "" && !envName.MatchString(d.Secret.Env):

@@ -58,6 +58,11 @@ func TestDestinationsValidate(t *testing.T) {
 			`destination "oms": field "url": "http://oms.example.com/hook": plain http sends credentials and orders unencrypted; use https://, or set allow_plaintext: true for a private network`,
 			`destination "oms": field "secret": is required: {env: VAR_NAME} or {file: /path} holding the whsec_ signing secret; secrets never go in this file`,
 		}},
+		{"a stored secret is a platform's kind of credential", `
+  oms: {kind: webhook, url: "https://oms.example.com/hook", secret: {stored: oms}}`, []string{
+			`destination "oms": field "secret.stored": a destination's secret is {env} or {file}; stored credentials hold platforms' OAuth tokens`,
+			`destination "oms": field "secret": is required: {env: VAR_NAME} or {file: /path} holding the whsec_ signing secret; secrets never go in this file`,
+		}},
 		{"http to loopback is fine", `
   oms: {kind: webhook, url: "http://127.0.0.1:9000/hook", secret: {env: S}}`, nil},
 		{"unknown kind and field", `
