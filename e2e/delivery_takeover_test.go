@@ -106,13 +106,22 @@ func startTakeover(t *testing.T, rcv http.Handler, platforms string) (s *system,
 // the activity has been running.
 func deliveryActivityRunner(t *testing.T, s *system, activityType string) (*workerProc, time.Duration) {
 	t.Helper()
+	return deliveryActivityRunnerSince(t, s, activityType, time.Time{})
+}
+
+// deliveryActivityRunnerSince is deliveryActivityRunner for an activity
+// started at or after since: the send of a change stored then, not the
+// previous send whose completion the server may not have recorded yet.
+func deliveryActivityRunnerSince(t *testing.T, s *system, activityType string, since time.Time) (*workerProc, time.Duration) {
+	t.Helper()
 	var runner *workerProc
 	var running time.Duration
 	require.Eventually(t, func() bool {
 		desc, err := s.client.DescribeWorkflowExecution(context.Background(), api.DeliveryWorkflowID("e2e-hook"), "")
 		require.NoError(t, err)
 		for _, a := range desc.GetPendingActivities() {
-			if a.GetActivityType().GetName() != activityType || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			if a.GetActivityType().GetName() != activityType || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED ||
+				a.GetLastStartedTime().AsTime().Before(since) {
 				continue
 			}
 			for _, w := range s.procs {
@@ -191,6 +200,13 @@ func (r *stallingReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.seqReceiver.ServeHTTP(w, req)
 }
 
+// isStalled reports whether the stalled send is hanging at the receiver.
+func (r *stallingReceiver) isStalled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stalled
+}
+
 func (r *stallingReceiver) stallOn(seq int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -216,9 +232,11 @@ func TestDeliverySendTakenOverAfterAKill(t *testing.T) {
 	head, err := s.store.Head(ctx)
 	require.NoError(t, err)
 	rcv.stallOn(head.LastSeq + 1)
+	stored := time.Now()
 	seq := order("stalled")
 	require.Equal(t, head.LastSeq+1, seq, "nothing else was stored meanwhile")
-	victim, _ := deliveryActivityRunner(t, s, "DeliverChanges")
+	require.Eventually(t, rcv.isStalled, time.Minute, 50*time.Millisecond, "the send of change %d reached the receiver", seq)
+	victim, _ := deliveryActivityRunnerSince(t, s, "DeliverChanges", stored)
 	victim.kill9()
 	killed := time.Now()
 

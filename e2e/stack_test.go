@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"net"
 	"net/url"
 	"os"
@@ -205,9 +207,36 @@ func sweepOldDatabases(t *testing.T, dsn string) {
 	})
 }
 
-// dropAtCleanup drops a database (if it exists) when the test ends.
+// dropAtCleanup drops a database (if it exists) when the test ends. A
+// process of the test may still be exiting with connections of another
+// role open, which FORCE may not terminate (SQLSTATE 42501 without
+// pg_signal_backend): the drop is tried again until they are gone.
 func dropAtCleanup(t *testing.T, dsn, name string) {
-	t.Cleanup(func() { adminExec(t, dsn, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	t.Cleanup(func() {
+		stmt := "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := tryAdminExec(dsn, stmt)
+			var pgErr *pgconn.PgError
+			if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "42501" || time.Now().After(deadline) {
+				require.NoError(t, err, stmt)
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	})
+}
+
+func tryAdminExec(dsn, stmt string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, stmt)
+	return err
 }
 
 func adminExec(t *testing.T, dsn, stmt string) {
