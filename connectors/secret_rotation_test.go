@@ -448,22 +448,26 @@ func TestStoredAmazonTokenSkipsTheConnectorsRefresh(t *testing.T) {
 // failingSource is a stored Source whose Secret fails with err.
 type failingSource struct{ err error }
 
+// retryLater is an error a Source marks as worth retrying.
+type retryLater struct{ error }
+
+func (retryLater) Transient() bool { return true }
+
 func (f failingSource) Secret(context.Context) (string, error)        { return "", f.err }
 func (f failingSource) Refused(context.Context, string) (bool, error) { return false, nil }
 func (f failingSource) Recent() []string                              { return nil }
 func (f failingSource) String() string                                { return "stored:acme" }
 
-// A stored token whose refresh failed on the way (the answer lost, the
-// endpoint down) is retried like a failed request: the refresh token is
-// kept, and the next attempt spends it. Only what retrying cannot mend
-// (revoked, the app refused, no such credential) fails the attempt for good.
+// A Source error marked transient (a stored token whose refresh failed on
+// the way: the refresh token is kept, and the next attempt spends it) is
+// retried like a failed request; any other fails the attempt for good.
 func TestStoredRefreshFailureIsTransientUnlessPermanent(t *testing.T) {
 	k := rotationKinds[0]
 	for _, tc := range []struct {
 		err       error
 		permanent bool
 	}{
-		{errors.New(`refresh stored credential "acme": post to http://127.0.0.1/admin/oauth/access_token: Post: EOF`), false},
+		{retryLater{errors.New(`refresh stored credential "acme": post to http://127.0.0.1/admin/oauth/access_token: Post: EOF`)}, false},
 		{fmt.Errorf("refresh stored credential %q: %w", "acme", credentials.ErrReauthorize), true},
 		{fmt.Errorf("stored credential %q: %w", "acme", credentials.ErrNotStored), true},
 	} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/go-resty/resty/v2"
 
@@ -77,10 +76,6 @@ func secretError(platform, ref string, err error) error {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return transportError(platform, err)
 	case errors.As(err, &ts) && ts.Transient():
-		return &TransientError{Platform: platform, Msg: "credentials " + ref, Err: err}
-	case strings.HasPrefix(ref, "stored:") && !credentials.IsPermanent(err):
-		// A stored token's refresh failed on the way (the endpoint down,
-		// its answer lost): the refresh token is kept and spent again.
 		return &TransientError{Platform: platform, Msg: "credentials " + ref, Err: err}
 	}
 	return &PermanentError{Platform: platform, Msg: fmt.Sprintf("credentials %s: %v", ref, err)}

@@ -251,6 +251,28 @@ func (s *storedSource) String() string { return "stored:" + s.c.name }
 // Secret implements Source: the cached access token while it is fresh,
 // else the stored one, refreshed first when it is near its expiry.
 func (s *storedSource) Secret(ctx context.Context) (string, error) {
+	tok, err := s.secret(ctx)
+	return tok, retryable(err)
+}
+
+// retryableError marks a Source failure that a later attempt may not
+// meet (the token endpoint down, its answer lost: the stored refresh
+// token is kept and spent again); connectors retry it like a failed
+// request instead of failing the attempt for good.
+type retryableError struct{ error }
+
+func (e retryableError) Transient() bool { return true }
+func (e retryableError) Unwrap() error   { return e.error }
+
+// retryable marks err unless retrying cannot mend it (IsPermanent).
+func retryable(err error) error {
+	if err == nil || IsPermanent(err) {
+		return err
+	}
+	return retryableError{err}
+}
+
+func (s *storedSource) secret(ctx context.Context) (string, error) {
 	c := s.c
 	if tok, ok := c.cachedFresh(); ok {
 		return c.handOut(tok), nil
@@ -283,6 +305,11 @@ func (s *storedSource) Secret(ctx context.Context) (string, error) {
 // MinForcedRefresh of the last one); otherwise another worker refreshed
 // already and the stored token is the new one.
 func (s *storedSource) Refused(ctx context.Context, secret string) (bool, error) {
+	changed, err := s.refused(ctx, secret)
+	return changed, retryable(err)
+}
+
+func (s *storedSource) refused(ctx context.Context, secret string) (bool, error) {
 	c := s.c
 	done, err := c.take(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -296,6 +297,8 @@ func testManagerLostAnswer(t *testing.T, dsn string) {
 	_, err := src.Secret(ctx)
 	require.Error(t, err, "the answer was lost and the stored token has expired")
 	require.False(t, credentials.IsPermanent(err), "a lost answer is worth retrying: %v", err)
+	var retry interface{ Transient() bool }
+	require.True(t, errors.As(err, &retry) && retry.Transient(), "and says so to the connector, which retries the attempt: %v", err)
 	require.Contains(t, err.Error(), `"shop-a"`)
 	srv.noSecretIn(t, "the error", err.Error())
 	srv.mu.Lock()
@@ -332,6 +335,8 @@ func testManagerRevoked(t *testing.T, dsn string) {
 	src := source(t, m, "shop-a")
 	_, err := src.Secret(ctx)
 	require.ErrorIs(t, err, credentials.ErrReauthorize)
+	var retry interface{ Transient() bool }
+	require.False(t, errors.As(err, &retry), "a revoked refresh token is not retried: %v", err)
 	require.True(t, credentials.IsPermanent(err))
 	require.Contains(t, err.Error(), `"shop-a"`)
 	require.Contains(t, err.Error(), "re-authorize")
