@@ -111,6 +111,34 @@ type Connector interface {
 	ListOrders(ctx context.Context, req PageRequest) (Page, error)
 }
 
+// OrderRequest asks for one order by the platform's id for it (the Order.ID
+// a page returned), now: `orders refetch`.
+type OrderRequest struct {
+	ID string
+	// Meter paces cost-metered platforms as in PageRequest; nil paces nothing.
+	Meter Meter
+}
+
+// OrderGetter is a connector that can fetch one order through its
+// platform's get-one-order call. The order it returns is the platform's
+// current version, in the same form ListOrders returns it.
+type OrderGetter interface {
+	GetOrder(ctx context.Context, req OrderRequest) (Order, error)
+}
+
+// ErrOrderNotFound is wrapped by GetOrder when the platform answers that no
+// order has the id (HTTP 404, a null order): retrying cannot find it.
+var ErrOrderNotFound = errors.New("no such order")
+
+// GetOrder fetches one order through c's get-one-order call; a connector
+// without one is a PermanentError naming its kind.
+func GetOrder(ctx context.Context, c Connector, req OrderRequest) (Order, error) {
+	if g, ok := c.(OrderGetter); ok {
+		return g.GetOrder(ctx, req)
+	}
+	return Order{}, &PermanentError{Msg: fmt.Sprintf("%T cannot fetch one order", c)}
+}
+
 // factory builds a connector for a platform's settings. src serves the
 // platform's secret, which the connector asks for per request (source.go),
 // so secrets never leave the process that uses them.

@@ -41,6 +41,20 @@ func (c redactingConnector) ListOrders(ctx context.Context, req PageRequest) (Pa
 	return p, redactError(err, c.replacer())
 }
 
+// GetOrder fetches one order when the kind can (OrderGetter), with errors
+// scrubbed as ListOrders' are.
+func (c redactingConnector) GetOrder(ctx context.Context, req OrderRequest) (Order, error) {
+	g, ok := c.inner.(OrderGetter)
+	if !ok {
+		return Order{}, &PermanentError{Msg: "this kind has no get-one-order call"}
+	}
+	o, err := g.GetOrder(ctx, req)
+	if err == nil {
+		return o, nil
+	}
+	return o, redactError(err, c.replacer())
+}
+
 // replacer scrubs the secrets known now.
 func (c redactingConnector) replacer() *strings.Replacer {
 	var runtime []string
