@@ -183,7 +183,7 @@ func New(p config.Platform, opts ...Option) (Connector, error) {
 	if err != nil {
 		return c, redactError(err, secretsReplacer(src.Recent(), nil))
 	}
-	return redactingConnector{inner: c, src: src}, nil
+	return redactingConnector{inner: c, src: src, platform: p}, nil
 }
 
 // RegisteredKinds lists the kinds with a connector, sorted.

@@ -91,6 +91,14 @@ func TestHTTPKindReproducesTheSimConnector(t *testing.T) {
 				oa, ob := pa.Orders[i], pb.Orders[i]
 				require.Equal(t, oa.ID, ob.ID)
 				require.Equal(t, oa.UpdatedAt, ob.UpdatedAt)
+				// The canonical forms differ by kind only: each names its own.
+				require.NotNil(t, oa.Canonical)
+				require.NotNil(t, ob.Canonical)
+				ca, cb := *oa.Canonical, *ob.Canonical
+				require.Equal(t, []string{"sim", "http"}, []string{ca.Kind, cb.Kind})
+				cb.Kind = ca.Kind
+				require.Equal(t, ca, cb, "order %s: canonical form", oa.ID)
+				oa.Canonical, ob.Canonical = nil, nil
 				require.Equal(t, oa, ob, "order %s: every field, Raw included", oa.ID)
 			}
 			total += len(pa.Orders)

@@ -9,26 +9,11 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/internal/textclip"
+	"github.com/ordersync/ordersync/order"
 )
 
-// Order is the normalized form every connector returns. Raw keeps the
-// platform's own JSON so nothing the platform said is lost.
-type Order struct {
-	Platform  string    `json:"platform"`
-	ID        string    `json:"id"`
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"` // UTC
-	UpdatedAt time.Time `json:"updated_at"` // UTC; the slicing and upsert key
-	Currency  string    `json:"currency"`
-	Total     string    `json:"total"` // decimal string, never a float
-	LineCount int       `json:"line_count"`
-	// Lines are the order's lines when the platform's API returns them
-	// (HasLines); a connector that lists orders without lines leaves both
-	// unset, and the store then keeps whatever lines it has.
-	Lines    []OrderLine     `json:"lines,omitempty"`
-	HasLines bool            `json:"has_lines,omitempty"`
-	Raw      json.RawMessage `json:"raw"`
-}
+// Order is the normalized form every connector returns (package order).
+type Order = order.Order
 
 // fieldTypeError is a field of an order holding the wrong kind of JSON
 // value, said in the platform's terms ("id is an object, want a string")
@@ -136,15 +121,10 @@ func orderHead(id, updated, created platformField) (updatedAt, createdAt time.Ti
 	return updatedAt, createdAt, err
 }
 
-// ValidDecimal reports whether s is a plain decimal number such as "12",
-// "-3.50" or "0.125": what money amounts look like, with no exponent, so
-// they can be stored exactly and never pass through a float.
-func ValidDecimal(s string) bool {
-	s = strings.TrimPrefix(s, "-")
-	intPart, frac, hasDot := strings.Cut(s, ".")
-	return allDigits(intPart) && (!hasDot || allDigits(frac))
-}
+// ValidDecimal reports whether s is a plain decimal number (order.ValidDecimal).
+func ValidDecimal(s string) bool { return order.ValidDecimal(s) }
 
+// allDigits reports whether s is one or more ASCII digits.
 func allDigits(s string) bool {
 	if s == "" {
 		return false

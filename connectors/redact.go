@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/credentials"
 )
 
@@ -29,13 +30,15 @@ const minSecretLen = 6
 // ones its Source handed out recently (asked when the error happens, as
 // secrets rotate) and tokens the connector obtained at run time.
 type redactingConnector struct {
-	inner Connector
-	src   credentials.Source
+	inner    Connector
+	src      credentials.Source
+	platform config.Platform // for the canonical form of the orders it returns
 }
 
 func (c redactingConnector) ListOrders(ctx context.Context, req PageRequest) (Page, error) {
 	p, err := c.inner.ListOrders(ctx, req)
 	if err == nil {
+		canonicalizing(c.platform, p.Orders)
 		return p, nil
 	}
 	return p, redactError(err, c.replacer())
@@ -50,6 +53,7 @@ func (c redactingConnector) GetOrder(ctx context.Context, req OrderRequest) (Ord
 	}
 	o, err := g.GetOrder(ctx, req)
 	if err == nil {
+		o.Canonical = Canonical(c.platform, o)
 		return o, nil
 	}
 	return o, redactError(err, c.replacer())

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/order"
 )
 
 // MaxOrderIDBytes bounds an order id, in bytes of UTF-8, on both stores.
@@ -23,7 +23,7 @@ const MaxOrderIDBytes = 1024
 // 0x00"; SQLite must behave the same), or lines CheckLines refuses. The
 // message names the field and never quotes its content. The raw JSON is
 // stored as bytes and may hold anything.
-func CheckOrder(o connectors.Order) error {
+func CheckOrder(o order.Order) error {
 	switch {
 	case o.Platform == "":
 		return fmt.Errorf("empty platform")

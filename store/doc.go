@@ -15,7 +15,7 @@
 //
 // # Order lines
 //
-// An order's lines (connectors.OrderLine) live in order_lines, keyed by
+// An order's lines (order.Line) live in order_lines, keyed by
 // (platform, order_id, position) with the 1-based position in the
 // platform's order, and follow the same newest-version rule in the same
 // transaction as their order:

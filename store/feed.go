@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/order"
 )
 
 // ChangeKind says whether a change created an order or replaced its version.
@@ -148,7 +148,7 @@ func compactUpTo(acks map[string]int64, consumers []string, head int64) int64 {
 // position order) into changes.
 type changeRows struct{ out []Change }
 
-func (c *changeRows) add(ch Change, line *connectors.OrderLine) {
+func (c *changeRows) add(ch Change, line *order.Line) {
 	if n := len(c.out); n == 0 || c.out[n-1].Seq != ch.Seq {
 		c.out = append(c.out, ch)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/order"
 )
 
 // Bounds on an order's lines. An order beyond them is the platform's data
@@ -35,7 +35,7 @@ const (
 // a NUL byte (PostgreSQL refuses both; SQLite must behave the same), a
 // unit price that is not a plain decimal, or lines without HasLines. The
 // message names lines by position and never quotes their content.
-func CheckLines(o connectors.Order) error {
+func CheckLines(o order.Order) error {
 	if !o.HasLines {
 		if len(o.Lines) > 0 {
 			return fmt.Errorf("%d lines but HasLines is false", len(o.Lines))
@@ -58,7 +58,7 @@ func CheckLines(o connectors.Order) error {
 	return nil
 }
 
-func checkLine(l connectors.OrderLine) error {
+func checkLine(l order.Line) error {
 	if l.ID == "" {
 		return errors.New("empty id")
 	}
@@ -78,7 +78,7 @@ func checkLine(l connectors.OrderLine) error {
 			return fmt.Errorf("%s holds a NUL byte", f.name)
 		}
 	}
-	if l.UnitPrice != "" && !connectors.ValidDecimal(l.UnitPrice) {
+	if l.UnitPrice != "" && !order.ValidDecimal(l.UnitPrice) {
 		return errors.New("unit price is not a plain decimal")
 	}
 	return nil
@@ -92,7 +92,7 @@ func checkLine(l connectors.OrderLine) error {
 // alike. Changing the encoding is harmless: every stored digest then
 // differs once, and a re-fetched version counts Updated and rewrites its
 // lines.
-func linesDigest(o connectors.Order) []byte {
+func linesDigest(o order.Order) []byte {
 	if !o.HasLines {
 		return nil
 	}
@@ -127,5 +127,5 @@ func sameLines(stored, incoming []byte) bool {
 type StoredLines struct {
 	UpdatedAt time.Time
 	HasLines  bool
-	Lines     []connectors.OrderLine
+	Lines     []order.Line
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/order"
 )
 
 // migrationLockKey is the advisory lock that serializes schema migrations
@@ -161,7 +161,7 @@ func (s *postgresStore) applyMigrations(ctx context.Context, migs []migration) e
 	})
 }
 
-func (s *postgresStore) UpsertOrders(ctx context.Context, orders []connectors.Order) (UpsertResult, error) {
+func (s *postgresStore) UpsertOrders(ctx context.Context, orders []order.Order) (UpsertResult, error) {
 	if err := validate(orders); err != nil {
 		return UpsertResult{}, fmt.Errorf("upsert %d orders: %w", len(orders), err)
 	}
@@ -173,7 +173,7 @@ func (s *postgresStore) UpsertOrders(ctx context.Context, orders []connectors.Or
 // the batch is written again row by row, each row under a savepoint, so
 // only the refused rows are left out (UpsertResult.Rejected) and their
 // neighbours are stored, as SQLite stores them.
-func (s *postgresStore) upsert(ctx context.Context, orders []connectors.Order) (UpsertResult, error) {
+func (s *postgresStore) upsert(ctx context.Context, orders []order.Order) (UpsertResult, error) {
 	if len(orders) == 0 {
 		return UpsertResult{}, nil
 	}
@@ -209,7 +209,7 @@ func (s *postgresStore) upsert(ctx context.Context, orders []connectors.Order) (
 // key: the same lock order as every other transaction, and the same
 // counts). A row PostgreSQL refuses is rolled back to its savepoint and
 // counted in Rejected.
-func (s *postgresStore) upsertByRow(ctx context.Context, orders []connectors.Order, now time.Time) (UpsertResult, error) {
+func (s *postgresStore) upsertByRow(ctx context.Context, orders []order.Order, now time.Time) (UpsertResult, error) {
 	var res UpsertResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = UpsertResult{}
@@ -223,7 +223,7 @@ func (s *postgresStore) upsertByRow(ctx context.Context, orders []connectors.Ord
 				if n > 0 {
 					ops = laterRound{ops}
 				}
-				one, err := applyBatch(ctx, ops, []connectors.Order{r.Order}, now, now.Add(s.futureSkew))
+				one, err := applyBatch(ctx, ops, []order.Order{r.Order}, now, now.Add(s.futureSkew))
 				if err == nil {
 					err = sp.Commit(ctx)
 				}
@@ -323,7 +323,7 @@ func (p pgOps) claim(ctx context.Context, orders []row, now time.Time) ([]claimR
 		br := p.tx.SendBatch(ctx, b)
 		for _, o := range chunk {
 			var c claimResult
-			c.stored = connectors.Order{Platform: o.Platform, ID: o.ID}
+			c.stored = order.Order{Platform: o.Platform, ID: o.ID}
 			var lineCount int64
 			var raw, digest []byte
 			err := br.QueryRow().Scan(&c.inserted, &c.stored.Status, &c.stored.CreatedAt, &c.stored.UpdatedAt,
@@ -406,7 +406,7 @@ type pgLineColumns struct {
 	quantity                                                   []int64
 }
 
-func (c *pgLineColumns) add(platform, orderID string, position int, l connectors.OrderLine) {
+func (c *pgLineColumns) add(platform, orderID string, position int, l order.Line) {
 	c.platform, c.orderID = append(c.platform, platform), append(c.orderID, orderID)
 	c.position = append(c.position, int32(position))
 	c.lineID, c.sku, c.title = append(c.lineID, l.ID), append(c.sku, l.SKU), append(c.title, l.Title)
@@ -421,7 +421,7 @@ func (c *pgLineColumns) queue(b *pgx.Batch) {
 }
 
 func (s *postgresStore) GetOrder(ctx context.Context, platform, id string) (StoredOrder, bool, error) {
-	so := StoredOrder{Order: connectors.Order{Platform: platform, ID: id}}
+	so := StoredOrder{Order: order.Order{Platform: platform, ID: id}}
 	var lineCount int64
 	var raw []byte
 	// One snapshot for both reads, so the lines belong to the version read
@@ -439,7 +439,7 @@ func (s *postgresStore) GetOrder(ctx context.Context, platform, id string) (Stor
 		if err != nil {
 			return err
 		}
-		var l connectors.OrderLine
+		var l order.Line
 		_, err = pgx.ForEachRow(rows, []any{&l.ID, &l.SKU, &l.Title, &l.Quantity, &l.UnitPrice, &l.Currency}, func() error {
 			so.Lines = append(so.Lines, l)
 			return nil
@@ -500,9 +500,9 @@ func (s *postgresStore) OrderLines(ctx context.Context, platform string) (map[st
 		quantity                            *int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&id, &updated, &hasLines, &lineID, &sku, &title, &quantity, &price, &currency}, func() error {
-		var line *connectors.OrderLine
+		var line *order.Line
 		if lineID != nil {
-			line = &connectors.OrderLine{ID: *lineID, SKU: *sku, Title: *title, Quantity: *quantity, UnitPrice: *price, Currency: *currency}
+			line = &order.Line{ID: *lineID, SKU: *sku, Title: *title, Quantity: *quantity, UnitPrice: *price, Currency: *currency}
 		}
 		addStoredLine(out, id, updated.UTC(), hasLines, line)
 		return nil

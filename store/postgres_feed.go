@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/order"
 )
 
 // appendChanges takes len(changes) numbers from change_counter and inserts
@@ -93,9 +93,9 @@ func (s *postgresStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, e
 		if len(raw) > 0 {
 			c.Order.Raw = append([]byte(nil), raw...)
 		}
-		var line *connectors.OrderLine
+		var line *order.Line
 		if lineID != nil {
-			line = &connectors.OrderLine{ID: *lineID, SKU: *sku, Title: *title, Quantity: *quantity, UnitPrice: *price, Currency: *currency}
+			line = &order.Line{ID: *lineID, SKU: *sku, Title: *title, Quantity: *quantity, UnitPrice: *price, Currency: *currency}
 		}
 		out.add(c, line)
 		return nil

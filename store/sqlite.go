@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/order"
 	_ "modernc.org/sqlite" // pure Go: no cgo, so ordersync stays a static binary
 )
 
@@ -113,7 +113,7 @@ func migrateSQLite(ctx context.Context, db *sql.DB, now time.Time) error {
 	return nil
 }
 
-func (s *sqliteStore) UpsertOrders(ctx context.Context, orders []connectors.Order) (UpsertResult, error) {
+func (s *sqliteStore) UpsertOrders(ctx context.Context, orders []order.Order) (UpsertResult, error) {
 	if err := validate(orders); err != nil {
 		return UpsertResult{}, fmt.Errorf("upsert %d orders: %w", len(orders), err)
 	}
@@ -134,7 +134,7 @@ func (s *sqliteStore) UpsertOrders(ctx context.Context, orders []connectors.Orde
 	return res, nil
 }
 
-func (s *sqliteStore) upsert(ctx context.Context, p *sqlitePool, orders []connectors.Order) (UpsertResult, error) {
+func (s *sqliteStore) upsert(ctx context.Context, p *sqlitePool, orders []order.Order) (UpsertResult, error) {
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return UpsertResult{}, fmt.Errorf("begin: %w", err)
@@ -250,7 +250,7 @@ func (o *sqliteOps) claim(ctx context.Context, orders []row, now time.Time) ([]c
 			out[i].inserted = true
 			continue
 		}
-		stored := connectors.Order{Platform: ord.Platform, ID: ord.ID}
+		stored := order.Order{Platform: ord.Platform, ID: ord.ID}
 		var digest []byte
 		if err := scanSQLiteContent(o.read.QueryRowContext(rctx, ord.Platform, ord.ID), &stored, &digest); err != nil {
 			return nil, fmt.Errorf("read stored %s/%s: %w", ord.Platform, ord.ID, err)
@@ -313,7 +313,7 @@ func (o *sqliteOps) replaceLines(ctx context.Context, orders []row) error {
 
 // scanSQLiteContent reads status, created_at, updated_at, currency, total,
 // line_count, raw (in that order) into o.
-func scanSQLiteContent(row interface{ Scan(...any) error }, o *connectors.Order, extra ...any) error {
+func scanSQLiteContent(row interface{ Scan(...any) error }, o *order.Order, extra ...any) error {
 	var created, updated int64
 	var raw []byte
 	dest := append([]any{&o.Status, &created, &updated, &o.Currency, &o.Total, &o.LineCount, &raw}, extra...)
@@ -347,7 +347,7 @@ func rawArg(raw []byte) any {
 }
 
 func (s *sqliteStore) GetOrder(ctx context.Context, platform, id string) (StoredOrder, bool, error) {
-	so := StoredOrder{Order: connectors.Order{Platform: platform, ID: id}}
+	so := StoredOrder{Order: order.Order{Platform: platform, ID: id}}
 	found := false
 	err := s.withPool(ctx, func(p *sqlitePool) error {
 		// A read transaction (deferred, not IMMEDIATE: it takes no write
@@ -393,7 +393,7 @@ func sqliteGetOrder(ctx context.Context, tx *sql.Tx, so *StoredOrder) (bool, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var l connectors.OrderLine
+		var l order.Line
 		if err := rows.Scan(&l.ID, &l.SKU, &l.Title, &l.Quantity, &l.UnitPrice, &l.Currency); err != nil {
 			return false, err
 		}
@@ -447,9 +447,9 @@ func (s *sqliteStore) OrderLines(ctx context.Context, platform string) (map[stri
 			if err := rows.Scan(&id, &updated, &hasLines, &lineID, &sku, &title, &quantity, &price, &currency); err != nil {
 				return err
 			}
-			var line *connectors.OrderLine
+			var line *order.Line
 			if lineID.Valid {
-				line = &connectors.OrderLine{ID: lineID.String, SKU: sku.String, Title: title.String,
+				line = &order.Line{ID: lineID.String, SKU: sku.String, Title: title.String,
 					Quantity: quantity.Int64, UnitPrice: price.String, Currency: currency.String}
 			}
 			addStoredLine(out, id, fromMicros(updated), hasLines, line)

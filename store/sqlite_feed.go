@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/order"
 )
 
 // appendChanges numbers changes with AUTOINCREMENT: SQLite has one writer
@@ -89,16 +89,16 @@ func (s *sqliteStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, err
 			var cUpdated, committed, first, last int64
 			var lineID, sku, title, price, currency sql.NullString
 			var quantity sql.NullInt64
-			ch.Order.Order = connectors.Order{}
+			ch.Order.Order = order.Order{}
 			if err := scanSQLiteChange(rows, &ch, &kind, &cUpdated, &committed, &first, &last, &lineID, &sku, &title, &quantity, &price, &currency); err != nil {
 				return err
 			}
 			ch.Kind, ch.UpdatedAt, ch.CommittedAt = ChangeKind(kind), fromMicros(cUpdated), fromMicros(committed)
 			ch.Order.Platform, ch.Order.ID = ch.Platform, ch.OrderID
 			ch.Order.FirstSeenAt, ch.Order.LastSeenAt = fromMicros(first), fromMicros(last)
-			var line *connectors.OrderLine
+			var line *order.Line
 			if lineID.Valid {
-				line = &connectors.OrderLine{ID: lineID.String, SKU: sku.String, Title: title.String,
+				line = &order.Line{ID: lineID.String, SKU: sku.String, Title: title.String,
 					Quantity: quantity.Int64, UnitPrice: price.String, Currency: currency.String}
 			}
 			out.add(ch, line)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/order"
 )
 
 // DefaultSQLitePath is where the product keeps its SQLite store when no DSN
@@ -28,7 +28,7 @@ var ErrInvalidOrder = errors.New("invalid order")
 // Store persists the newest known version of every order.
 type Store interface {
 	// UpsertOrders applies one batch in one transaction.
-	UpsertOrders(ctx context.Context, orders []connectors.Order) (UpsertResult, error)
+	UpsertOrders(ctx context.Context, orders []order.Order) (UpsertResult, error)
 	// GetOrder returns the stored order with its lines in position order
 	// (HasLines when a version with lines was stored); ok is false when
 	// the order is unknown.
@@ -67,7 +67,7 @@ type RejectedOrder struct {
 
 // StoredOrder is an order as stored, with the store's own bookkeeping.
 type StoredOrder struct {
-	connectors.Order
+	order.Order
 	// FirstSeenAt is when the store first received the order (set once).
 	FirstSeenAt time.Time
 	// LastSeenAt is when any version of the order was last received, even
@@ -148,7 +148,7 @@ func ParseDSN(dsn string) (backend, target string, err error) {
 // normalize puts an order in the form both backends store: UTC times cut
 // to microseconds (PostgreSQL's precision, so both backends compare alike)
 // and nil for empty Raw and empty Lines.
-func normalize(o connectors.Order) connectors.Order {
+func normalize(o order.Order) order.Order {
 	o.CreatedAt = toMicros(o.CreatedAt)
 	o.UpdatedAt = toMicros(o.UpdatedAt)
 	if len(o.Raw) == 0 {
@@ -165,7 +165,7 @@ func toMicros(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond)
 // validate rejects the whole batch if any order cannot be stored
 // (CheckOrder). The FetchPage activity screens each order with CheckOrder
 // first, so a bad order is rejected alone there and never reaches here.
-func validate(orders []connectors.Order) error {
+func validate(orders []order.Order) error {
 	for i, o := range orders {
 		if err := CheckOrder(o); err != nil {
 			return fmt.Errorf("order %d (platform %q, id %q): %v: %w", i, clipID(o.Platform), clipID(o.ID), err, ErrInvalidOrder)
@@ -177,7 +177,7 @@ func validate(orders []connectors.Order) error {
 // row is one order of a batch as the store writes it: normalized, with
 // the digest of its lines (nil when the version carries none).
 type row struct {
-	connectors.Order
+	order.Order
 	digest []byte
 }
 
@@ -220,7 +220,7 @@ func decide(stored claimResult, in row, horizon time.Time) (overwrite bool, upda
 // claimResult is what a backend reports for one order of a round.
 type claimResult struct {
 	inserted bool             // the key was new and the order was inserted as is
-	stored   connectors.Order // the version stored before this order (when !inserted), without lines
+	stored   order.Order // the version stored before this order (when !inserted), without lines
 	digest   []byte           // its lines_digest: nil when no version with lines was stored
 }
 
@@ -265,7 +265,7 @@ type pendingChange struct {
 // Lines follow their order's version: a version that is inserted or wins
 // and has lines replaces all stored lines of its order; one that does not
 // win leaves them untouched, and one that wins without lines keeps them.
-func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, now, horizon time.Time) (UpsertResult, error) {
+func applyBatch(ctx context.Context, ops batchOps, orders []order.Order, now, horizon time.Time) (UpsertResult, error) {
 	var res UpsertResult
 	var changes []pendingChange
 	accept := func(o row, kind ChangeKind) {
@@ -321,7 +321,7 @@ func applyBatch(ctx context.Context, ops batchOps, orders []connectors.Order, no
 
 // splitRounds normalizes the orders and groups them as applyBatch needs:
 // round r holds the r-th occurrence of each key, sorted by key (byte order).
-func splitRounds(orders []connectors.Order) [][]row {
+func splitRounds(orders []order.Order) [][]row {
 	type key struct{ platform, id string }
 	seen := make(map[key]int, len(orders))
 	var rounds [][]row
@@ -351,7 +351,7 @@ func sortByKey(orders []row) {
 // addStoredLine records one row of the join of orders and order_lines
 // that OrderLines reads in (order, position) order: the order's version,
 // whether it has lines, and one line (nil for an order without any).
-func addStoredLine(out map[string]StoredLines, id string, updated time.Time, hasLines bool, line *connectors.OrderLine) {
+func addStoredLine(out map[string]StoredLines, id string, updated time.Time, hasLines bool, line *order.Line) {
 	sl, ok := out[id]
 	if !ok {
 		sl = StoredLines{UpdatedAt: updated, HasLines: hasLines}
