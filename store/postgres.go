@@ -307,8 +307,8 @@ type pgOps struct{ tx pgx.Tx }
 // the newest committed version, as ON CONFLICT DO UPDATE always sees it.
 // xmax = 0 marks a row version created by INSERT rather than UPDATE.
 const claimSQL = `INSERT INTO orders AS o
-	(platform, order_id, status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at, lines_digest)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
+	(platform, order_id, status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at, lines_digest, canonical, number)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13)
 	ON CONFLICT (platform, order_id) DO UPDATE SET last_seen_at = GREATEST(o.last_seen_at, excluded.last_seen_at)
 	RETURNING (o.xmax = 0), o.status, o.created_at, o.updated_at, o.currency, o.total, o.line_count, o.raw, o.lines_digest`
 
@@ -318,7 +318,7 @@ func (p pgOps) claim(ctx context.Context, orders []row, now time.Time) ([]claimR
 		chunk := orders[start:min(start+pgChunk, len(orders))]
 		b := &pgx.Batch{}
 		for _, o := range chunk {
-			b.Queue(claimSQL, o.Platform, o.ID, o.Status, o.CreatedAt, o.UpdatedAt, o.Currency, o.Total, int64(o.LineCount), rawArg(o.Raw), now, rawArg(o.digest))
+			b.Queue(claimSQL, o.Platform, o.ID, o.Status, o.CreatedAt, o.UpdatedAt, o.Currency, o.Total, int64(o.LineCount), rawArg(o.Raw), now, rawArg(o.digest), rawArg(o.canonical), o.number)
 		}
 		br := p.tx.SendBatch(ctx, b)
 		for _, o := range chunk {
@@ -356,9 +356,9 @@ func (p pgOps) overwrite(ctx context.Context, orders []row, now time.Time) error
 			// so their digest.
 			b.Queue(`UPDATE orders SET
 				status = $3, created_at = $4, updated_at = $5, currency = $6, total = $7, line_count = $8, raw = $9,
-				last_seen_at = GREATEST(last_seen_at, $10), lines_digest = COALESCE($11, lines_digest)
+				last_seen_at = GREATEST(last_seen_at, $10), lines_digest = COALESCE($11, lines_digest), canonical = $12, number = $13
 				WHERE platform = $1 AND order_id = $2`,
-				o.Platform, o.ID, o.Status, o.CreatedAt, o.UpdatedAt, o.Currency, o.Total, int64(o.LineCount), rawArg(o.Raw), now, rawArg(o.digest))
+				o.Platform, o.ID, o.Status, o.CreatedAt, o.UpdatedAt, o.Currency, o.Total, int64(o.LineCount), rawArg(o.Raw), now, rawArg(o.digest), rawArg(o.canonical), o.number)
 		}
 		if err := p.tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("update %d orders: %w", len(chunk), err)
@@ -423,14 +423,14 @@ func (c *pgLineColumns) queue(b *pgx.Batch) {
 func (s *postgresStore) GetOrder(ctx context.Context, platform, id string) (StoredOrder, bool, error) {
 	so := StoredOrder{Order: order.Order{Platform: platform, ID: id}}
 	var lineCount int64
-	var raw []byte
+	var raw, canonical []byte
 	// One snapshot for both reads, so the lines belong to the version read
 	// with them.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT status, created_at, updated_at, currency, total, line_count, raw, first_seen_at, last_seen_at,
+		err := tx.QueryRow(ctx, `SELECT status, created_at, updated_at, currency, total, line_count, raw, canonical, first_seen_at, last_seen_at,
 			lines_digest IS NOT NULL
 			FROM orders WHERE platform = $1 AND order_id = $2`, platform, id).
-			Scan(&so.Status, &so.CreatedAt, &so.UpdatedAt, &so.Currency, &so.Total, &lineCount, &raw, &so.FirstSeenAt, &so.LastSeenAt, &so.HasLines)
+			Scan(&so.Status, &so.CreatedAt, &so.UpdatedAt, &so.Currency, &so.Total, &lineCount, &raw, &canonical, &so.FirstSeenAt, &so.LastSeenAt, &so.HasLines)
 		if err != nil || !so.HasLines {
 			return err
 		}
@@ -456,6 +456,7 @@ func (s *postgresStore) GetOrder(ctx context.Context, platform, id string) (Stor
 	if len(raw) > 0 {
 		so.Raw = raw
 	}
+	so.Canonical = decodeCanonical(canonical)
 	// pgx returns timestamptz in the local zone; the store promises UTC.
 	so.CreatedAt, so.UpdatedAt = so.CreatedAt.UTC(), so.UpdatedAt.UTC()
 	so.FirstSeenAt, so.LastSeenAt = so.FirstSeenAt.UTC(), so.LastSeenAt.UTC()

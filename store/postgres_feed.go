@@ -44,7 +44,7 @@ func (p pgOps) appendChanges(ctx context.Context, changes []pendingChange, now t
 // statement (one snapshot), so each order's lines belong to the version
 // beside them.
 const pgChangesSQL = `SELECT c.seq, c.platform, c.order_id, c.updated_at, c.kind, c.committed_at,
-	o.status, o.created_at, o.updated_at, o.currency, o.total, o.line_count, o.raw, o.first_seen_at, o.last_seen_at,
+	o.status, o.created_at, o.updated_at, o.currency, o.total, o.line_count, o.raw, o.canonical, o.first_seen_at, o.last_seen_at,
 	o.lines_digest IS NOT NULL,
 	l.line_id, l.sku, l.title, l.quantity, l.unit_price, l.currency
 	FROM (SELECT * FROM changes WHERE seq > $1 AND ($2 = '' OR platform = $2) AND (cardinality($4::bigint[]) = 0 OR seq = ANY($4))
@@ -75,13 +75,13 @@ func (s *postgresStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, e
 		ch                                  Change
 		kind                                string
 		lineCount                           int64
-		raw                                 []byte
+		raw, canonical                      []byte
 		lineID, sku, title, price, currency *string
 		quantity                            *int64
 	)
 	o := &ch.Order
 	dest := []any{&ch.Seq, &ch.Platform, &ch.OrderID, &ch.UpdatedAt, &kind, &ch.CommittedAt,
-		&o.Status, &o.CreatedAt, &o.UpdatedAt, &o.Currency, &o.Total, &lineCount, &raw, &o.FirstSeenAt, &o.LastSeenAt, &o.HasLines,
+		&o.Status, &o.CreatedAt, &o.UpdatedAt, &o.Currency, &o.Total, &lineCount, &raw, &canonical, &o.FirstSeenAt, &o.LastSeenAt, &o.HasLines,
 		&lineID, &sku, &title, &quantity, &price, &currency}
 	_, err = pgx.ForEachRow(rows, dest, func() error {
 		c := ch
@@ -93,6 +93,7 @@ func (s *postgresStore) Changes(ctx context.Context, q ChangeQuery) ([]Change, e
 		if len(raw) > 0 {
 			c.Order.Raw = append([]byte(nil), raw...)
 		}
+		c.Order.Canonical = decodeCanonical(canonical)
 		var line *order.Line
 		if lineID != nil {
 			line = &order.Line{ID: *lineID, SKU: *sku, Title: *title, Quantity: *quantity, UnitPrice: *price, Currency: *currency}

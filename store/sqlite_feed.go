@@ -32,7 +32,7 @@ func (o *sqliteOps) appendChanges(ctx context.Context, changes []pendingChange, 
 // sqliteChangesSQL reads a page of changes with their orders and lines in
 // one statement, so each order's lines belong to the version beside them.
 const sqliteChangesSQL = `SELECT c.seq, c.platform, c.order_id, c.updated_at, c.kind, c.committed_at,
-	o.status, o.created_at, o.updated_at, o.currency, o.total, o.line_count, o.raw, o.first_seen_at, o.last_seen_at,
+	o.status, o.created_at, o.updated_at, o.currency, o.total, o.line_count, o.raw, o.canonical, o.first_seen_at, o.last_seen_at,
 	o.lines_digest IS NOT NULL,
 	l.line_id, l.sku, l.title, l.quantity, l.unit_price, l.currency
 	FROM (SELECT * FROM changes WHERE seq > ? %s ORDER BY seq LIMIT ?) c
@@ -130,10 +130,10 @@ func (s *sqliteStore) changeKeys(ctx context.Context, query string, args []any, 
 
 func scanSQLiteChange(rows *sql.Rows, ch *Change, kind *string, cUpdated, committed, first, last *int64, rest ...any) error {
 	var created, updated int64
-	var raw []byte
+	var raw, canonical []byte
 	o := &ch.Order
 	dest := append([]any{&ch.Seq, &ch.Platform, &ch.OrderID, cUpdated, kind, committed,
-		&o.Status, &created, &updated, &o.Currency, &o.Total, &o.LineCount, &raw, first, last, &o.HasLines}, rest...)
+		&o.Status, &created, &updated, &o.Currency, &o.Total, &o.LineCount, &raw, &canonical, first, last, &o.HasLines}, rest...)
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}
@@ -141,6 +141,7 @@ func scanSQLiteChange(rows *sql.Rows, ch *Change, kind *string, cUpdated, commit
 	if len(raw) > 0 {
 		o.Raw = raw
 	}
+	o.Canonical = decodeCanonical(canonical)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -179,6 +180,10 @@ func validate(orders []order.Order) error {
 type row struct {
 	order.Order
 	digest []byte
+	// canonical is Order.Canonical as stored (JSON; nil without one) and
+	// number its Number.
+	canonical []byte
+	number    string
 }
 
 // sameContent reports whether the incoming version carries the same data
@@ -219,9 +224,9 @@ func decide(stored claimResult, in row, horizon time.Time) (overwrite bool, upda
 
 // claimResult is what a backend reports for one order of a round.
 type claimResult struct {
-	inserted bool             // the key was new and the order was inserted as is
+	inserted bool        // the key was new and the order was inserted as is
 	stored   order.Order // the version stored before this order (when !inserted), without lines
-	digest   []byte           // its lines_digest: nil when no version with lines was stored
+	digest   []byte      // its lines_digest: nil when no version with lines was stored
 }
 
 // batchOps is what a backend implements so applyBatch can run the shared
@@ -332,7 +337,8 @@ func splitRounds(orders []order.Order) [][]row {
 		if r == len(rounds) {
 			rounds = append(rounds, nil)
 		}
-		rounds[r] = append(rounds[r], row{Order: normalize(o), digest: linesDigest(o)})
+		canonical, number := canonicalColumns(o)
+		rounds[r] = append(rounds[r], row{Order: normalize(o), digest: linesDigest(o), canonical: canonical, number: number})
 	}
 	for _, round := range rounds {
 		sortByKey(round)
@@ -360,4 +366,32 @@ func addStoredLine(out map[string]StoredLines, id string, updated time.Time, has
 		sl.Lines = append(sl.Lines, *line)
 	}
 	out[id] = sl
+}
+
+// canonicalColumns encodes an order's canonical form for its column, and
+// its number for the index. An order whose canonical form cannot be
+// encoded is stored without one rather than refused: the raw order is the
+// record.
+func canonicalColumns(o order.Order) ([]byte, string) {
+	if o.Canonical == nil {
+		return nil, ""
+	}
+	b, err := json.Marshal(o.Canonical)
+	if err != nil {
+		return nil, ""
+	}
+	return b, o.Canonical.Number
+}
+
+// decodeCanonical reads a canonical column; a value that does not decode
+// (written by hand, or by a newer version) reads as none.
+func decodeCanonical(b []byte) *order.Canonical {
+	if len(b) == 0 {
+		return nil
+	}
+	var c order.Canonical
+	if json.Unmarshal(b, &c) != nil {
+		return nil
+	}
+	return &c
 }
