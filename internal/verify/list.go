@@ -92,31 +92,32 @@ type Listed struct {
 	Progress Progress
 }
 
-// List pages through r one window at a time, keeping each order's newest
+// List pages through r one window at a time (nextSpan), keeping each order's newest
 // version. When it stops early (ctx ends, a permanent error, retries or
 // the rate-limit wait run out) it returns the windows listed completely so
 // far with the error; the orders of the window it was in are dropped, as
 // pages need not come in update order.
 func (l *Lister) List(ctx context.Context, r Range) (Listed, error) {
-	span := max(l.Settings.Interval.D(), l.Settings.BackfillMaxSpan.D())
+	span, maxSpan := l.Settings.Interval.D(), max(l.Settings.Interval.D(), l.Settings.BackfillMaxSpan.D())
 	if span <= 0 {
 		return Listed{Covered: Range{From: r.From, To: r.From}}, fmt.Errorf("verify %s: interval must be positive, got %s", l.Settings.Name, span)
 	}
 	latest := map[string]Expected{}
 	prog := Progress{Reached: r.From}
-	for from := r.From; from.Before(r.To); from = from.Add(span) {
+	for from := r.From; from.Before(r.To); {
 		to := from.Add(span)
 		if to.After(r.To) {
 			to = r.To
 		}
 		window := map[string]Expected{}
-		token := ""
+		token, pages := "", 0
 		for page := 1; ; page++ {
 			pg, err := l.page(ctx, connectors.PageRequest{From: from, To: to, Token: token, PageSize: l.Settings.PageSize, Page: page}, &prog)
 			if err != nil {
 				return l.listed(latest, r.From, prog), fmt.Errorf("list %s %s page %d: %w", l.Settings.Name, Range{from, to}, page, err)
 			}
 			prog.Pages++
+			pages++
 			for _, o := range pg.Orders {
 				keepNewest(window, o, l.Lines)
 			}
@@ -135,12 +136,30 @@ func (l *Lister) List(ctx context.Context, r Range) (Listed, error) {
 		}
 		prog.Windows++
 		prog.Reached = to
+		from = to
+		span = nextSpan(span, pages, l.Settings.Interval.D(), maxSpan, l.Settings.MaxPages)
 		prog.Orders = len(latest)
 		if l.OnPage != nil {
 			l.OnPage(prog)
 		}
 	}
 	return l.listed(latest, r.From, prog), nil
+}
+
+// nextSpan sizes the next window as the workers size backfill slices
+// (backfill_max_span): twice as long after a window that fit in one page,
+// so sparse history costs few requests (on Amazon's plan each is
+// minutes), half as long after one that took more than half of max_pages,
+// between interval and backfill_max_span. Windows stay short enough for a
+// useful progress line and an interrupted run's covered range.
+func nextSpan(span time.Duration, pages int, interval, maxSpan time.Duration, maxPages int) time.Duration {
+	switch {
+	case pages <= 1:
+		return min(span*2, maxSpan)
+	case maxPages > 0 && pages > maxPages/2:
+		return max(span/2, interval)
+	}
+	return span
 }
 
 func (l *Lister) listed(latest map[string]Expected, from time.Time, prog Progress) Listed {
