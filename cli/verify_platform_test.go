@@ -147,11 +147,11 @@ type shopifyFront struct {
 	mu   sync.Mutex
 	// answer decides the n-th orders query (1-based) while set: "" passes
 	// it on.
-	answer      func(n int) string
-	n           int
-	throttled   int
-	tooMany     int
-	ordersSeen  int
+	answer     func(n int) string
+	n          int
+	throttled  int
+	tooMany    int
+	ordersSeen int
 }
 
 func (f *shopifyFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
