@@ -183,17 +183,18 @@ func (a *App) verifyPlatform(ctx context.Context, args verifyArgs) error {
 	if err != nil {
 		return err
 	}
-	rng, fromIs, untilIs, err := a.verifyRange(ctx, p, args.from, args.until)
+	asked, err := a.verifyRange(ctx, p, args.from, args.until)
 	if err != nil {
 		return err
 	}
+	rng := asked.Range
 	st, err := store.Open(ctx, a.Process.StoreDSN)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
 
-	out := verifyOutcome{Until: rng.To, Asked: rng, FromIs: fromIs, UntilIs: untilIs}
+	out := verifyOutcome{Until: rng.To, Asked: rng, FromIs: asked.fromIs, UntilIs: asked.untilIs}
 	judged := verify.Range{From: rng.From, To: rng.From}
 	var expected []verify.Expected
 	var shown map[string]bool
@@ -215,7 +216,7 @@ func (a *App) verifyPlatform(ctx context.Context, args verifyArgs) error {
 			}
 		} else {
 			var listed verify.Listed
-			listed, stop = a.listPaced(lctx, p, rng, args.lines)
+			listed, stop = a.listPaced(lctx, p, rng, asked.statedRate, args.lines)
 			expected, judged, out.Progress = listed.Expected, listed.Covered, &listed.Progress
 		}
 		cancel() // a second Ctrl-C while the store is read ends the process
@@ -270,8 +271,8 @@ func (a *App) printVerify(out verifyOutcome) error {
 		fmt.Fprintf(a.Out, "%s: INCOMPLETE (%s): judged %s only\n", r.Platform, term(out.Stopped), r.Judged)
 	}
 	if pr := out.Progress; pr != nil {
-		fmt.Fprintf(a.Out, "%s: listed %d windows, %d pages (%d requests), %d orders; waited out %d rate-limit answers and %d booked-out slots, retried %d failures\n",
-			r.Platform, pr.Windows, pr.Pages, pr.Requests, pr.Orders, pr.RateLimited, pr.SlotWaits, pr.Retries)
+		fmt.Fprintf(a.Out, "%s: listed %d windows, %d pages (%d requests, paced at %g/s with the workers), %d orders; waited out %d rate-limit answers and %d booked-out slots, retried %d failures\n",
+			r.Platform, pr.Windows, pr.Pages, pr.Requests, pr.Pace, pr.Orders, pr.RateLimited, pr.SlotWaits, pr.Retries)
 	}
 	fmt.Fprintf(a.Out, "%s: %d orders updated before %s (since %s) checked: %d missing, %d stale, %d lines differ, %d extra\n",
 		r.Platform, r.Checked, r.Judged.To.Format(time.RFC3339), r.Judged.From.Format(time.RFC3339), len(r.Missing), len(r.Stale), len(r.LinesDiffer), len(r.Extra))
@@ -283,8 +284,9 @@ func (a *App) printVerify(out verifyOutcome) error {
 
 // listPaced lists the platform through its connector inside the account's
 // rate limit: the request slots (and points) the workers book, in the
-// store's database, so verify and the fleet share one budget.
-func (a *App) listPaced(ctx context.Context, p config.Platform, rng verify.Range, lines bool) (verify.Listed, error) {
+// store's database, so verify and the fleet share one budget, at the
+// rate the platform last stated to the cursor when that is lower.
+func (a *App) listPaced(ctx context.Context, p config.Platform, rng verify.Range, statedRate float64, lines bool) (verify.Listed, error) {
 	none := verify.Listed{Covered: verify.Range{From: rng.From, To: rng.From}}
 	conn, err := connectors.New(p)
 	if err != nil {
@@ -297,6 +299,7 @@ func (a *App) listPaced(ctx context.Context, p config.Platform, rng verify.Range
 	defer slots.Close()
 	lim := activities.NewLimiters()
 	lim.Shared = slots
+	lim.Report(p.Name, statedRate) // a lower rate the platform stated to the fleet holds for verify too
 	l := &verify.Lister{Conn: conn, Settings: p.Settings(), Pacer: lim, Lines: lines}
 	progress := newProgressLine(a.Err, p.Name)
 	defer progress.done()
@@ -375,19 +378,18 @@ func (a *App) verifySettings(ctx context.Context, platform string) (config.Platf
 // without one, --until is required and the start falls back to the
 // platform's configured start (a relative one resolved now: later than
 // the cursor's, so fewer orders are judged, never more).
-func (a *App) verifyRange(ctx context.Context, p config.Platform, from, until string) (verify.Range, string, string, error) {
+func (a *App) verifyRange(ctx context.Context, p config.Platform, from, until string) (judgedRange, error) {
 	now := time.Now()
-	var r verify.Range
-	fromIs, untilIs := "--from", "--until"
+	j := judgedRange{fromIs: "--from", untilIs: "--until"}
 	var err error
 	if until != "" {
-		if r.To, err = parseTime("until", until, now); err != nil {
-			return r, "", "", err
+		if j.To, err = parseTime("until", until, now); err != nil {
+			return j, err
 		}
 	}
 	if from != "" {
-		if r.From, err = parseTime("from", from, now); err != nil {
-			return r, "", "", err
+		if j.From, err = parseTime("from", from, now); err != nil {
+			return j, err
 		}
 	}
 	var cursor api.CursorStatus
@@ -395,26 +397,37 @@ func (a *App) verifyRange(ctx context.Context, p config.Platform, from, until st
 	if from == "" || until == "" {
 		cursor, found, why, err = a.verifyCursor(ctx, p.Name)
 		if err != nil && until == "" {
-			return r, "", "", err
+			return j, err
 		}
+	}
+	if found {
+		j.statedRate = cursor.StatedRate
 	}
 	if until == "" {
 		if !found {
-			return r, "", "", Usage(fmt.Errorf("the cursor of %s is not running, so it has no watermark; pass --until", p.Name))
+			return j, Usage(fmt.Errorf("the cursor of %s is not running, so it has no watermark; pass --until", p.Name))
 		}
-		r.To, untilIs = cursor.Watermark.UTC(), "the cursor's watermark"
+		j.To, j.untilIs = cursor.Watermark.UTC(), "the cursor's watermark"
 	}
 	if from == "" {
 		if found && !cursor.Start.IsZero() {
-			r.From, fromIs = cursor.Start.UTC(), "the cursor's start"
+			j.From, j.fromIs = cursor.Start.UTC(), "the cursor's start"
 		} else {
-			if r.From, err = p.ResolveStart(now); err != nil {
-				return r, "", "", fmt.Errorf("platform %s start: %w", p.Name, err)
+			if j.From, err = p.ResolveStart(now); err != nil {
+				return j, fmt.Errorf("platform %s start: %w", p.Name, err)
 			}
-			fromIs = fmt.Sprintf("the configured start %q (%s)", p.Start, why)
+			j.fromIs = fmt.Sprintf("the configured start %q (%s)", p.Start, why)
 		}
 	}
-	return r, fromIs, untilIs, nil
+	return j, nil
+}
+
+// judgedRange is the range asked for, where its ends came from, and the
+// request rate the platform last stated to the cursor (0: none known).
+type judgedRange struct {
+	verify.Range
+	fromIs, untilIs string
+	statedRate      float64
 }
 
 // verifyCursor asks the platform's cursor for its status. why says, when

@@ -239,7 +239,7 @@ func startShopifyFront(t *testing.T, now, from time.Time) (*shopifyFront, string
 // TestVerifyWaitsOutThrottling: Shopify answers verify's listing with
 // THROTTLED, then with HTTP 429 and Retry-After; verify waits both out,
 // completes, and finds nothing missing. main stopped at the first with
-// exit 1.
+// exit 1. It paces at the lower rate the shop stated to the cursor.
 func TestVerifyWaitsOutThrottling(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	start := now.Add(-24 * time.Hour)
@@ -253,9 +253,11 @@ func TestVerifyWaitsOutThrottling(t *testing.T) {
 		}
 		return ""
 	}
-	cursor := &cursorClient{status: api.CursorStatus{Platform: "shopify-acme", Kind: "shopify", Start: start, Watermark: now}}
+	// The shop stated 10 requests/s to the fleet, below the configured 20.
+	cursor := &cursorClient{status: api.CursorStatus{Platform: "shopify-acme", Kind: "shopify", Start: start, Watermark: now, StatedRate: 10}}
 	code, out, errOut := runCommand(t, cursor, "verify", "--platform", "shopify-acme", "-f", file)
 	require.Equal(t, ExitOK, code, out+errOut)
+	require.Contains(t, out, "paced at 10/s with the workers")
 	require.Equal(t, 1, front.throttled)
 	require.Equal(t, 1, front.tooMany)
 	require.Contains(t, out, "waited out 2 rate-limit answers")

@@ -59,6 +59,9 @@ type Progress struct {
 	SlotWaits   int `json:"slot_waits"`
 	// Retries counts transient failures retried.
 	Retries int `json:"retries"`
+	// Pace is the request rate (per second) the slots were booked at last:
+	// the platform's rate_limit, or the lower rate it stated.
+	Pace float64 `json:"pace"`
 }
 
 // Lister lists a platform's orders for verify, one window at a time,
@@ -163,6 +166,7 @@ func nextSpan(span time.Duration, pages int, interval, maxSpan time.Duration, ma
 }
 
 func (l *Lister) listed(latest map[string]Expected, from time.Time, prog Progress) Listed {
+	prog.Pace, _ = l.Pacer.Effective(l.Settings)
 	return Listed{Expected: slices.Collect(maps.Values(latest)), Covered: Range{From: from, To: prog.Reached}, Progress: prog}
 }
 
