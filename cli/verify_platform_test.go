@@ -257,6 +257,7 @@ func TestVerifyWaitsOutThrottling(t *testing.T) {
 	cursor := &cursorClient{status: api.CursorStatus{Platform: "shopify-acme", Kind: "shopify", Start: start, Watermark: now, StatedRate: 10}}
 	code, out, errOut := runCommand(t, cursor, "verify", "--platform", "shopify-acme", "-f", file)
 	require.Equal(t, ExitOK, code, out+errOut)
+	t.Log(out)
 	require.Contains(t, out, "paced at 10/s with the workers")
 	require.Equal(t, 1, front.throttled)
 	require.Equal(t, 1, front.tooMany)
