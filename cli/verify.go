@@ -219,6 +219,9 @@ func (a *App) verifyPlatform(ctx context.Context, args verifyArgs) error {
 			listed, stop = a.listPaced(lctx, p, rng, asked.statedRate, args.lines)
 			expected, judged, out.Progress = listed.Expected, listed.Covered, &listed.Progress
 		}
+		if stop != nil {
+			out.Stopped = stopReason(lctx, stop)
+		}
 		cancel() // a second Ctrl-C while the store is read ends the process
 	} else {
 		judged = verify.Range{From: rng.From, To: rng.From} // empty: the watermark has not passed the start
@@ -232,9 +235,6 @@ func (a *App) verifyPlatform(ctx context.Context, args verifyArgs) error {
 		return err
 	}
 	out.Complete = stop == nil
-	if stop != nil {
-		out.Stopped = stopReason(stop)
-	}
 	if err := a.printVerify(out); err != nil {
 		return err
 	}
@@ -250,12 +250,14 @@ func (a *App) verifyPlatform(ctx context.Context, args verifyArgs) error {
 	return nil
 }
 
-// stopReason says in a line why the listing ended early.
-func stopReason(err error) string {
+// stopReason says in a line why the listing ended early: the listing's
+// context (Ctrl-C, --timeout), else the error (a request's own timeout is
+// an error like any other).
+func stopReason(ctx context.Context, err error) string {
 	switch {
-	case errors.Is(err, context.Canceled):
+	case errors.Is(ctx.Err(), context.Canceled):
 		return "interrupted"
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return "--timeout reached"
 	}
 	return verify.Clip(err)
@@ -267,6 +269,9 @@ func (a *App) printVerify(out verifyOutcome) error {
 	}
 	r := out.Report
 	fmt.Fprintf(a.Out, "%s: judged orders updated in %s: from %s, until %s\n", r.Platform, out.Asked, out.FromIs, out.UntilIs)
+	if !out.Asked.From.Before(out.Asked.To) {
+		fmt.Fprintf(a.Out, "%s: nothing to judge yet: the end is not after the start (a cursor whose watermark has not left its start)\n", r.Platform)
+	}
 	if !out.Complete {
 		fmt.Fprintf(a.Out, "%s: INCOMPLETE (%s): judged %s only\n", r.Platform, term(out.Stopped), r.Judged)
 	}

@@ -131,6 +131,14 @@ platforms:
 	require.Equal(t, now, doc.Report.Judged.To)
 	require.Equal(t, len(ids), doc.Report.Checked)
 
+	// Right after a restart the new cursor's watermark is still its start:
+	// nothing is due, so nothing is missing.
+	fresh := &cursorClient{status: api.CursorStatus{Platform: "sim-acme", Kind: "sim", Start: now, Watermark: now}}
+	code, out, errOut = runCommand(t, fresh, "verify", "--platform", "sim-acme", "--sim-admin-token", "admin-token", "-f", file)
+	require.Equal(t, ExitOK, code, out+errOut)
+	require.Contains(t, out, "sim-acme: nothing to judge yet")
+	require.Contains(t, out, "checked: 0 missing, 0 stale, 0 lines differ, 0 extra")
+
 	// A cursor that started earlier owes those orders: they are missing.
 	cursor.status.Start = now.Add(-72 * time.Hour)
 	code, out, _ = runCommand(t, cursor, "verify", "--platform", "sim-acme", "--sim-admin-token", "admin-token", "-f", file)
