@@ -51,7 +51,8 @@ cursor, give --until; the start is then the platform's configured start
 judged, never more). The output names the range judged and where each end
 came from. For the simulator the comparison is with its ground truth; for
 other kinds verify lists the platform's orders itself through the
-connector, one interval at a time.
+connector, in windows of one interval that double while each fits in one
+page (up to backfill_max_span).
 
   missing       the platform shows the order at a version updated in the
                 range, and the store does not have it

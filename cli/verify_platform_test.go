@@ -302,3 +302,19 @@ func TestVerifyIncompleteReportsTheRangeCovered(t *testing.T) {
 	require.Empty(t, doc.Report.Extra, "stored orders past the range covered are not judged")
 	require.Contains(t, errOut, "incomplete: judged "+doc.Report.Judged.String())
 }
+
+// TestVerifyProgressLine: the progress line says the window reached,
+// pages, orders and waits, and escapes the platform's name.
+func TestVerifyProgressLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progressLine{w: &buf, platform: "shop\x1b[2J"}
+	p.show(verify.Progress{Reached: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Windows: 3, Pages: 7, Orders: 46, RateLimited: 1, SlotWaits: 1})
+	p.done()
+	require.Equal(t, "\r\x1b[Kshop\\x1b[2J: listed to 2026-03-01T12:00:00Z: 3 windows, 7 pages, 46 orders, 2 rate-limit waits\n", buf.String())
+
+	buf.Reset()
+	quiet := newProgressLine(&buf, "shop") // not a terminal: no progress
+	quiet.show(verify.Progress{Pages: 1})
+	quiet.done()
+	require.Empty(t, buf.String())
+}
