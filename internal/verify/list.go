@@ -95,11 +95,11 @@ type Listed struct {
 	Progress Progress
 }
 
-// List pages through r one window at a time (nextSpan), keeping each order's newest
-// version. When it stops early (ctx ends, a permanent error, retries or
-// the rate-limit wait run out) it returns the windows listed completely so
-// far with the error; the orders of the window it was in are dropped, as
-// pages need not come in update order.
+// List pages through r one window at a time (nextSpan), keeping each
+// order's newest version. When it stops early (ctx ends, a permanent
+// error, retries or the rate-limit wait run out) it returns the windows
+// listed completely so far with the error; the orders of the window it was
+// in are dropped, as pages need not come in update order.
 func (l *Lister) List(ctx context.Context, r Range) (Listed, error) {
 	span, maxSpan := l.Settings.Interval.D(), max(l.Settings.Interval.D(), l.Settings.BackfillMaxSpan.D())
 	if span <= 0 {
