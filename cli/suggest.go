@@ -125,7 +125,10 @@ const ExitCodesHelp = `Exit status:
      cannot be reached, a platform that could not be read, verify found
      missing orders, no worker answered in time)
   2  usage: unknown command or flag, bad arguments, an invalid platforms
-     file or environment; nothing was changed`
+     file or environment; nothing was changed
+  3  verify --platform was incomplete: interrupted, --timeout, or the
+     platform could not be read further; it judged part of the range
+     (printed) and found no loss there`
 
 // addExitCodes puts ExitCodesHelp under every command's help.
 func addExitCodes(root *cobra.Command) {

@@ -67,11 +67,13 @@ platforms:
 	}
 	require.Greater(t, len(ids), 20)
 
-	verifyArgs := []string{"verify", "--platform", "sim-acme", "--until", now.Format(time.RFC3339), "--sim-admin-token", "admin-token", "-f", file}
+	from := now.Add(-72 * time.Hour)
+	verifyArgs := []string{"verify", "--platform", "sim-acme", "--from", from.Format(time.RFC3339), "--until", now.Format(time.RFC3339),
+		"--sim-admin-token", "admin-token", "-f", file}
 	code, out, errOut := runCommand(t, nil, verifyArgs...)
 	require.Equal(t, ExitOK, code, errOut)
-	require.Contains(t, out, fmt.Sprintf("sim-acme: %d orders updated before %s checked: 0 missing, 0 stale, 0 lines differ, 0 extra",
-		len(ids), now.Format(time.RFC3339)))
+	require.Contains(t, out, fmt.Sprintf("sim-acme: %d orders updated before %s (since %s) checked: 0 missing, 0 stale, 0 lines differ, 0 extra",
+		len(ids), now.Format(time.RFC3339), from.Format(time.RFC3339)))
 
 	// The same versions, with other lines: a quantity changed, a line dropped.
 	changed, shrunk := storedOrder(t, st, ids[3]), storedOrder(t, st, ids[7])

@@ -35,6 +35,9 @@ type Report struct {
 	// or out of order, or no lines stored at all. Only CompareLines fills it.
 	LinesDiffer []string `json:"lines_differ"`
 	Extra       []string `json:"extra"`
+	// Judged is the range of update times judged (InRange, TrimExtraIn):
+	// zero when the caller judged everything before a cutoff.
+	Judged Range `json:"judged,omitzero"`
 }
 
 // OK is true when nothing is missing, stale or has other lines.
@@ -118,4 +121,35 @@ func CompareLines(platform string, expected []Expected, stored map[string]store.
 	}
 	sort.Strings(r.LinesDiffer)
 	return r
+}
+
+// InRange keeps the expected versions updated in r. An order the platform
+// shows at a version from before r's start is not the cursor's to fetch
+// (its backfill starts there), and one from r's end on is not due yet.
+func InRange(expected []Expected, r Range) []Expected {
+	out := make([]Expected, 0, len(expected))
+	for _, e := range expected {
+		if r.Contains(e.UpdatedAt) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TrimExtraIn keeps as extra only the orders stored at a version in r that
+// the platform does not show (shown: every id it shows, or nil when only
+// the expected ids are known), and records r as the range judged. A
+// version stored from before r (an earlier cursor's, or the overlap of the
+// first window) is outside the judgement, as is one from r's end on.
+func TrimExtraIn(rep Report, stored map[string]time.Time, r Range, shown map[string]bool) Report {
+	extra := rep.Extra[:0]
+	for _, id := range rep.Extra {
+		if !r.Contains(stored[id]) || shown[id] {
+			continue
+		}
+		extra = append(extra, id)
+	}
+	rep.Extra = extra
+	rep.Judged = r
+	return rep
 }
