@@ -4,7 +4,7 @@ import "time"
 
 // SchemaV1 names version 1 of the canonical order. It is the "schema"
 // field of every canonical order, and the $id of its JSON Schema,
-// order/schema/order.v1.json (embedded: Schema). A change a reader could
+// order/schema/order.v1.json (embedded: SchemaJSON). A change a reader could
 // trip over (a field removed, renamed or given another meaning) makes a v2
 // beside it; new optional fields do not.
 const SchemaV1 = "https://ordersync.dev/schemas/order/v1.json"
