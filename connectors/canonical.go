@@ -56,6 +56,7 @@ func Canonical(p config.Platform, o Order) *order.Canonical {
 	if c.Lines == nil {
 		c.Lines = []order.CanonicalLine{}
 	}
+	conform(c)
 	return c
 }
 
