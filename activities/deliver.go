@@ -85,7 +85,7 @@ type batch struct {
 	Lane, Lanes int
 	Changes     []store.Change
 	// Payload is the destination's payload setting, which each sender
-	// encodes every change in (encodeChange).
+	// encodes every change in (EncodeChange).
 	Payload string
 }
 

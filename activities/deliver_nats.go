@@ -103,7 +103,7 @@ func (n *natsSender) send(ctx context.Context, b batch) error {
 	// until the breaker opens.
 	msgs := make([]*nats.Msg, 0, len(b.Changes))
 	for _, c := range b.Changes {
-		data, err := encodeChange(b.Payload, c)
+		data, err := EncodeChange(b.Payload, c)
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
 		}

@@ -32,13 +32,14 @@ type canonicalOrder struct {
 	Canonical *order.Canonical `json:"canonical"`
 }
 
-// encodeChange is one change as JSON in the destination's payload
-// (config.Destination.Payload). Both (the default) is the change as the
+// EncodeChange is one change as JSON in a destination's payload
+// (config.Destination.Payload), as every sender and `ordersync changes -o
+// jsonl --payload` write it. Both (the default) is the change as the
 // feed holds it, byte for byte what destinations received before there
 // was a choice, plus the order's canonical form; raw leaves out the
 // canonical form; canonical leaves out the raw JSON and the per-kind
 // header and lines, which the canonical order restates in one shape.
-func encodeChange(payload string, c store.Change) ([]byte, error) {
+func EncodeChange(payload string, c store.Change) ([]byte, error) {
 	switch payload {
 	case config.PayloadRaw:
 		c.Order.Canonical = nil

@@ -36,7 +36,7 @@ type webhookSender struct {
 
 // WebhookBatch is the body of a webhook delivery, as a receiver decodes
 // it: with the destination's payload raw or canonical, a change lacks the
-// parts that payload leaves out (encodeChange) and decodes all the same.
+// parts that payload leaves out (EncodeChange) and decodes all the same.
 type WebhookBatch struct {
 	// ID is also the webhook-id header: a receiver drops a batch whose id
 	// it has processed.
@@ -123,7 +123,7 @@ func (w *webhookSender) send(ctx context.Context, b batch) error {
 		body.Lane, body.Lanes = b.Lane+1, b.Lanes
 	}
 	for i, c := range b.Changes {
-		if body.Changes[i], err = encodeChange(b.Payload, c); err != nil {
+		if body.Changes[i], err = EncodeChange(b.Payload, c); err != nil {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d of batch %s: %v", c.Seq, b.ID, err), ErrPermanent, nil)
 		}
 	}
