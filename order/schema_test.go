@@ -191,3 +191,25 @@ func TestValidateCanonicalJSON(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkValidateCanonicalJSON: the cost of checking one full canonical
+// order against the schema (a receiver doing it per change).
+func BenchmarkValidateCanonicalJSON(b *testing.B) {
+	c := order.Canonical{Schema: order.SchemaV1, Platform: "shop", Kind: "woocommerce", OrderID: "727", Number: "727",
+		UpdatedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), Status: order.StatusOpen, FinancialStatus: order.FinancialPaid,
+		Currency: "USD", Totals: order.Totals{Shipping: "10.00", Tax: "1.35", Total: "29.35"},
+		Taxes:           []order.Tax{{Title: "State Tax", Amount: "1.35"}},
+		Shipping:        []order.ShippingLine{{Title: "Flat Rate", Code: "flat_rate", Price: "10.00"}},
+		Customer:        &order.Customer{Email: "john.doe@example.com", Name: "John Doe"},
+		ShippingAddress: &order.Address{Name: "John Doe", Line1: "969 Market", City: "San Francisco", Region: "CA", PostalCode: "94103", CountryCode: "US"},
+		Lines: []order.CanonicalLine{{ID: "315", Title: "Woo Single #1", Quantity: 2, UnitPrice: "3.00", Total: "6.00", Tax: "0.45"},
+			{ID: "316", SKU: "Bar3", Title: "Ship Your Idea", Quantity: 1, UnitPrice: "12.00", Total: "12.00", Tax: "0.90"}}}
+	doc, err := json.Marshal(c)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := order.ValidateCanonicalJSON(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
