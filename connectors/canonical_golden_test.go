@@ -164,3 +164,36 @@ func TestCanonicalConformsHostileData(t *testing.T) {
 		})
 	}
 }
+
+// TestCanonicalOfSimulatorOrdersValidates: every order the simulator
+// serves over a day of history, listed by the sim connector and by the
+// http kind configured for it, has a canonical form valid under the
+// schema, and the sim's knows each simulator status.
+func TestCanonicalOfSimulatorOrdersValidates(t *testing.T) {
+	clk := newFakeClock()
+	simConn, httpConn := simPair(t, clk, nil, "acme-token", 50, 5*time.Second)
+	for _, c := range []connectors.Connector{simConn, httpConn} {
+		req := connectors.PageRequest{From: clk.Now().Add(-25 * time.Hour), To: clk.Now(), Page: 1}
+		n := 0
+		for ; ; req.Page++ {
+			require.Less(t, req.Page, 200)
+			page, err := c.ListOrders(context.Background(), req)
+			require.NoError(t, err)
+			for _, o := range page.Orders {
+				doc, err := json.Marshal(o.Canonical)
+				require.NoError(t, err)
+				require.NoError(t, order.ValidateCanonicalJSON(doc), "%s", doc)
+				if o.Canonical.Kind == "sim" {
+					require.NotEqual(t, order.StatusUnknown, o.Canonical.Status, "%s", doc)
+					require.NotNil(t, o.Canonical.Customer, "%s", doc)
+				}
+				n++
+			}
+			if page.NextToken == "" {
+				break
+			}
+			req.Token = page.NextToken
+		}
+		require.Positive(t, n)
+	}
+}
