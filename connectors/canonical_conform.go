@@ -32,11 +32,14 @@ func conform(c *order.Canonical) {
 	for _, m := range []*string{&c.Totals.Subtotal, &c.Totals.Shipping, &c.Totals.Tax, &c.Totals.Discount, &c.Totals.Total} {
 		canonMoney(m)
 	}
+	// A tax without an amount says nothing the schema can hold ("" is not
+	// "0"): it is left out.
+	c.Taxes = slices.DeleteFunc(c.Taxes, func(t order.Tax) bool { return !ValidDecimal(t.Amount) })
 	for i := range c.Taxes {
 		canonMoney(&c.Taxes[i].Rate)
-		if canonMoney(&c.Taxes[i].Amount); c.Taxes[i].Amount == "" {
-			c.Taxes[i].Amount = "0" // required by the schema; a tax line without an amount states none
-		}
+	}
+	if len(c.Taxes) == 0 {
+		c.Taxes = nil
 	}
 	for i := range c.Discounts {
 		canonMoney(&c.Discounts[i].Amount)
