@@ -25,9 +25,19 @@ import (
 var updateGoldens = flag.Bool("update", false, "rewrite connectors/testdata/canonical/*.canonical.json from the mappers")
 
 // canonicalGoldens are the kinds whose goldens this file makes: each
-// <kind>.raw.json is a documented response of the kind's list call (the
-// http kind's is for the field mapping below), served to the real
-// connector; <kind>.canonical.json holds the canonical orders it returns.
+// <kind>.raw.json is a response of the kind's list call, served to the
+// real connector; <kind>.canonical.json holds the canonical orders it
+// returns. woocommerce.raw.json: order 727, the WooCommerce REST API
+// docs' example order (woocommerce.github.io/woocommerce-rest-api-docs,
+// "Retrieve an order"), and order 728 in the same documented fields with
+// a coupon, a rate_percent, a refund and a customer note. ebay.raw.json: a
+// getOrders page whose two orders use the documented fields of the
+// Fulfillment API's Order type (developer.ebay.com, sell/fulfillment
+// types: pricingSummary, fulfillmentStartInstructions.shippingStep.shipTo,
+// lineItems with appliedPromotions and ebayCollectAndRemitTaxes,
+// cancelStatus), one paid and open, one cancelled and refunded.
+// sim.raw.json: the simulator's order JSON as sim/doc.go documents it,
+// one order per status. http.raw.json: an API for the field mapping below.
 var canonicalGoldens = []kindFixture{
 	{name: "woocommerce", kind: "woocommerce", secret: `{"consumer_key":"ck_golden","consumer_secret":"cs_golden"}`, ordersPath: "/wp-json/wc/v3/orders"},
 	{name: "ebay", kind: "ebay", secret: oauthSecret, oauth: true, ordersPath: "/sell/fulfillment/v1/order",
