@@ -25,7 +25,7 @@ type Canonical struct {
 	Source string `json:"source,omitempty"`
 	// OrderID is the platform's id (Order.ID); Number is what the merchant
 	// and the buyer call the order (Shopify's "#1001", WooCommerce's
-	// number, Amazon's order id).
+	// number, eBay's and Amazon's order id).
 	OrderID   string    `json:"order_id"`
 	Number    string    `json:"number,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
