@@ -84,6 +84,9 @@ type batch struct {
 	// Lane and Lanes place a lane's batch in its range (Lanes > 1).
 	Lane, Lanes int
 	Changes     []store.Change
+	// Payload is the destination's payload setting, which each sender
+	// encodes every change in (EncodeChange).
+	Payload string
 }
 
 // laneBatchID names one lane's batch: its first seq, the range's end and
@@ -271,7 +274,10 @@ func (a *Activities) DeliverChanges(ctx context.Context, req api.DeliverRequest)
 	if err != nil {
 		return api.DeliverResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
 	}
-	b := batch{ID: batchID(d.Name, req.SeqRange), Destination: d.Name, SeqRange: req.SeqRange, Changes: changes}
+	// The payload is read from the destination's settings here, per
+	// batch, like its URL: an edit applies from the next batch, and the
+	// workflow's input never carries it.
+	b := batch{ID: batchID(d.Name, req.SeqRange), Destination: d.Name, SeqRange: req.SeqRange, Changes: changes, Payload: d.Payload}
 	if req.Lanes > 1 {
 		b.ID, b.Lane, b.Lanes = laneBatchID(d.Name, req), req.Lane, req.Lanes
 	}

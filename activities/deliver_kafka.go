@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -43,7 +42,7 @@ func KafkaKey(platform, orderID string) string { return platform + "/" + orderID
 func (k *kafkaSender) send(ctx context.Context, b batch) error {
 	records := make([]*kgo.Record, 0, len(b.Changes))
 	for _, c := range b.Changes {
-		value, err := json.Marshal(c)
+		value, err := EncodeChange(b.Payload, c)
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
 		}

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -104,7 +103,7 @@ func (n *natsSender) send(ctx context.Context, b batch) error {
 	// until the breaker opens.
 	msgs := make([]*nats.Msg, 0, len(b.Changes))
 	for _, c := range b.Changes {
-		data, err := json.Marshal(c)
+		data, err := EncodeChange(b.Payload, c)
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
 		}

@@ -34,7 +34,9 @@ type webhookSender struct {
 	now    func() time.Time
 }
 
-// WebhookBatch is the body of a webhook delivery.
+// WebhookBatch is the body of a webhook delivery, as a receiver decodes
+// it: with the destination's payload raw or canonical, a change lacks the
+// parts that payload leaves out (EncodeChange) and decodes all the same.
 type WebhookBatch struct {
 	// ID is also the webhook-id header: a receiver drops a batch whose id
 	// it has processed.
@@ -50,6 +52,19 @@ type WebhookBatch struct {
 	Lane    int            `json:"lane,omitempty"`
 	Lanes   int            `json:"lanes,omitempty"`
 	Changes []store.Change `json:"changes"`
+}
+
+// webhookBody is WebhookBatch as the sender writes it: the same fields in
+// the same order, each change already encoded in the payload.
+type webhookBody struct {
+	ID          string            `json:"id"`
+	Type        string            `json:"type"`
+	Destination string            `json:"destination"`
+	FromSeq     int64             `json:"from_seq"`
+	ToSeq       int64             `json:"to_seq"`
+	Lane        int               `json:"lane,omitempty"`
+	Lanes       int               `json:"lanes,omitempty"`
+	Changes     []json.RawMessage `json:"changes"`
 }
 
 func newWebhookSender(d config.Destination) (sender, error) {
@@ -102,10 +117,15 @@ func (w *webhookSender) send(ctx context.Context, b batch) error {
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
 	}
-	body := WebhookBatch{ID: b.ID, Type: "orders.changes", Destination: b.Destination,
-		FromSeq: b.Changes[0].Seq, ToSeq: b.Changes[len(b.Changes)-1].Seq, Changes: b.Changes}
+	body := webhookBody{ID: b.ID, Type: "orders.changes", Destination: b.Destination,
+		FromSeq: b.Changes[0].Seq, ToSeq: b.Changes[len(b.Changes)-1].Seq, Changes: make([]json.RawMessage, len(b.Changes))}
 	if b.Lanes > 1 {
 		body.Lane, body.Lanes = b.Lane+1, b.Lanes
+	}
+	for i, c := range b.Changes {
+		if body.Changes[i], err = EncodeChange(b.Payload, c); err != nil {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d of batch %s: %v", c.Seq, b.ID, err), ErrPermanent, nil)
+		}
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {

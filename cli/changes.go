@@ -1,13 +1,16 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/feed"
 	"github.com/ordersync/ordersync/store"
 )
@@ -17,7 +20,7 @@ const annotationJSONL = "jsonl"
 
 func newChangesCommand(app *App) *cobra.Command {
 	var opts feed.Options
-	var since string
+	var since, payload string
 	cmd := &cobra.Command{
 		Use:   "changes",
 		Short: "Print the store's change feed: every accepted order version, in commit order",
@@ -34,18 +37,28 @@ later is skipped; commit times of concurrent commits may differ from that
 order by a transaction's length.
 --follow keeps waiting for new changes (Ctrl-C stops it).
 
+--payload says which form of each order -o jsonl prints, as a
+destination's payload setting does: both (the default: the order as
+stored, its platform's raw JSON and its canonical order), raw (without the
+canonical order) or canonical (the canonical order without the raw JSON
+and the per-kind header and lines; schema in order/schema/order.v1.json).
+
 Each change carries the order as stored when it is printed: when a newer
 version has been accepted since, an older change shows the newer content
 and the newer change follows.`,
 		Example: "  ordersync changes --since 0 -o jsonl\n  ordersync changes --platform sim-acme --since 1200 --follow -o jsonl\n" +
 			"  ordersync changes --since -2h        # changes committed in the last two hours\n" +
-			"  ordersync changes --since 2026-11-20T00:00:00Z -o jsonl",
+			"  ordersync changes --since 2026-11-20T00:00:00Z -o jsonl\n" +
+			"  ordersync changes --since 1200 -o jsonl --payload canonical",
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{annotationJSONL: "yes"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec, err := parseSince(since, time.Now())
 			if err != nil {
 				return err
+			}
+			if !slices.Contains(config.PayloadValues, payload) {
+				return Usage(fmt.Errorf("--payload %q: want one of %s", clipText(payload, 40), strings.Join(config.PayloadValues, ", ")))
 			}
 			ctx := cmd.Context()
 			st, err := store.Open(ctx, app.Process.StoreDSN)
@@ -59,13 +72,17 @@ and the newer change follows.`,
 					return err
 				}
 			}
-			enc := json.NewEncoder(app.Out)
 			if app.Output == "table" {
 				fmt.Fprintln(app.Out, "SEQ\tKIND\tPLATFORM\tORDER\tUPDATED AT\tCOMMITTED AT")
 			}
 			err = feed.Follow(ctx, st, opts, func(c store.Change) error {
 				if app.Output != "table" {
-					return enc.Encode(c)
+					b, err := activities.EncodeChange(payload, c)
+					if err != nil {
+						return fmt.Errorf("encode change %d: %w", c.Seq, err)
+					}
+					_, err = app.Out.Write(append(b, '\n'))
+					return err
 				}
 				return writeChangeRow(app.Out, c)
 			})
@@ -78,6 +95,7 @@ and the newer change follows.`,
 	cmd.Flags().StringVarP(&opts.Platform, "platform", "p", "", "only this platform's changes")
 	cmd.Flags().StringVar(&since, "since", "0", "a sequence number: print the changes after it (the last seq you handled); or a time, RFC3339 or relative (-2h, -2d): print from the first change committed then")
 	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "keep waiting for new changes")
+	cmd.Flags().StringVar(&payload, "payload", config.PayloadBoth, "with -o jsonl, which form of each order: both, raw or canonical")
 	durationDaysVar(cmd.Flags(), &opts.Poll, "poll", feed.DefaultPoll, "with --follow, how long to wait when there is nothing new")
 	cmd.AddCommand(newChangesCompactCommand(app))
 	return cmd

@@ -46,6 +46,11 @@ type Destination struct {
 	// Platforms limits the destination to these platforms' changes; empty
 	// sends every platform's.
 	Platforms []string `json:"platforms,omitempty" yaml:"platforms"`
+	// Payload is which form of each change's order the destination
+	// receives: PayloadBoth (also when empty: what destinations received
+	// before there was a choice, plus the canonical order), PayloadRaw or
+	// PayloadCanonical (docs/delivery.md, "What a destination receives").
+	Payload string `json:"payload,omitempty" yaml:"payload"`
 	// BatchSize is the most changes one delivery carries.
 	BatchSize int `json:"batch_size" yaml:"batch_size"`
 	// Timeout bounds one delivery attempt.
@@ -68,6 +73,21 @@ type Destination struct {
 	Windows   []string `json:"windows,omitempty" yaml:"windows"`
 	TaskQueue string   `json:"task_queue" yaml:"task_queue"`
 }
+
+// Payload values of a destination.
+const (
+	// PayloadBoth sends the order as stored: its header and lines, the
+	// platform's raw JSON and the canonical order.
+	PayloadBoth = "both"
+	// PayloadRaw sends the order without its canonical form.
+	PayloadRaw = "raw"
+	// PayloadCanonical sends the canonical order with the order's identity
+	// and times, without the raw JSON and the per-kind header and lines.
+	PayloadCanonical = "canonical"
+)
+
+// PayloadValues are the payload values a destination may name.
+var PayloadValues = []string{PayloadBoth, PayloadRaw, PayloadCanonical}
 
 // MaxInFlightLimit bounds max_in_flight: each batch in flight is an
 // activity and a connection to the destination, and a range of
@@ -109,6 +129,9 @@ func (d Destination) Validate(platforms []string) *ValidationError {
 		bad("secret.env", "%q is not an environment variable name (put the secret in the environment, not here)", d.Secret.Env)
 	}
 	d.checkKind(bad)
+	if d.Payload != "" && !slices.Contains(PayloadValues, d.Payload) {
+		bad("payload", "%q is not a payload: one of %s (default %s)", d.Payload, strings.Join(PayloadValues, ", "), PayloadBoth)
+	}
 	for _, p := range d.Platforms {
 		if platforms != nil && !slices.Contains(platforms, p) {
 			bad("platforms", "%q is not a platform of this file", p)

@@ -9,10 +9,10 @@ import (
 )
 
 // A destination's settings are of two sorts, like a platform's. Identity
-// says where batches go, with which secret and which platforms' changes:
-// url, allow_plaintext, secret, subject, brokers, topic and platforms. It
-// lives in the registry only; the delivery activities read it from there
-// by name (activities.Deliveries). Everything else is tuning
+// says where batches go, with which secret, which platforms' changes and
+// in which form: url, allow_plaintext, secret, subject, brokers, topic,
+// platforms and payload. It lives in the registry only; the delivery
+// activities read it from there by name (activities.Deliveries). Everything else is tuning
 // (tuning.Destination, api.DestinationSettings): what the Delivery
 // workflow decides by, carried in its input and changed for a running
 // Delivery by its `config` message.
@@ -58,7 +58,7 @@ func ValidateDestinationSettings(s tuning.Destination) *ValidationError {
 // `config` payload may still carry (old CLIs and hand-written payloads
 // send the whole destination entry): accepted and ignored, since identity
 // is the registry's.
-var IgnoredDestinationFields = []string{"url", "allow_plaintext", "secret", "subject", "brokers", "topic", "platforms"}
+var IgnoredDestinationFields = []string{"url", "allow_plaintext", "secret", "subject", "brokers", "topic", "platforms", "payload"}
 
 // DecodeDestinationSettingsJSON decodes a destination's `config` payload
 // strictly: an unknown field at any depth is an error naming it, except

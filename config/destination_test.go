@@ -96,6 +96,16 @@ func TestDestinationsValidate(t *testing.T) {
 			`destination "stream": field "topic": "a topic" is not a Kafka topic name (1-249 of letters, digits, '.', '_' and '-')`,
 			`destination "stream": field "secret": kafka destinations do not support credentials yet (SASL is a later increment)`,
 		}},
+		{"every payload", `
+  a: {kind: webhook, url: "https://x", secret: {env: S}, payload: canonical}
+  b: {kind: nats, url: "nats://127.0.0.1:4222", subject: orders, payload: raw}
+  c: {kind: kafka, brokers: ["127.0.0.1:9092"], topic: orders, payload: both}`, nil},
+		{"a payload that is none", `
+  oms: {kind: webhook, url: "https://x", secret: {env: S}, payload: Canonical}
+  bus: {kind: nats, url: "nats://127.0.0.1:4222", subject: orders, payload: [raw]}`, []string{
+			`destination "oms": field "payload": "Canonical" is not a payload: one of both, raw, canonical (default both)`,
+			`destination "bus": field "payload": cannot unmarshal !!seq into string (line 9)`,
+		}},
 		{"secret in the URL", `
   oms: {kind: webhook, url: "https://user:pw@oms.example.com", secret: {file: /run/s}, batch_size: 0}`, []string{
 			`destination "oms": field "url": must not carry credentials; use secret`,

@@ -34,7 +34,8 @@ func registerCanonical(kind string, m canonicalMapper) {
 // Canonical maps o, an order of platform p, to its canonical form with
 // the kind's mapper, or from the header and lines alone for a kind
 // without one. A mapper that panics on hostile data gives the header form
-// too: the order is stored either way.
+// too: the order is stored either way. The result always validates against
+// the schema: conform drops or marks unknown what it has no room for.
 func Canonical(p config.Platform, o Order) *order.Canonical {
 	canonicalMu.RLock()
 	m := canonicalMappers[p.Kind]
@@ -56,6 +57,7 @@ func Canonical(p config.Platform, o Order) *order.Canonical {
 	if c.Lines == nil {
 		c.Lines = []order.CanonicalLine{}
 	}
+	conform(c)
 	return c
 }
 

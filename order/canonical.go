@@ -4,7 +4,7 @@ import "time"
 
 // SchemaV1 names version 1 of the canonical order. It is the "schema"
 // field of every canonical order, and the $id of its JSON Schema,
-// order/schema/order.v1.json (embedded: Schema). A change a reader could
+// order/schema/order.v1.json (embedded: SchemaJSON). A change a reader could
 // trip over (a field removed, renamed or given another meaning) makes a v2
 // beside it; new optional fields do not.
 const SchemaV1 = "https://ordersync.dev/schemas/order/v1.json"
@@ -25,7 +25,7 @@ type Canonical struct {
 	Source string `json:"source,omitempty"`
 	// OrderID is the platform's id (Order.ID); Number is what the merchant
 	// and the buyer call the order (Shopify's "#1001", WooCommerce's
-	// number, Amazon's order id).
+	// number, eBay's and Amazon's order id).
 	OrderID   string    `json:"order_id"`
 	Number    string    `json:"number,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/order"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -83,6 +84,12 @@ type Stats struct {
 	Redelivered int64 `json:"redelivered"`
 	// Rejected counts requests refused: bad signature or body.
 	Rejected int64 `json:"rejected"`
+	// Canonical counts the changes that carried a canonical order (every
+	// payload but raw); CanonicalInvalid those whose canonical order does
+	// not validate against order/schema/order.v1.json (a mapper bug worth
+	// a look: the summary line names it).
+	Canonical        int64 `json:"canonical"`
+	CanonicalInvalid int64 `json:"canonical_invalid"`
 	// LastSeq is the highest seq received.
 	LastSeq int64     `json:"last_seq"`
 	LastAt  time.Time `json:"last_at,omitzero"`
@@ -243,6 +250,12 @@ func (r *Receiver) countLocked(destination string, changes []store.Change) {
 		}
 		seen[c.Seq] = true
 		r.stats.Changes++
+		if c.Order.Canonical != nil {
+			r.stats.Canonical++
+			if doc, err := json.Marshal(c.Order.Canonical); err != nil || order.ValidateCanonicalJSON(doc) != nil {
+				r.stats.CanonicalInvalid++
+			}
+		}
 		r.platform[c.Platform]++
 		r.stats.LastSeq = max(r.stats.LastSeq, c.Seq)
 	}
@@ -274,6 +287,9 @@ func (r *Receiver) Summary() string {
 	line += fmt.Sprintf(", last seq %d", s.LastSeq)
 	if s.Redelivered > 0 {
 		line += fmt.Sprintf(", %s redeliveries dropped", thousands(s.Redelivered))
+	}
+	if s.CanonicalInvalid > 0 {
+		line += fmt.Sprintf(", %s canonical orders invalid under the schema", thousands(s.CanonicalInvalid))
 	}
 	if s.Rejected > 0 {
 		line += fmt.Sprintf(", %s requests rejected (bad signature or body)", thousands(s.Rejected))

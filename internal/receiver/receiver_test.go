@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ordersync/ordersync/activities"
+	"github.com/ordersync/ordersync/order"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -143,4 +144,24 @@ func TestThousands(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
 		require.Equal(t, want, thousands(n))
 	}
+}
+
+// TestReceiverChecksCanonicalOrders: the receiver counts the changes that
+// carry a canonical order and names those that fail the schema.
+func TestReceiverChecksCanonicalOrders(t *testing.T) {
+	r, err := New("demo-receiver", specSecret)
+	require.NoError(t, err)
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	b := batchOf("demo", 1, 2, 3)
+	b.Changes[0].Order.Canonical = &order.Canonical{Schema: order.SchemaV1, Platform: "sim-acme", Kind: "sim", OrderID: "1",
+		UpdatedAt: at, Status: order.StatusOpen, Lines: []order.CanonicalLine{}}
+	b.Changes[1].Order.Canonical = &order.Canonical{Schema: order.SchemaV1, Platform: "sim-globex", Kind: "sim", OrderID: "2",
+		UpdatedAt: at, Status: "shipped", Lines: []order.CanonicalLine{}} // not a canonical status
+	require.Equal(t, http.StatusNoContent, post(t, srv.URL, specSecret, b))
+	s := r.Stats()
+	require.Equal(t, int64(2), s.Canonical)
+	require.Equal(t, int64(1), s.CanonicalInvalid)
+	require.Equal(t, "demo-receiver: 3 changes received (sim-acme 2, sim-globex 1), last seq 3, 1 canonical orders invalid under the schema", r.Summary())
 }
