@@ -32,6 +32,24 @@ type HTTPOptions struct {
 	ExtraQuery map[string]string `yaml:"extra_query"`
 	// Headers are sent with every request; never secrets (use credentials).
 	Headers map[string]string `yaml:"headers"`
+	// Get is the API's get-one-order call, which `orders refetch` uses;
+	// unset, the platform cannot refetch one order.
+	Get HTTPGet `yaml:"get"`
+}
+
+// HTTPGet describes the get-one-order call: GET endpoint + Path with
+// {id} replaced by the order's id (path-escaped), authenticated like a
+// page. Its answer is one order, read with the same fields and lines.
+type HTTPGet struct {
+	// Path is appended to the endpoint, e.g. /orders/{id}; it holds {id}
+	// exactly once and no query.
+	Path string `yaml:"path"`
+	// RecordPath is where the order is in the answer ("data.order"); "."
+	// or empty when the body is the order.
+	RecordPath string `yaml:"record_path"`
+	// NotFoundStatus are the statuses that mean "no such order" (default
+	// 404): reported by the refetch, never retried.
+	NotFoundStatus []int `yaml:"not_found_status"`
 }
 
 // HTTPAuth says how the resolved secret is sent.
@@ -227,6 +245,7 @@ func (o *HTTPOptions) finish(_ Platform, bad problemFunc) {
 	if o.RecordsPath != "." {
 		path("records_path", o.RecordsPath, true)
 	}
+	o.Get.finish(path, bad)
 	path("fields.id", o.Fields.ID, true)
 	path("fields.updated_at", o.Fields.UpdatedAt, true)
 	for _, f := range [][2]string{{"created_at", o.Fields.CreatedAt}, {"status", o.Fields.Status},
@@ -298,4 +317,31 @@ func credentialLike(header string) bool {
 		}
 	}
 	return false
+}
+
+// finish checks the get-one-order call and fills in its defaults.
+func (g *HTTPGet) finish(path func(field, v string, required bool), bad problemFunc) {
+	if g.Path == "" {
+		if g.RecordPath != "" || len(g.NotFoundStatus) > 0 {
+			bad("get.path", "is required when get is configured: the get-one-order path, like /orders/{id}")
+		}
+		return
+	}
+	if !strings.HasPrefix(g.Path, "/") || strings.ContainsAny(g.Path, "?#") || strings.Count(g.Path, "{id}") != 1 {
+		bad("get.path", "must start with /, hold {id} exactly once and no query, like /orders/{id}; got %q", g.Path)
+	}
+	if g.RecordPath == "" {
+		g.RecordPath = "."
+	}
+	if g.RecordPath != "." {
+		path("get.record_path", g.RecordPath, true)
+	}
+	if len(g.NotFoundStatus) == 0 {
+		g.NotFoundStatus = []int{http.StatusNotFound}
+	}
+	for _, c := range g.NotFoundStatus {
+		if c < 400 || c > 499 || c == http.StatusTooManyRequests || c == http.StatusUnauthorized || c == http.StatusForbidden {
+			bad("get.not_found_status", "%d must be a 4xx status other than 401, 403 and 429", c)
+		}
+	}
 }

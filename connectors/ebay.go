@@ -267,3 +267,31 @@ func formatScaled(q *big.Int, scale int, negative bool) string {
 	}
 	return out
 }
+
+// GetOrder fetches one order through the Fulfillment API's getOrder:
+// GET /sell/fulfillment/v1/order/{orderId}
+// (https://developer.ebay.com/api-docs/sell/fulfillment/resources/order/methods/getOrder),
+// the same order resource a page lists. eBay answers an unknown id 404
+// (errorId 32100, "Invalid order ID").
+func (c *ebayConnector) GetOrder(ctx context.Context, req OrderRequest) (Order, error) {
+	if err := checkGetID(c.platform, req.ID); err != nil {
+		return Order{}, err
+	}
+	resp, err := c.tokens.do(ctx, func(token string) (*resty.Response, error) {
+		return c.http.R().SetContext(ctx).SetAuthToken(token).Get(orderPath(c.url, req.ID))
+	})
+	if err != nil {
+		return Order{}, asTransportError(c.platform, err)
+	}
+	if is404(resp) {
+		return Order{}, refetchNotFound(c.platform, req.ID)
+	}
+	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
+		return Order{}, err
+	}
+	orders, err := decodeOrders(c.platform, 1, []jsonItem{{Raw: resp.Body()}}, c.order)
+	if err != nil {
+		return Order{}, err
+	}
+	return orders[0], nil
+}

@@ -187,3 +187,28 @@ func (c *simConnector) order(raw json.RawMessage) (Order, error) {
 	o.HasLines, o.LineCount = true, len(o.Lines)
 	return o, nil
 }
+
+// GetOrder fetches one order: GET <endpoint>/orders/<id> (sim/get.go),
+// answered 404 when the shop shows no order with the id.
+func (c *simConnector) GetOrder(ctx context.Context, req OrderRequest) (Order, error) {
+	if err := checkGetID(c.platform, req.ID); err != nil {
+		return Order{}, err
+	}
+	resp, err := sendWithSecret(ctx, c.platform, c.src, func(token string) (*resty.Response, error) {
+		return c.http.R().SetContext(ctx).SetAuthToken(token).Get(orderPath(c.url, req.ID))
+	})
+	if err != nil {
+		return Order{}, asTransportError(c.platform, err)
+	}
+	if is404(resp) {
+		return Order{}, refetchNotFound(c.platform, req.ID)
+	}
+	if err := statusError(c.platform, resp); err != nil {
+		return Order{}, err
+	}
+	o, err := c.order(resp.Body())
+	if err != nil {
+		return Order{}, &MalformedError{Platform: c.platform, Page: 1, Offset: -1, Err: fmt.Errorf("order %s: %w", textclip.Value(req.ID), err)}
+	}
+	return o, nil
+}

@@ -231,3 +231,42 @@ func (c *wooConnector) order(wo wooOrder, raw json.RawMessage) (Order, error) {
 	o.HasLines, o.LineCount = true, len(o.Lines)
 	return o, nil
 }
+
+// GetOrder fetches one order: GET <site>/wp-json/wc/v3/orders/<id>
+// (https://woocommerce.github.io/woocommerce-rest-api-docs/#retrieve-an-order),
+// the same order resource a page lists, authenticated like a page.
+// WooCommerce answers an unknown id 404
+// (woocommerce_rest_shop_order_invalid_id), and a non-numeric one too
+// (rest_no_route).
+func (c *wooConnector) GetOrder(ctx context.Context, req OrderRequest) (Order, error) {
+	if err := checkGetID(c.platform, req.ID); err != nil {
+		return Order{}, err
+	}
+	resp, err := sendWithSecret(ctx, c.platform, c.src, func(raw string) (*resty.Response, error) {
+		secret, err := jsonSecret(c.platform, c.cred, raw, wooFields...)
+		if err != nil {
+			return nil, err
+		}
+		r := c.http.R().SetContext(ctx)
+		if c.inQuery {
+			r.SetQueryParams(map[string]string{"consumer_key": secret["consumer_key"], "consumer_secret": secret["consumer_secret"]})
+		} else {
+			r.SetBasicAuth(secret["consumer_key"], secret["consumer_secret"])
+		}
+		return r.Get(orderPath(c.url, req.ID))
+	})
+	if err != nil {
+		return Order{}, asTransportError(c.platform, err)
+	}
+	if is404(resp) {
+		return Order{}, refetchNotFound(c.platform, req.ID)
+	}
+	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
+		return Order{}, err
+	}
+	orders, err := decodeOrders(c.platform, 1, []jsonItem{{Raw: resp.Body()}}, c.order)
+	if err != nil {
+		return Order{}, err
+	}
+	return orders[0], nil
+}

@@ -127,6 +127,7 @@ func (s *Simulator) Config() Config { return s.cfg }
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /shops/{shop}/orders", s.handleList)
+	mux.HandleFunc("GET /shops/{shop}/orders/{id}", s.handleGet)
 	mux.HandleFunc("POST /shops/{shop}/amazon/auth/o2/token", s.handleAmazonToken)
 	mux.HandleFunc("GET /shops/{shop}/amazon/apps/authorize/consent", s.handleAmazonConsent)
 	mux.HandleFunc("GET /shops/{shop}/admin/oauth/authorize", s.handleShopifyAuthorize)
