@@ -29,6 +29,7 @@ var registered = []struct {
 	{FetchSlice, api.SliceWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
 	{DeadLetter, api.DeadLetterWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
 	{Delivery, api.DeliveryWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
+	{Refetch, api.RefetchWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
 }
 
 // Register registers the workflows under their stable type names.
