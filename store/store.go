@@ -45,6 +45,8 @@ type Store interface {
 	CountOrders(ctx context.Context, platform string) (int, error)
 	// Feed is the change feed UpsertOrders appends to.
 	Feed
+	// OrderSearch finds orders and an order's changes (search.go).
+	OrderSearch
 	// Close releases the database handle.
 	Close() error
 }
