@@ -90,6 +90,7 @@ with Go's units and days (-6h, -2d, -1d12h); durations likewise (90s, 7d).
 		newReceiverCommand(app), newDeploymentCommand(app), newMigrateCommand(app))
 	root.AddCommand(newServeCommand(app))
 	root.AddCommand(newCredentialsCommand(app))
+	root.AddCommand(newOrdersCommand(app))
 	return root
 }
 
