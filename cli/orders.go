@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/orderops"
 	"github.com/ordersync/ordersync/store"
@@ -32,6 +33,17 @@ The same operations are served by ` + "`ordersync serve`" + ` under /v1/orders
 	}
 	cmd.AddCommand(newOrdersGetCommand(app), newOrdersSearchCommand(app), newOrdersRefetchCommand(app))
 	return cmd
+}
+
+// serveOrders is the order operations of `serve`: its own store handle,
+// the Temporal connection serve already holds.
+func (a *App) serveOrders(ctx context.Context, c client.Client) (*orderops.Service, func(), error) {
+	svc, done, err := a.orderService(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc.Temporal = c
+	return svc, done, nil
 }
 
 // orderService opens what the order operations read: the store (orders,

@@ -30,7 +30,8 @@ func newServeCommand(app *App) *cobra.Command {
 		Short: "Serve the accounts HTTP API (onboard and offboard platforms from a back office)",
 		Long: `Serves the HTTP API a back office uses to add, edit, pause, resume, remove
 and declaratively apply platforms: the same service, validation and errors
-as ` + "`ordersync platform add|edit|pause|resume|remove|apply`" + `. The routes are
+as ` + "`ordersync platform add|edit|pause|resume|remove|apply`" + `; and the
+order operations of ` + "`ordersync orders get|search|refetch`" + ` under /v1/orders. The routes are
 described in docs/openapi.yaml; errors are JSON naming the field.
 
 Every request but GET /healthz needs Authorization: Bearer <token>, the token
@@ -73,12 +74,17 @@ and the account is registered. See docs/credentials.md.`,
 			}
 			ctx, stop := SignalContext()
 			defer stop()
-			svc, _, done, err := app.accountService(ctx)
+			svc, c, done, err := app.accountService(ctx)
 			if err != nil {
 				return err
 			}
 			defer done()
-			h, err := httpapi.New(svc, httpapi.Options{Token: token, Logger: app.Logger.With("component", "httpapi")})
+			ops, closeOps, err := app.serveOrders(ctx, c)
+			if err != nil {
+				return err
+			}
+			defer closeOps()
+			h, err := httpapi.New(svc, httpapi.Options{Token: token, Logger: app.Logger.With("component", "httpapi"), Orders: ops})
 			if err != nil {
 				return err
 			}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"go.temporal.io/api/serviceerror"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 

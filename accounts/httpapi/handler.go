@@ -17,6 +17,7 @@ import (
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/textclip"
+	"github.com/ordersync/ordersync/orderops"
 )
 
 // MaxBody bounds a request body (an apply's: config.MaxFileSize). One
@@ -38,6 +39,9 @@ type Options struct {
 	Token string
 	// Logger receives one line per failed request (default: discard).
 	Logger *slog.Logger
+	// Orders serves the order operations under /v1/orders (orders.go);
+	// nil answers them 501.
+	Orders *orderops.Service
 }
 
 // Handler serves the HTTP API over an accounts.Service; its Registry
@@ -47,6 +51,7 @@ type Handler struct {
 	token [sha256.Size]byte
 	log   *slog.Logger
 	mux   *http.ServeMux
+	ops   *orderops.Service
 }
 
 // route is one endpoint: docs/openapi.yaml lists exactly these.
@@ -66,7 +71,7 @@ func New(svc *accounts.Service, opts Options) (*Handler, error) {
 	if svc == nil || svc.Registry == nil || svc.Engine == nil {
 		return nil, fmt.Errorf("httpapi: a service with a registry and an engine is required")
 	}
-	h := &Handler{svc: svc, token: sha256.Sum256([]byte(opts.Token)), log: opts.Logger, mux: http.NewServeMux()}
+	h := &Handler{svc: svc, token: sha256.Sum256([]byte(opts.Token)), log: opts.Logger, mux: http.NewServeMux(), ops: opts.Orders}
 	if h.log == nil {
 		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -77,7 +82,7 @@ func New(svc *accounts.Service, opts Options) (*Handler, error) {
 }
 
 func (h *Handler) routes() []route {
-	return []route{
+	return append([]route{
 		{method: http.MethodGet, path: "/healthz", public: true, serve: h.health},
 		{method: http.MethodGet, path: "/v1/platforms", params: []string{"state", "kind", "task_queue", "after", "limit"}, serve: h.list},
 		{method: http.MethodPost, path: "/v1/platforms", params: []string{"reuse_removed", "paused"}, serve: h.add},
@@ -87,7 +92,7 @@ func (h *Handler) routes() []route {
 		{method: http.MethodDelete, path: "/v1/platforms/{name}", params: []string{"discard_dead_letters"}, serve: h.remove},
 		{method: http.MethodPost, path: "/v1/platforms/{name}/pause", serve: h.pause},
 		{method: http.MethodPost, path: "/v1/platforms/{name}/resume", serve: h.resume},
-	}
+	}, h.orderRoutes()...)
 }
 
 // ServeHTTP checks the token before routing, so an unauthenticated
