@@ -68,3 +68,14 @@ func (a *App) orderService(ctx context.Context, withTemporal bool) (*orderops.Se
 	svc.Temporal = c
 	return svc, func() { c.Close(); _ = st.Close() }, nil
 }
+
+// ordersArgs makes a wrong number of arguments a usage error (exit 2),
+// as the exit codes footer says.
+func ordersArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return Usage(err)
+		}
+		return nil
+	}
+}

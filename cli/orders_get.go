@@ -36,7 +36,7 @@ everything as one JSON object.
 Exit status 1 when the store does not know the order.`,
 		Example: "  ordersync orders get shopify-acme 5123456789\n" +
 			"  ordersync orders get sim-acme 1000000042 -o json --raw",
-		Args: cobra.ExactArgs(2),
+		Args: ordersArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			svc, done, err := app.orderService(ctx, true)

@@ -47,7 +47,7 @@ running when --timeout ended.`,
 		Example: "  ordersync orders refetch shopify-acme 5123456789\n" +
 			"  ordersync orders refetch amazon-eu 028-1234567-1234567 028-7654321-7654321 --priority 1\n" +
 			"  ordersync orders refetch sim-acme 1000000042 --no-wait -o json",
-		Args: cobra.MinimumNArgs(2),
+		Args: ordersArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if priority < api.RefetchMinPriority || priority > api.RefetchMaxPriority {
 				return Usage(fmt.Errorf("--priority %d: want %d (first) to %d (last); backfill runs at %d", priority, api.RefetchMinPriority, api.RefetchMaxPriority, api.BackfillPriority))

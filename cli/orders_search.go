@@ -35,7 +35,7 @@ not an offset, so orders stored between two pages shift nothing.`,
 		Example: "  ordersync orders search --platform shopify-acme --number 1001\n" +
 			"  ordersync orders search --platform sim-acme --from -2d --status paid\n" +
 			"  ordersync orders search --from 2026-11-20T00:00:00Z --to 2026-11-21T00:00:00Z -o json --after eyJ1Ijo...",
-		Args: cobra.NoArgs,
+		Args: ordersArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			now := time.Now()
 			var err error
