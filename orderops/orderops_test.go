@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
@@ -212,17 +213,23 @@ func TestStartRefetchRefusesBeforeStartingAnything(t *testing.T) {
 // failure's own message.
 func TestWaitReportsOutcomesAndFailures(t *testing.T) {
 	c := &mocks.Client{}
-	ok, bad := &mocks.WorkflowRun{}, &mocks.WorkflowRun{}
+	ok, bad, cut := &mocks.WorkflowRun{}, &mocks.WorkflowRun{}, &mocks.WorkflowRun{}
 	ok.On("Get", mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
 		*args.Get(1).(*api.RefetchResult) = api.RefetchResult{Outcome: api.RefetchNotFound}
 	}).Return(nil)
-	bad.On("Get", mock.Anything, mock.Anything).Return(errors.New("workflow failed: refetch order 2 of sim-a: HTTP 401"))
+	bad.On("Get", mock.Anything, mock.Anything).Return(temporal.NewNonRetryableApplicationError("refetch order 2 of sim-a: HTTP 401", api.ErrRefetchFailed, nil))
+	cut.On("Get", mock.Anything, mock.Anything).Return(errors.New("context deadline exceeded"))
 	c.On("GetWorkflow", mock.Anything, "refetch/sim-a/1", "r1").Return(ok)
 	c.On("GetWorkflow", mock.Anything, "refetch/sim-a/2", "r2").Return(bad)
+	c.On("GetWorkflow", mock.Anything, "refetch/sim-a/3", "r3").Return(cut)
 	svc := &orderops.Service{Temporal: c}
-	rs := []orderops.Refetch{{OrderID: "1", WorkflowID: "refetch/sim-a/1", RunID: "r1"}, {OrderID: "2", WorkflowID: "refetch/sim-a/2", RunID: "r2"}}
+	rs := []orderops.Refetch{{OrderID: "1", WorkflowID: "refetch/sim-a/1", RunID: "r1", Outcome: orderops.Running},
+		{OrderID: "2", WorkflowID: "refetch/sim-a/2", RunID: "r2", Outcome: orderops.Running},
+		{OrderID: "3", WorkflowID: "refetch/sim-a/3", RunID: "r3", Outcome: orderops.Running}}
 	svc.Wait(context.Background(), rs)
 	require.Equal(t, api.RefetchNotFound, rs[0].Outcome)
 	require.Equal(t, orderops.Failed, rs[1].Outcome)
 	require.Contains(t, rs[1].Error, "HTTP 401")
+	require.Equal(t, orderops.Running, rs[2].Outcome, "a wait cut short is no failure of the refetch")
+	require.Contains(t, rs[2].Error, "waiting for the result")
 }

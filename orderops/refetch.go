@@ -109,7 +109,9 @@ func (s *Service) StartRefetch(ctx context.Context, req RefetchRequest) ([]Refet
 }
 
 // Wait waits for each refetch's result until ctx ends; those still
-// running then keep Outcome Running.
+// running then keep Outcome Running. A failure to read a result (the
+// connection, a long poll cut short) leaves the refetch Running with the
+// reason in Error: only the workflow's own end is an outcome.
 func (s *Service) Wait(ctx context.Context, rs []Refetch) {
 	for i := range rs {
 		r := &rs[i]
@@ -121,12 +123,24 @@ func (s *Service) Wait(ctx context.Context, rs []Refetch) {
 		switch {
 		case err == nil:
 			r.Outcome, r.Waits, r.Error = res.Outcome, res.Waits, res.Reason
+		case workflowEnded(err):
+			r.Outcome, r.Error = Failed, textclip.Message(rootMessage(err))
 		case ctx.Err() != nil:
 			return
 		default:
-			r.Outcome, r.Error = Failed, textclip.Message(rootMessage(err))
+			r.Error = textclip.Message("waiting for the result: " + err.Error())
 		}
 	}
+}
+
+// workflowEnded says whether err is a workflow's own end (failed,
+// terminated, timed out, cancelled), not a failure to wait for it.
+func workflowEnded(err error) bool {
+	var app *temporal.ApplicationError
+	var term *temporal.TerminatedError
+	var timeout *temporal.TimeoutError
+	var canceled *temporal.CanceledError
+	return errors.As(err, &app) || errors.As(err, &term) || errors.As(err, &timeout) || errors.As(err, &canceled)
 }
 
 // rootMessage is the innermost message of a workflow's failure (the

@@ -11,6 +11,7 @@ import (
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/internal/fairness"
+	"github.com/ordersync/ordersync/internal/textclip"
 )
 
 // Refetch fetches one order now through its platform's get-one-order call
@@ -113,8 +114,8 @@ func (r *refetchRun) failed(cause error) error {
 	if errors.As(cause, &canceled) {
 		return cause
 	}
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("refetch order %s of %s: %s",
-		r.in.OrderID, r.in.Platform.Name, rootMessage(cause)), api.ErrRefetchFailed, nil)
+	return temporal.NewNonRetryableApplicationError(textclip.Message(fmt.Sprintf("refetch order %s of %s: %s",
+		textclip.Value(r.in.OrderID), r.in.Platform.Name, rootMessage(cause))), api.ErrRefetchFailed, nil)
 }
 
 // refetchWait says whether an attempt only waited for the platform's rate
