@@ -57,6 +57,13 @@
 // updates; the run continues as new with its state after
 // DefaultMaxBatchesPerRun batches or when the server suggests it.
 //
+// Refetch (refetch/<platform>/<order id>, refetch.go) fetches one order
+// now through the platform's get-one-order call (`orders refetch`): one
+// activity on the platform's task queue at a higher task priority than
+// backfill, inside its request slots; rate waits sleep on timers. Starts
+// use the conflict policy USE_EXISTING, so a second request for an order
+// in flight joins the first. It touches no cursor and no watermark.
+//
 // # State model
 //
 // Each slice the cursor tracks is regular (it tiles time from the start),
