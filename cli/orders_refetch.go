@@ -25,7 +25,8 @@ func newOrdersRefetchCommand(app *App) *cobra.Command {
 order(id:), Amazon getOrder, eBay getOrder, WooCommerce GET /orders/<id>,
 http options.get.path, the simulator's GET /orders/<id>) and stores it like
 any fetched version: the newest version wins, the change feed gets a change
-when it is new, and every destination receives it. No watermark moves.
+when it is new, and every destination receives it. No watermark moves, and a
+paused platform can be refetched (pausing stops polling, not requests).
 
 Each order is one Refetch workflow, ID refetch/<platform>/<order id>: a
 refetch of an order already in flight joins it instead of calling the
