@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
@@ -17,6 +19,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/orderops"
 	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
 )
 
 // ordersRefetchPlatforms: a small account at 1 request/s (its platform
@@ -67,8 +70,9 @@ destinations:
 // another account's backfill keeps a backlog of page tasks on the shared
 // task queue;
 // the small account's platform never sees more requests than its rate
-// (no 429, at most 2 in any second, as 1/s with a burst of 1 allows); and
-// `orders get` then shows the version delivered to the webhook.
+// (no 429, at most 2 in any second, as 1/s with a burst of 1 allows);
+// `orders get` then shows the version delivered to the webhook; and two
+// requests for one order at once are one refetch, one platform call.
 func TestOrdersRefetchAheadOfBackfill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -180,6 +184,34 @@ func TestOrdersRefetchAheadOfBackfill(t *testing.T) {
 	require.Len(t, got.Deliveries, 1)
 	require.Equal(t, "e2e-hook", got.Deliveries[0].Destination)
 	require.Equal(t, orderops.Delivered, got.Deliveries[0].State, out)
+
+	// Two requests for one order at once: one refetch, one call to the
+	// platform.
+	reg, ok := store.RegistryOf(s.store)
+	require.True(t, ok)
+	svc := &orderops.Service{Store: s.store, Registry: reg, Temporal: s.client}
+	id3, _ := newerOrder(t, s, "small", "e2e-small")
+	before = s.sim.Stats().Shops["small"]
+	var runs [2][]orderops.Refetch
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := svc.StartRefetch(ctx, orderops.RefetchRequest{Platform: "e2e-small", IDs: []string{id3}})
+			assert.NoError(t, err)
+			runs[i] = r
+		}()
+	}
+	wg.Wait()
+	require.Len(t, runs[0], 1)
+	require.Len(t, runs[1], 1)
+	require.Equal(t, runs[0][0].RunID, runs[1][0].RunID, "the second request joined the first")
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	svc.Wait(wctx, runs[0])
+	cancel()
+	require.Contains(t, []string{api.RefetchCreated, api.RefetchUpdated}, runs[0][0].Outcome, runs[0][0].Error)
+	require.Equal(t, before.Requests+1, s.sim.Stats().Shops["small"].Requests, "one call to the platform")
 
 	// For comparison, logged, not asserted: the same at priority 5, below
 	// the backfill's 3. Priority is strict, so it waits for the backlog.
