@@ -431,14 +431,14 @@ const (
 // its node, a list first times its element, an interface or union the
 // most of its members; a money bag and its shopMoney are 2 objects).
 var shopifyGroupCost = map[string]int{
-	ShopifyFieldsCustomer:      3,                                     // customer, defaultEmailAddress, defaultPhoneNumber
-	ShopifyFieldsAddresses:     2,                                     // billingAddress, shippingAddress
+	ShopifyFieldsCustomer:      3,                                       // customer, defaultEmailAddress, defaultPhoneNumber
+	ShopifyFieldsAddresses:     2,                                       // billingAddress, shippingAddress
 	ShopifyFieldsShippingLines: 2 + ShopifyShippingLinesFirst*(1+2+2+3), // line, 2 money bags, a tax line with its money
-	ShopifyFieldsTaxLines:      3,                                     // a tax line and its priceSet
-	ShopifyFieldsDiscounts:     2 + ShopifyDiscountsFirst*(1+1),       // application and its value (MoneyV2 or percentage)
-	ShopifyFieldsNotes:         1,                                     // customAttributes
+	ShopifyFieldsTaxLines:      3,                                       // a tax line and its priceSet
+	ShopifyFieldsDiscounts:     2 + ShopifyDiscountsFirst*(1+1),         // application and its value (MoneyV2 or percentage)
+	ShopifyFieldsNotes:         1,                                       // customAttributes
 	ShopifyFieldsPayment:       0,
-	ShopifyFieldsRefunds:       2 + ShopifyRefundsFirst*(1+2),                      // totalRefundedSet; refund and its totalRefundedSet
+	ShopifyFieldsRefunds:       2 + ShopifyRefundsFirst*(1+2),                         // totalRefundedSet; refund and its totalRefundedSet
 	ShopifyFieldsFulfillments:  ShopifyFulfillmentsFirst * (1 + ShopifyTrackingFirst), // fulfillment and its trackingInfo
 }
 

@@ -518,8 +518,8 @@ type bulkOrder struct {
 	raw      json.RawMessage
 	lines    []shopifyLine
 	children map[string][]json.RawMessage // by connection, __parentId removed
-	bytes int64 // of its lines, raw line included
-	at    int64 // byte offset of its first line
+	bytes    int64                        // of its lines, raw line included
+	at       int64                        // byte offset of its first line
 }
 
 // bulkReader reads one result file.

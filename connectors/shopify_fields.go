@@ -63,8 +63,8 @@ var shopifyNestedFields = []shopifyNested{
 		node: "id createdAt note totalRefundedSet " + shopifyMoney2, op: "OrderRefunds"},
 	{field: "fulfillments", group: config.ShopifyFieldsFulfillments, first: config.ShopifyFulfillmentsFirst, list: true,
 		nodeCost: 1 + config.ShopifyTrackingFirst,
-		node: "id name status displayStatus createdAt updatedAt trackingInfo(first: " + strconv.Itoa(config.ShopifyTrackingFirst) + ") { company number url }",
-		op: "OrderFulfillments"},
+		node:     "id name status displayStatus createdAt updatedAt trackingInfo(first: " + strconv.Itoa(config.ShopifyTrackingFirst) + ") { company number url }",
+		op:       "OrderFulfillments"},
 }
 
 func nestedField(field string) (shopifyNested, bool) {
@@ -96,7 +96,9 @@ func newShopifyFields(opts config.ShopifyOptions) shopifyFields {
 func (f shopifyFields) has(group string) bool { return group == "" || slices.Contains(f.groups, group) }
 
 // orderCost is the requested cost of one Order node.
-func (f shopifyFields) orderCost() int { return config.ShopifyOrderCost(f.groups, f.lines, f.fragObjects) }
+func (f shopifyFields) orderCost() int {
+	return config.ShopifyOrderCost(f.groups, f.lines, f.fragObjects)
+}
 
 // nested are the order's connections and lists this selection has.
 func (f shopifyFields) nested() []shopifyNested {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +45,7 @@ type shopifyGraphQL struct {
 	src      credentials.Source // the access token, asked per request
 	url      string
 	pageSize int
-	lines    int        // line_items_page_size
+	lines    int // line_items_page_size
 	fields   shopifyFields
 	budget   CostBudget // from the options: the plan's restore rate and bucket
 	http     *resty.Client
