@@ -273,8 +273,12 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 	if !ok {
 		return &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("kept progress names %s, which is no connection of an order", textclip.Value(conn))}
 	}
+	what := conn
+	if conn == "lineItems" {
+		what = "lines"
+	}
 	bad := func(off int64, err error) error {
-		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): %s: %w", m.Index, textclip.Value(o.ID), conn, err)}
+		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): %s: %w", m.Index, textclip.Value(o.ID), what, err)}
 	}
 	query, cost := followUpQuery(nested)
 	for m.After != "" {
@@ -298,7 +302,7 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 			return err
 		}
 		if env.Data.Order == nil {
-			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its %s were listed; the page is listed again", textclip.Value(o.ID), conn), Err: errVanished}
+			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its %s were listed; the page is listed again", textclip.Value(o.ID), what), Err: errVanished}
 		}
 		path := []string{"data", "order", conn}
 		if !nested.list {
