@@ -47,6 +47,10 @@ type shopifyNested struct {
 	typename func(string) bool // a bulk child row's __typename is one of this connection's
 }
 
+// shopifyDiscountApplications are the types of the DiscountApplication
+// interface.
+var shopifyDiscountApplications = []string{"AutomaticDiscountApplication", "DiscountCodeApplication", "ManualDiscountApplication", "ScriptDiscountApplication"}
+
 var shopifyNestedFields = []shopifyNested{
 	{field: "lineItems", node: shopifyLineNode, nodeCost: config.ShopifyLineCost, op: shopifyLinesOperation,
 		typename: func(t string) bool { return t == "LineItem" }},
@@ -58,7 +62,7 @@ var shopifyNestedFields = []shopifyNested{
 		node: "__typename allocationMethod targetSelection targetType index value { __typename ... on MoneyV2 { amount currencyCode } ... on PricingPercentageValue { percentage } }" +
 			" ... on DiscountCodeApplication { code } ... on ManualDiscountApplication { title description }" +
 			" ... on AutomaticDiscountApplication { title } ... on ScriptDiscountApplication { title }",
-		op: "OrderDiscountApplications", typename: func(t string) bool { return strings.HasSuffix(t, "DiscountApplication") }},
+		op: "OrderDiscountApplications", typename: func(t string) bool { return slices.Contains(shopifyDiscountApplications, t) }},
 	{field: "refunds", group: config.ShopifyFieldsRefunds, first: config.ShopifyRefundsFirst, list: true, nodeCost: 1 + 2,
 		node: "id createdAt note totalRefundedSet " + shopifyMoney2, op: "OrderRefunds"},
 	{field: "fulfillments", group: config.ShopifyFieldsFulfillments, first: config.ShopifyFulfillmentsFirst, list: true,
