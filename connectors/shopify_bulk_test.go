@@ -1,8 +1,8 @@
 package connectors_test
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
