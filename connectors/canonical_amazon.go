@@ -98,7 +98,7 @@ type amazon2026Full struct {
 		DeliveryAddress *amazonAddress2026 `json:"deliveryAddress"`
 	} `json:"recipient"`
 	Proceeds *struct {
-		GrandTotal *amazonMoney      `json:"grandTotal"`
+		GrandTotal *amazonMoney     `json:"grandTotal"`
 		Breakdowns amazonBreakdowns `json:"breakdowns"`
 	} `json:"proceeds"`
 	Fulfillment *struct {
