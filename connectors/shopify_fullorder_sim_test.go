@@ -119,7 +119,9 @@ func (m *costMeter) Book(_ context.Context, _ connectors.CostBudget, cost float6
 	return nil
 }
 
-func (m *costMeter) Settle(context.Context, connectors.CostBudget, float64, float64) error { return nil }
+func (m *costMeter) Settle(context.Context, connectors.CostBudget, float64, float64) error {
+	return nil
+}
 
 func listAll(t *testing.T, c connectors.Connector, m connectors.Meter, from, to time.Time) []connectors.Order {
 	t.Helper()
