@@ -53,4 +53,3 @@ func TestShopifyRESTGetOrder(t *testing.T) {
 	require.Equal(t, 2*time.Second, rl.RetryAfter)
 	require.NotErrorIs(t, err, connectors.ErrOrderNotFound)
 }
-
