@@ -13,16 +13,11 @@ import (
 	"github.com/ordersync/ordersync/order"
 )
 
-// -update rewrites the canonical goldens in testdata/canonical from the
-// mappers' output: go test -run TestCanonicalGolden ./connectors/ -update.
-// Registered in an init func, after every package-level flag, so another
-// test file of the package may declare the same flag.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files in testdata")
-	}
-}
-
+// updatingGoldens says whether -update was given: rewrite the canonical
+// goldens in testdata/canonical from the mappers' output (go test -run
+// TestCanonicalGolden ./connectors/ -update). The flag is registered by
+// the external test package (canonical_update_flag_test.go), which every
+// golden test of the package shares.
 func updatingGoldens() bool {
 	f := flag.Lookup("update")
 	return f != nil && f.Value.String() == "true"
