@@ -3,8 +3,8 @@ package sim
 import (
 	"fmt"
 	"io"
-	"strings"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
