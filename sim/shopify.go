@@ -21,16 +21,19 @@ import (
 //	     X-Shopify-Access-Token: <shop token>
 //	     {"query": "...", "operationName": "...", "variables": {...}}
 //
-// There is no GraphQL parser: the two operations the connector sends are
-// recognised by name, answer their fixed selection, and anything else gets
-// a GraphQL error.
+// The query is read (shopify_gql.go) and answered with exactly the fields
+// it selects from the full order (shopify_order.go); a field Order does
+// not have, or a selection over the single-query maximum, is refused as
+// Shopify refuses it. Two root fields are served:
 //
-//   - OrdersUpdatedInWindow($first, $after, $query, $lines): the orders
-//     query with sortKey UPDATED_AT; $query is Shopify search syntax limited
-//     to updated_at ranges with quoted dates (>=, >, <, <=, joined by AND),
-//     compared in whole seconds as Shopify keeps updatedAt; each order
-//     lists its first min($lines, ShopifyLinePage) lines.
-//   - OrderLineItems($id, $first, $after): one order's further lines.
+//   - orders($first, $after, $query, sortKey: UPDATED_AT): $query is
+//     Shopify search syntax limited to updated_at ranges with quoted dates
+//     (>=, >, <, <=, joined by AND), compared in whole seconds as Shopify
+//     keeps updatedAt; each order's lineItems list at most
+//     min(first, ShopifyLinePage) lines a page.
+//   - order(id:): one order (null when the shop has none by that id), with
+//     the same selection, or one of its connections from a cursor on (the
+//     connector's follow-ups).
 //
 // Ids are global ids (gid://shopify/Order/<the list endpoint's id>), times
 // whole seconds, amounts Decimal strings. Each shop has a bucket of points
@@ -38,11 +41,12 @@ import (
 // (https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits): a
 // query needs its requested cost in the bucket (else HTTP 200 with a
 // THROTTLED error and actualQueryCost null), is refunded down to its actual
-// cost, and every answer carries extensions.cost. A query requesting more
-// than 1,000 points is refused (MAX_COST_EXCEEDED). The documented worst
-// case is ShopifyStandardBucket (1,000 points restoring 50 a second) with
-// a small ShopifyLinePage, so pages of 852 points need 303-point
-// follow-ups; SetShopifyCost lowers a bucket meanwhile, as Shopify may.
+// cost (what was returned), and every answer carries extensions.cost. A
+// query requesting more than 1,000 points is refused (MAX_COST_EXCEEDED,
+// Shopify's text). The documented worst case is ShopifyStandardBucket
+// (1,000 points restoring 50 a second) with a small ShopifyLinePage, so
+// full pages of up to 1,000 points need follow-ups of 503; SetShopifyCost
+// lowers a bucket meanwhile, as Shopify may.
 
 const (
 	shopifyMaxFirst  = 250
@@ -565,44 +569,6 @@ func ShopifyFinancialStatus(status string) (financial string, cancelled bool) {
 		return "VOIDED", true
 	}
 	return "PAID", false // paid, shipped, delivered
-}
-
-// renderShopify builds the Order node of order seq at version v, with its
-// first lines; it returns how many lines it lists.
-func renderShopify(seq uint32, o *order, v version, currency string, lines int) (shopifyNode, int) {
-	financial, cancelled := ShopifyFinancialStatus(v.status.String())
-	fulfillment := "UNFULFILLED"
-	if v.status == statusShipped || v.status == statusDelivered {
-		fulfillment = "FULFILLED"
-	}
-	updated := shopifySeconds(v.updated)
-	n := shopifyNode{shopifyOrderFields: shopifyOrderFields{
-		ID: shopifyOrderGID + orderID(seq), Name: "#" + orderID(seq), CreatedAt: shopifySeconds(o.created), UpdatedAt: updated,
-		DisplayFinancialStatus: financial, DisplayFulfillmentStatus: fulfillment, CurrencyCode: currency,
-		TotalPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: formatCents(v.total), CurrencyCode: currency}},
-	}}
-	if cancelled {
-		n.CancelledAt = &updated
-	}
-	var count int
-	n.LineItems, count = shopifyLines(seq, o, currency, 0, lines)
-	return n, count
-}
-
-// shopifyLines is the lineItems page of order seq from line from on.
-func shopifyLines(seq uint32, o *order, currency string, from, first int) (shopifyLineConn, int) {
-	all := orderLines(seq, o)
-	end := min(from+first, len(all))
-	conn := shopifyLineConn{Nodes: []shopifyLineNode{}, PageInfo: shopifyPageInfo{HasNextPage: end < len(all)}}
-	for _, l := range all[min(from, end):end] {
-		conn.Nodes = append(conn.Nodes, shopifyLineNode{ID: shopifyLineGID + l.ID, SKU: l.SKU, Name: l.Title, Title: l.Title, Quantity: l.Quantity,
-			OriginalUnitPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: l.Price, CurrencyCode: currency}}})
-	}
-	if end > from {
-		c := encodeLineCursor(orderID(seq), end)
-		conn.PageInfo.EndCursor = &c
-	}
-	return conn, len(conn.Nodes)
 }
 
 // LineItem is one line of an order, as both surfaces list it (the list
