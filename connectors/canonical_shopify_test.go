@@ -102,34 +102,60 @@ func TestCanonicalShopifyRESTAndGraphQLAgree(t *testing.T) {
 	require.Equal(t, r, g)
 }
 
-// Each field group of the GraphQL Order, as the documented response shape
-// has it, reaches the canonical order; a group left out leaves its
-// canonical fields empty rather than wrong.
+// Each field group, in either API's documented response shape, reaches
+// the canonical order; a group left out leaves its canonical fields empty
+// rather than wrong. The REST keys are the group's fields in the REST
+// order resource (docs/connectors.md's table).
 func TestCanonicalShopifyFieldGroups(t *testing.T) {
-	raw := readRaw(t, "shopify-graphql")
-	p := shopifyPlatform(t, "graphql")
-	groups := map[string]struct {
-		keys  []string
-		check func(*order.Canonical) bool
-	}{
-		config.ShopifyFieldsCustomer:      {[]string{"email", "phone", "customer"}, func(c *order.Canonical) bool { return c.Customer != nil }},
-		config.ShopifyFieldsAddresses:     {[]string{"billingAddress", "shippingAddress"}, func(c *order.Canonical) bool { return c.BillingAddress != nil && c.ShippingAddress != nil }},
-		config.ShopifyFieldsShippingLines: {[]string{"shippingLines"}, func(c *order.Canonical) bool { return len(c.Shipping) == 1 }},
-		config.ShopifyFieldsTaxLines:      {[]string{"taxLines"}, func(c *order.Canonical) bool { return len(c.Taxes) == 1 }},
-		config.ShopifyFieldsDiscounts:     {[]string{"discountApplications", "discountCodes"}, func(c *order.Canonical) bool { return len(c.Discounts) == 1 && c.Discounts[0].Code == "TENOFF" }},
+	type group struct {
+		gql, rest []string
+		check     func(*order.Canonical) bool
 	}
-	for g, tc := range groups {
-		t.Run(g, func(t *testing.T) {
-			var node map[string]json.RawMessage
-			require.NoError(t, json.Unmarshal(raw, &node))
-			with := Canonical(p, Order{Platform: "shop", ID: "450789469", Raw: raw})
-			require.True(t, tc.check(with), "the group's fields are mapped")
-			for _, k := range tc.keys {
-				delete(node, k)
-			}
-			b, _ := json.Marshal(node)
-			without := Canonical(p, Order{Platform: "shop", ID: "450789469", Raw: b})
-			require.False(t, tc.check(without), "without the group its canonical fields stay empty")
-		})
+	groups := map[string]group{
+		config.ShopifyFieldsCustomer: {[]string{"email", "phone", "customer"}, []string{"email", "phone", "customer"},
+			func(c *order.Canonical) bool { return c.Customer != nil && c.Customer.Email == "bob.norman@mail.example.com" }},
+		config.ShopifyFieldsAddresses: {[]string{"billingAddress", "shippingAddress"}, []string{"billing_address", "shipping_address"},
+			func(c *order.Canonical) bool { return c.BillingAddress != nil && c.ShippingAddress != nil && c.ShippingAddress.City == "Louisville" }},
+		config.ShopifyFieldsShippingLines: {[]string{"shippingLines"}, []string{"shipping_lines"},
+			func(c *order.Canonical) bool { return len(c.Shipping) == 1 && c.Shipping[0].Title == "Free Shipping" }},
+		config.ShopifyFieldsTaxLines: {[]string{"taxLines"}, []string{"tax_lines"},
+			func(c *order.Canonical) bool { return len(c.Taxes) == 1 && c.Taxes[0].Rate == "0.06" }},
+		config.ShopifyFieldsDiscounts: {[]string{"discountApplications", "discountCodes"}, []string{"discount_applications", "discount_codes"},
+			func(c *order.Canonical) bool { return len(c.Discounts) == 1 && c.Discounts[0].Code == "TENOFF" }},
+		config.ShopifyFieldsNotes: {[]string{"tags", "note"}, []string{"tags", "note"},
+			func(c *order.Canonical) bool { return c.Note == "leave at the door" && len(c.Tags) == 2 }},
+	}
+	for _, api := range []string{"graphql", "rest"} {
+		raw := readRaw(t, "shopify-"+api)
+		// The documented order has no tags and no note: give it some, in
+		// each API's shape.
+		var node map[string]any
+		require.NoError(t, json.Unmarshal(raw, &node))
+		node["note"] = "leave at the door"
+		if api == "graphql" {
+			node["tags"] = []string{"vip", "wholesale"}
+		} else {
+			node["tags"] = "vip, wholesale"
+		}
+		raw, _ = json.Marshal(node)
+		p := shopifyPlatform(t, api)
+		for g, tc := range groups {
+			t.Run(api+"/"+g, func(t *testing.T) {
+				keys := tc.gql
+				if api == "rest" {
+					keys = tc.rest
+				}
+				with := Canonical(p, Order{Platform: "shop", ID: "450789469", Raw: raw})
+				require.True(t, tc.check(with), "the group's fields are mapped: %+v", with)
+				var n map[string]json.RawMessage
+				require.NoError(t, json.Unmarshal(raw, &n))
+				for _, k := range keys {
+					delete(n, k)
+				}
+				b, _ := json.Marshal(n)
+				without := Canonical(p, Order{Platform: "shop", ID: "450789469", Raw: b})
+				require.False(t, tc.check(without), "without the group its canonical fields stay empty")
+			})
+		}
 	}
 }
