@@ -113,9 +113,13 @@ func TestCanonicalShopifyFieldGroups(t *testing.T) {
 	}
 	groups := map[string]group{
 		config.ShopifyFieldsCustomer: {[]string{"email", "phone", "customer"}, []string{"email", "phone", "customer"},
-			func(c *order.Canonical) bool { return c.Customer != nil && c.Customer.Email == "bob.norman@mail.example.com" }},
+			func(c *order.Canonical) bool {
+				return c.Customer != nil && c.Customer.Email == "bob.norman@mail.example.com"
+			}},
 		config.ShopifyFieldsAddresses: {[]string{"billingAddress", "shippingAddress"}, []string{"billing_address", "shipping_address"},
-			func(c *order.Canonical) bool { return c.BillingAddress != nil && c.ShippingAddress != nil && c.ShippingAddress.City == "Louisville" }},
+			func(c *order.Canonical) bool {
+				return c.BillingAddress != nil && c.ShippingAddress != nil && c.ShippingAddress.City == "Louisville"
+			}},
 		config.ShopifyFieldsShippingLines: {[]string{"shippingLines"}, []string{"shipping_lines"},
 			func(c *order.Canonical) bool { return len(c.Shipping) == 1 && c.Shipping[0].Title == "Free Shipping" }},
 		config.ShopifyFieldsTaxLines: {[]string{"taxLines"}, []string{"tax_lines"},

@@ -187,19 +187,23 @@ func (f shopifyFields) bulkQuery(search string) string {
 }`
 }
 
-// followUpFirst is the first: of a follow-up query for more of n: as many
-// as one query may request.
-func followUpFirst(n shopifyNested) int {
+// followUpFirst is the first: of a follow-up query for more of n: 50
+// nodes of a connection (50 lines request 503 points, half the smallest
+// bucket), as many elements of a list as one query may hold; never more
+// than limit (the single-query maximum or a smaller bucket) allows, and
+// at least one.
+func followUpFirst(n shopifyNested, limit float64) int {
 	if !n.list {
-		return min(50, (config.ShopifyMaxQueryCost-3)/n.nodeCost) // 50 lines request 503 points: half the smallest bucket
+		return max(1, min(50, int((limit-3)/float64(n.nodeCost))))
 	}
-	return min(config.ShopifyMaxConnectionSize, (config.ShopifyMaxQueryCost-1)/n.nodeCost)
+	return max(1, min(config.ShopifyMaxConnectionSize, int((limit-1)/float64(n.nodeCost))))
 }
 
 // followUpQuery is the query for the rest of one order's connection (from
-// $after on) or, for a list, for as much of it as one query may hold.
-func followUpQuery(n shopifyNested) (string, int) {
-	first := followUpFirst(n)
+// $after on) or, for a list, for as much of it as one query may hold, and
+// its requested cost.
+func followUpQuery(n shopifyNested, limit float64) (string, int) {
+	first := followUpFirst(n, limit)
 	if n.list {
 		return `query ` + n.op + `($id: ID!) {
   order(id: $id) { ` + n.field + `(first: ` + strconv.Itoa(first) + `) { ` + n.node + ` } }

@@ -328,3 +328,71 @@ func TestShopifyFullOrderCanonicalFromSimulator(t *testing.T) {
 		require.True(t, strings.HasPrefix(c.Number, "#"))
 	}
 }
+
+// TestShopifyBucketBelowTheSingleQueryMaximum: a shop whose bucket
+// Shopify lowered to 500 points (below the 947 a page of 7 full orders
+// requests) answers the first page THROTTLED with its bucket; from then on
+// every query, follow-ups included, is cut to what 500 points hold, and
+// the window is listed whole.
+func TestShopifyBucketBelowTheSingleQueryMaximum(t *testing.T) {
+	clk := newFakeClock()
+	fs := startFullOrderSim(t, clk, 50, "line_items_page_size: 2", func(c *sim.Config) {
+		c.ShopifyCost = sim.CostLimit{RestoreRate: 50, MaxAvailable: 500}
+		c.ShopifyLinePage = 2
+	})
+	from, to := clk.Now().Add(-25*time.Hour), clk.Now()
+	var all []connectors.Order
+	// The page's progress is kept as the activity keeps it, so a throttled
+	// follow-up retries alone.
+	req := connectors.PageRequest{From: from, To: to, Page: 1, Progress: &memProgress{}}
+	throttled, inARow, spent := 0, 0, int64(0)
+	for req.Page < 1000 {
+		p, err := fs.conn.ListOrders(context.Background(), req)
+		var rl *connectors.RateLimitError
+		if errors.As(err, &rl) {
+			throttled++
+			if used := fs.s.Stats().Shops["acme"].PointsUsed; used > spent {
+				spent, inARow = used, 0 // a query ran since the last throttle
+			}
+			inARow++
+			require.Less(t, inARow, 5, "a query the bucket can never hold is throttled for ever")
+			clk.AdvanceTo(clk.Now().Add(rl.RetryAfter))
+			continue
+		}
+		require.NoError(t, err)
+		inARow = 0
+		all = append(all, p.Orders...)
+		if p.NextToken == "" {
+			break
+		}
+		req.Token, req.Page = p.NextToken, req.Page+1
+	}
+	require.Positive(t, throttled, "the first page, sent for the standard bucket, is throttled")
+	rec := fs.recorded()
+	over := 0
+	for _, r := range rec[1:] {
+		if r.requested > 500 {
+			over++
+		}
+	}
+	require.Zero(t, over, "after the shop stated its bucket no query requests more than it holds")
+	truth, err := fs.s.Truth("acme", time.Time{})
+	require.NoError(t, err)
+	want := 0
+	for _, o := range truth.Orders {
+		if o.UpdatedAt.Before(to) {
+			want++
+		}
+	}
+	require.Len(t, all, want)
+}
+
+// memProgress keeps a page's progress in memory, as the store does.
+type memProgress struct{ b []byte }
+
+func (m *memProgress) Load(context.Context) ([]byte, error) { return m.b, nil }
+func (m *memProgress) Save(_ context.Context, b []byte) error {
+	m.b = append([]byte(nil), b...)
+	return nil
+}
+func (m *memProgress) Clear(context.Context) error { m.b = nil; return nil }

@@ -170,13 +170,14 @@ func (c *shopifyGraphQL) listPage(ctx context.Context, req PageRequest, listed i
 	// smallest bucket in view hold: a full order costs far more than a
 	// header did, and a query over either is refused or never runs.
 	orderCost := c.fields.orderCost()
-	fit := config.ShopifyPageFit(orderCost, min(float64(config.ShopifyMaxQueryCost), c.currentBudget().Capacity))
-	if fit < 1 {
+	if config.ShopifyPageFit(orderCost, config.ShopifyMaxQueryCost) < 1 {
 		return nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf(
-			"one order costs %d points as selected, more than a query may request (%d) or the shop's bucket holds; lower options.line_items_page_size, order_fields or order_fragment",
+			"one order costs %d points as selected, more than a query may request (%d); lower options.line_items_page_size, order_fields or order_fragment",
 			orderCost, config.ShopifyMaxQueryCost)}
 	}
-	size = min(size, fit)
+	// A bucket Shopify lowered below one order's cost for a while still
+	// gets pages of one: THROTTLED is a wait, the limit may come back.
+	size = min(size, max(1, config.ShopifyPageFit(orderCost, c.queryLimit())))
 	vars := map[string]any{"first": size, "query": shopifySearchWindow(req.From, req.To), "lines": c.lines, "after": nil}
 	if cursor != "" {
 		vars["after"] = cursor
@@ -280,14 +281,14 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 	bad := func(off int64, err error) error {
 		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): %s: %w", m.Index, textclip.Value(o.ID), what, err)}
 	}
-	query, cost := followUpQuery(nested)
+	query, cost := followUpQuery(nested, c.queryLimit())
 	for m.After != "" {
 		if m.Done >= maxShopifyLinePages {
 			return bad(m.Offset, fmt.Errorf("still more after %d follow-up queries", m.Done))
 		}
 		vars := map[string]any{"id": m.GID}
 		if !nested.list {
-			vars["first"], vars["after"] = followUpFirst(nested), m.After
+			vars["first"], vars["after"] = followUpFirst(nested, c.queryLimit()), m.After
 		}
 		body, err := c.query(ctx, req, nested.op, query, vars, cost)
 		if err != nil {
@@ -725,6 +726,13 @@ func (c *shopifyGraphQL) settle(ctx context.Context, m Meter, budget CostBudget,
 		deficit = min(max(stated.Capacity-st.CurrentlyAvailable.V, 0), stated.Capacity)
 	}
 	_ = m.Settle(ctx, view, actual-booked, deficit)
+}
+
+// queryLimit is the most one query may request: the single-query maximum,
+// or the bucket in view when that is smaller (a query the bucket cannot
+// hold never runs).
+func (c *shopifyGraphQL) queryLimit() float64 {
+	return min(float64(config.ShopifyMaxQueryCost), c.currentBudget().Capacity)
 }
 
 // currentBudget is the configured budget, lowered to what Shopify last

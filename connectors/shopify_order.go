@@ -38,9 +38,9 @@ func (c *shopifyGraphQL) GetOrder(ctx context.Context, req OrderRequest) (Order,
 		return Order{}, err
 	}
 	cost := c.fields.orderCost()
-	if float64(cost) > min(float64(config.ShopifyMaxQueryCost), c.currentBudget().Capacity) {
+	if cost > config.ShopifyMaxQueryCost {
 		return Order{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf(
-			"one order costs %d points as selected, more than a query may request (%d) or the shop's bucket holds; lower options.line_items_page_size, order_fields or order_fragment",
+			"one order costs %d points as selected, more than a query may request (%d); lower options.line_items_page_size, order_fields or order_fragment",
 			cost, config.ShopifyMaxQueryCost)}
 	}
 	pr := PageRequest{Meter: req.Meter}
