@@ -295,6 +295,14 @@ func TestShopifyGetOrderAgainstTheSimulator(t *testing.T) {
 	_, err = connectors.GetOrder(context.Background(), fs.conn, connectors.OrderRequest{ID: "12/../x"})
 	require.True(t, connectors.IsPermanent(err))
 	require.False(t, errors.Is(err, connectors.ErrOrderNotFound))
+
+	// A bucket that cannot hold the query: THROTTLED, a wait like a page's.
+	require.NoError(t, fs.s.SetShopifyCost(sim.CostLimit{RestoreRate: 1, MaxAvailable: 60}))
+	_, err = connectors.GetOrder(context.Background(), fs.conn, connectors.OrderRequest{ID: pick.ID})
+	var rl *connectors.RateLimitError
+	require.ErrorAs(t, err, &rl)
+	require.ErrorContains(t, err, "THROTTLED")
+	require.False(t, errors.Is(err, connectors.ErrOrderNotFound))
 }
 
 // TestShopifyFullOrderCanonicalFromSimulator: the canonical order of a
