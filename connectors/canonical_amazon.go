@@ -16,11 +16,7 @@ import (
 func init() { registerCanonical("amazon", canonicalAmazon) }
 
 func canonicalAmazon(p config.Platform, o Order) *order.Canonical {
-	api := config.AmazonAPI20260101
-	if opts, err := config.KindOptions[config.AmazonOptions](p); err == nil && opts.APIVersion != "" {
-		api = opts.APIVersion
-	}
-	if api == config.AmazonAPIV0 {
+	if optionString(p, "api_version", config.AmazonAPI20260101) == config.AmazonAPIV0 {
 		return canonicalAmazonV0(o)
 	}
 	return canonicalAmazon2026(o)

@@ -17,24 +17,20 @@ import (
 func init() { registerCanonical("shopify", canonicalShopify) }
 
 func canonicalShopify(p config.Platform, o Order) *order.Canonical {
-	api := ""
-	if opts, err := config.KindOptions[config.ShopifyOptions](p); err == nil {
-		api = opts.API
-	}
-	if api == "" { // options unreadable: the Raw says which
-		var probe struct {
-			ID json.RawMessage `json:"id"`
-		}
-		_ = json.Unmarshal(o.Raw, &probe)
-		api = config.ShopifyREST
-		if strings.HasPrefix(string(probe.ID), `"gid://`) {
-			api = config.ShopifyGraphQL
-		}
-	}
-	if api == config.ShopifyGraphQL {
+	if optionString(p, "api", config.ShopifyGraphQL) == config.ShopifyGraphQL {
 		return canonicalShopifyGraphQL(o)
 	}
 	return canonicalShopifyREST(o)
+}
+
+// optionString is a platform's string option as written, or def when it
+// is not set: read per order, so without decoding every option (the
+// configuration was checked when it loaded).
+func optionString(p config.Platform, key, def string) string {
+	if s, ok := p.Options[key].(string); ok && s != "" {
+		return s
+	}
+	return def
 }
 
 // shopifyFinancial maps displayFinancialStatus (GraphQL) or
