@@ -392,18 +392,90 @@ const (
 	ShopifyMaxConnectionSize = 250
 )
 
-// ShopifyOrdersQueryCost is the requested cost of the connector's orders
-// query: by Shopify's rule an object costs 1, a scalar 0, and a connection
-// 2 plus first times its node's cost. An order is its object, totalPriceSet
-// and shopMoney (3) and its lineItems connection; a line is its object,
-// originalUnitPriceSet and shopMoney (3).
-func ShopifyOrdersQueryCost(pageSize, lineItemsPageSize int) int {
-	return 2 + pageSize*(3+2+3*lineItemsPageSize)
+// The order field groups of the GraphQL connector (options.order_fields):
+// what it fetches of each order beside the header, the totals, the
+// statuses and the lines, which it always fetches. Customer and addresses
+// are the buyer's personal data.
+const (
+	ShopifyFieldsCustomer      = "customer"       // email, phone, customer {id, name, email, phone}
+	ShopifyFieldsAddresses     = "addresses"      // billingAddress, shippingAddress
+	ShopifyFieldsShippingLines = "shipping_lines" // shippingLines with their prices and taxes
+	ShopifyFieldsTaxLines      = "tax_lines"      // taxLines
+	ShopifyFieldsDiscounts     = "discounts"      // discountCodes, discountApplications
+	ShopifyFieldsNotes         = "notes"          // tags, note, customAttributes
+	ShopifyFieldsPayment       = "payment"        // paymentGatewayNames
+	ShopifyFieldsRefunds       = "refunds"        // totalRefundedSet, refunds
+	ShopifyFieldsFulfillments  = "fulfillments"   // fulfillments with their tracking info
+)
+
+// ShopifyOrderFieldGroups are the groups in the order the query lists them;
+// all of them are fetched by default.
+var ShopifyOrderFieldGroups = []string{ShopifyFieldsCustomer, ShopifyFieldsAddresses, ShopifyFieldsShippingLines,
+	ShopifyFieldsTaxLines, ShopifyFieldsDiscounts, ShopifyFieldsNotes, ShopifyFieldsPayment, ShopifyFieldsRefunds, ShopifyFieldsFulfillments}
+
+// The first: of the order's nested connections and lists. An order with
+// more shipping lines or discount applications gets the rest by follow-up
+// queries, as its lines do; refunds and fulfillments are lists, which
+// Shopify truncates to first: (an order with more gets them by one
+// follow-up query each, ShopifyListFollowUp).
+const (
+	ShopifyShippingLinesFirst = 3
+	ShopifyDiscountsFirst     = 5
+	ShopifyRefundsFirst       = 5
+	ShopifyFulfillmentsFirst  = 5
+	ShopifyTrackingFirst      = 3
+)
+
+// shopifyGroupCost is each group's requested cost per order by Shopify's
+// rule (an object 1, a scalar or enum 0, a connection 2 plus first times
+// its node, a list first times its element, an interface or union the
+// most of its members; a money bag and its shopMoney are 2 objects).
+var shopifyGroupCost = map[string]int{
+	ShopifyFieldsCustomer:      3,                                       // customer, defaultEmailAddress, defaultPhoneNumber
+	ShopifyFieldsAddresses:     2,                                       // billingAddress, shippingAddress
+	ShopifyFieldsShippingLines: 2 + ShopifyShippingLinesFirst*(1+2+2+3), // line, 2 money bags, a tax line with its money
+	ShopifyFieldsTaxLines:      3,                                       // a tax line and its priceSet
+	ShopifyFieldsDiscounts:     2 + ShopifyDiscountsFirst*(1+1),         // application and its value (MoneyV2 or percentage)
+	ShopifyFieldsNotes:         1,                                       // customAttributes
+	ShopifyFieldsPayment:       0,
+	ShopifyFieldsRefunds:       2 + ShopifyRefundsFirst*(1+2),                         // totalRefundedSet; refund and its totalRefundedSet
+	ShopifyFieldsFulfillments:  ShopifyFulfillmentsFirst * (1 + ShopifyTrackingFirst), // fulfillment and its trackingInfo
+}
+
+// ShopifyLineCost is a line's requested cost: the LineItem, its
+// originalUnitPriceSet, discountedTotalSet and totalDiscountSet, and a tax
+// line with its priceSet.
+const ShopifyLineCost = 1 + 2 + 2 + 2 + 3
+
+// ShopifyOrderCost is the requested cost of one Order node as the GraphQL
+// connector selects it: the order, its five totals (10), its lineItems
+// connection of lines lines, its groups, and the objects of the extra
+// fragment (fragmentObjects).
+func ShopifyOrderCost(groups []string, lines, fragmentObjects int) int {
+	c := 1 + 10 + 2 + lines*ShopifyLineCost + fragmentObjects
+	for _, g := range groups {
+		c += shopifyGroupCost[g]
+	}
+	return c
+}
+
+// ShopifyOrdersQueryCost is the requested cost of a page of the orders
+// query: the connection, 2, plus each order.
+func ShopifyOrdersQueryCost(pageSize, orderCost int) int { return 2 + pageSize*orderCost }
+
+// ShopifyPageFit is the largest page of orders of orderCost points whose
+// query stays within limit points (the single-query maximum or a smaller
+// bucket); 0 when not even one order fits.
+func ShopifyPageFit(orderCost int, limit float64) int {
+	if orderCost <= 0 {
+		return ShopifyMaxConnectionSize
+	}
+	return min(max(int((limit-2)/float64(orderCost)), 0), ShopifyMaxConnectionSize)
 }
 
 // ShopifyLinesQueryCost is the requested cost of the follow-up query for
 // one order's further lines: the order (1) and its lineItems connection.
-func ShopifyLinesQueryCost(first int) int { return 1 + 2 + 3*first }
+func ShopifyLinesQueryCost(first int) int { return 1 + 2 + first*ShopifyLineCost }
 
 // ShopifyOptions are the options of kind shopify.
 type ShopifyOptions struct {
@@ -434,6 +506,15 @@ type ShopifyOptions struct {
 	// BulkConcurrency is how many bulk queries Shopify runs at once per app
 	// and shop (default ShopifyBulkConcurrency of api_version).
 	BulkConcurrency int `yaml:"bulk_concurrency"`
+	// OrderFields are the field groups fetched of each order beside its
+	// header, totals, statuses and lines (graphql; default all of
+	// ShopifyOrderFieldGroups). Leaving out customer and addresses keeps
+	// the buyer's personal data out of the store.
+	OrderFields []string `yaml:"order_fields"`
+	// OrderFragment adds fields to the Order selection (graphql): a
+	// selection set such as "poNumber sourceName channelInformation {
+	// channelId }", checked by CheckShopifyFragment.
+	OrderFragment string `yaml:"order_fragment"`
 	// BulkLoopbackHTTP lets result files come over plain http from
 	// loopback, at the endpoint's port only: for the simulator, which
 	// serves its own result files. Off, they come only over https from
@@ -504,6 +585,21 @@ func (o *ShopifyOptions) finish(p Platform, bad problemFunc) {
 	if o.LineItemsPageSize < 1 || o.LineItemsPageSize > ShopifyMaxConnectionSize {
 		bad("line_items_page_size", "must be between 1 and %d, got %d", ShopifyMaxConnectionSize, o.LineItemsPageSize)
 	}
+	if o.OrderFields == nil {
+		o.OrderFields = slices.Clone(ShopifyOrderFieldGroups)
+	}
+	seen := map[string]bool{}
+	for _, g := range o.OrderFields {
+		if !slices.Contains(ShopifyOrderFieldGroups, g) {
+			bad("order_fields", "%q is not a field group (one of %s)", g, strings.Join(ShopifyOrderFieldGroups, ", "))
+		} else if seen[g] {
+			bad("order_fields", "%q is listed twice", g)
+		}
+		seen[g] = true
+	}
+	if _, err := CheckShopifyFragment(o.OrderFragment); err != nil {
+		bad("order_fragment", "%v", err)
+	}
 	if o.BulkBackfill == nil {
 		on := o.API == ShopifyGraphQL
 		o.BulkBackfill = &on
@@ -540,10 +636,12 @@ func checkShopifyGraphQL(p Platform, ve *ValidationError) {
 	if err != nil || o.API != ShopifyGraphQL {
 		return
 	}
-	if cost := ShopifyOrdersQueryCost(p.PageSize, o.LineItemsPageSize); cost > ShopifyMaxQueryCost {
-		fit := (ShopifyMaxQueryCost - 2) / (ShopifyOrdersQueryCost(1, o.LineItemsPageSize) - 2)
-		ve.add(p.Name, "page_size", "a page of %d orders listing %d lines each costs %d points, over Shopify's single-query maximum of %d: use at most %d, or lower options.line_items_page_size",
-			p.PageSize, o.LineItemsPageSize, cost, ShopifyMaxQueryCost, fit)
+	// A page is lowered to what fits the single-query maximum (the
+	// connector does so per query); one order must fit on its own.
+	frag, _ := CheckShopifyFragment(o.OrderFragment)
+	if cost := ShopifyOrdersQueryCost(1, ShopifyOrderCost(o.OrderFields, o.LineItemsPageSize, frag)); cost > ShopifyMaxQueryCost {
+		ve.add(p.Name, "options.line_items_page_size", "one order listing %d lines with its field groups costs %d points, over Shopify's single-query maximum of %d: lower line_items_page_size, order_fields or order_fragment",
+			o.LineItemsPageSize, cost, ShopifyMaxQueryCost)
 	}
 	// A slice splits after max_pages pages; kept below Shopify's pagination
 	// limit, every slice that can split does so before Shopify stops it.
@@ -584,6 +682,12 @@ type AmazonOptions struct {
 	// RECIPIENT]. They are kept in the order's raw JSON, so BUYER and
 	// RECIPIENT (personal data) are stored only when listed here.
 	IncludedData []string `yaml:"included_data"`
+	// IncludeBuyer and IncludeRecipient opt the account in to the BUYER
+	// (name, email, company, purchase order number) and RECIPIENT (the
+	// delivery address) datasets, personal data (2026-01-01; default off).
+	// Listing them in IncludedData is the same opt-in.
+	IncludeBuyer     bool `yaml:"include_buyer"`
+	IncludeRecipient bool `yaml:"include_recipient"`
 }
 
 var marketplaceID = regexp.MustCompile(`^[A-Z0-9]{5,20}$`)
@@ -612,6 +716,12 @@ func (o *AmazonOptions) finish(_ Platform, bad problemFunc) {
 	}
 	if len(o.IncludedData) > 0 && o.APIVersion == AmazonAPIV0 {
 		bad("included_data", "needs api_version %s (getOrders of v0 has no includedData)", AmazonAPI20260101)
+	}
+	if o.IncludeBuyer && o.APIVersion == AmazonAPIV0 {
+		bad("include_buyer", "needs api_version %s (v0 has no BUYER dataset)", AmazonAPI20260101)
+	}
+	if o.IncludeRecipient && o.APIVersion == AmazonAPIV0 {
+		bad("include_recipient", "needs api_version %s (v0 has no RECIPIENT dataset)", AmazonAPI20260101)
 	}
 	for _, d := range o.IncludedData {
 		if !slices.Contains(amazonIncludedData, d) {

@@ -79,7 +79,7 @@ platforms:
 	on := true
 	require.Equal(t, ShopifyOptions{API: ShopifyGraphQL, APIVersion: DefaultShopifyAPIVersion, RestoreRate: 100,
 		MaxCostAvailable: 2000, LineItemsPageSize: 4, BulkBackfill: &on, BulkMinSpan: DefaultShopifyBulkMinSpan,
-		BulkPollInterval: DefaultShopifyBulkPollInterval, BulkConcurrency: 5}, so, "bulk backfill on for GraphQL; 2026-10 runs five at once")
+		BulkPollInterval: DefaultShopifyBulkPollInterval, BulkConcurrency: 5, OrderFields: ShopifyOrderFieldGroups}, so, "bulk backfill on for GraphQL; 2026-10 runs five at once")
 	rest := get("shop-rest")
 	require.Equal(t, 250, rest.PageSize, "REST keeps its own defaults")
 	require.Equal(t, RateLimit{RPS: 2, Burst: 3}, rest.RateLimit)
@@ -139,13 +139,19 @@ func TestKindValidation(t *testing.T) {
 		{"amazon needs marketplaces", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_ids: [], token_url: 'ftp://x'}\n",
 			[]string{`platform "x": field "options.marketplace_ids": is required`, `field "options.token_url": "ftp://x" is not an http(s) URL`}},
 		{"typo in an option", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_id: [ATVPDKIKX0DER]}\n",
-			[]string{`field "options.marketplace_id": unknown option (known here: api_version, included_data, marketplace_ids, token_url)`}},
+			[]string{`field "options.marketplace_id": unknown option (known here: api_version, include_buyer, include_recipient, included_data, marketplace_ids, token_url)`}},
 		{"wrong option type", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {marketplace_ids: {a: b}}\n",
 			[]string{`field "options.marketplace_ids": must be a list of strings, got {"a":"b"}`}},
 		{"shopify version", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 251\n    options: {api_version: '2026-02'}\n",
 			[]string{`field "page_size": shopify accepts at most 250`, `field "options.api_version": "2026-02" is not a Shopify API version`}},
-		{"shopify graphql page over the single-query cost", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 250\n",
-			[]string{`platform "x": field "page_size": a page of 250 orders listing 4 lines each costs 4252 points, over Shopify's single-query maximum of 1000: use at most 58, or lower options.line_items_page_size`}},
+		{"shopify graphql order over the single-query cost", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 250\n    options: {line_items_page_size: 100}\n",
+			[]string{`platform "x": field "options.line_items_page_size": one order listing 100 lines with its field groups costs 1099 points, over Shopify's single-query maximum of 1000: lower line_items_page_size, order_fields or order_fragment`}},
+		{"shopify order fields and fragment", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    options: {order_fields: [customer, buyer, customer], order_fragment: 'poNumber(first: 1)'}\n",
+			[]string{`field "options.order_fields": "buyer" is not a field group (one of customer, addresses, shipping_lines, tax_lines, discounts, notes, payment, refunds, fulfillments)`,
+				`field "options.order_fields": "customer" is listed twice`,
+				`field "options.order_fragment": byte 8: arguments are not allowed ("(")`}},
+		{"amazon buyer and recipient need 2026-01-01", head + "    kind: amazon\n    endpoint: https://sellingpartnerapi-na.amazon.com\n    options: {api_version: v0, marketplace_ids: [ATVPDKIKX0DER], include_buyer: true, include_recipient: true}\n",
+			[]string{`field "options.include_buyer": needs api_version 2026-01-01`, `field "options.include_recipient": needs api_version 2026-01-01`}},
 		{"shopify graphql slices past the pagination limit", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    page_size: 20\n    max_pages: 2000\n    options: {line_items_page_size: 10}\n",
 			[]string{`platform "x": field "max_pages": 2000 pages of 20 orders page through 40000 orders in one query, past Shopify's limit of 25000: use at most 1250`}},
 		{"shopify options", head + "    kind: shopify\n    endpoint: https://a.myshopify.com\n    options: {api: soap, restore_rate: -1, max_cost_available: 500, line_items_page_size: 251}\n",

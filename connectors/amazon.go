@@ -96,7 +96,7 @@ func newAmazon(p config.Platform, src credentials.Source) (Connector, error) {
 	if opts.APIVersion == config.AmazonAPIV0 {
 		return &amazonV0{amazonAPI: a, url: base + "/orders/v0/orders"}, nil
 	}
-	return &amazon2026{amazonAPI: a, url: base + amazon2026Path, included: amazon2026Included(opts.IncludedData)}, nil
+	return &amazon2026{amazonAPI: a, url: base + amazon2026Path, included: amazon2026Included(opts)}, nil
 }
 
 func (a *amazonAPI) runtimeSecrets() []string { return a.tokens.issuedTokens() }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -64,11 +65,28 @@ const (
 	amazon2026TokenMargin   = time.Hour
 )
 
-// amazon2026Included is includedData: FULFILLMENT (the order's status) and
-// PROCEEDS (its total) always, then the datasets options ask for; config
-// has checked them against the API's enum.
-func amazon2026Included(extra []string) string {
-	sets := []string{"FULFILLMENT", "PROCEEDS"}
+// amazon2026Fulfilment are the datasets every order is asked with: what an
+// OMS needs to fulfil it, none of them the buyer's personal data. FULFILLMENT
+// is the status and the ship-by and deliver-by windows, PROCEEDS the totals
+// (grand total and its ITEM, SHIPPING, TAX breakdowns), PACKAGES the
+// shipped packages with carrier and tracking number, PROMOTION the
+// promotions on each item, CANCELLATION the buyer's cancellation requests,
+// TAX the tax registrations and invoicing (orders_2026-01-01.json).
+var amazon2026Fulfilment = []string{"FULFILLMENT", "PROCEEDS", "PACKAGES", "PROMOTION", "CANCELLATION", "TAX"}
+
+// amazon2026Included is includedData: the fulfilment datasets always, then
+// the datasets options ask for, then BUYER and RECIPIENT only when the
+// account opted in (include_buyer, include_recipient, or included_data
+// naming them); config has checked them against the API's enum.
+func amazon2026Included(opts config.AmazonOptions) string {
+	sets := slices.Clone(amazon2026Fulfilment)
+	extra := slices.Clone(opts.IncludedData)
+	if opts.IncludeBuyer {
+		extra = append(extra, "BUYER")
+	}
+	if opts.IncludeRecipient {
+		extra = append(extra, "RECIPIENT")
+	}
 	for _, d := range extra {
 		if !slices.Contains(sets, d) {
 			sets = append(sets, d)

@@ -147,7 +147,7 @@ func TestAmazon2026ListsOrdersWithTheirLines(t *testing.T) {
 		"lastUpdatedBefore": {"2026-03-01T12:00:00.000Z"},
 		"marketplaceIds":    {"A1PA6795UKMFR9,A1F83G8C2ARO7P"},
 		"maxResultsPerPage": {"2"},
-		"includedData":      {"FULFILLMENT,PROCEEDS"},
+		"includedData":      {"FULFILLMENT,PROCEEDS,PACKAGES,PROMOTION,CANCELLATION,TAX"},
 	}, first1)
 	require.Equal(t, amazon2026NextToken, second.Get("paginationToken"), "the token, URL-encoded and decoded intact")
 	second.Del("paginationToken")
@@ -190,16 +190,23 @@ func TestAmazon2026PersonalDataOnlyWhenAsked(t *testing.T) {
 	tests := []struct {
 		name     string
 		included []any
+		optIn    map[string]any // options instead of included_data
 		query    string
 		has, not []string // in the first order's raw JSON
 	}{
-		{"by default neither buyer nor recipient", nil, "FULFILLMENT,PROCEEDS",
+		{name: "include_buyer and include_recipient opt in", optIn: map[string]any{"include_buyer": true, "include_recipient": true},
+			query: "FULFILLMENT,PROCEEDS,PACKAGES,PROMOTION,CANCELLATION,TAX,BUYER,RECIPIENT",
+			has:   []string{`"buyerName":"Anna Schmidt"`, `"addressLine1":"Lindenallee 12"`}},
+		{name: "include_buyer alone", optIn: map[string]any{"include_buyer": true},
+			query: "FULFILLMENT,PROCEEDS,PACKAGES,PROMOTION,CANCELLATION,TAX,BUYER",
+			has:   []string{`"buyerEmail":"abc123@marketplace.amazon.de"`}, not: []string{`"recipient"`, "Lindenallee"}},
+		{"by default neither buyer nor recipient", nil, nil, "FULFILLMENT,PROCEEDS,PACKAGES,PROMOTION,CANCELLATION,TAX",
 			nil, []string{`"buyer"`, `"recipient"`, "abc123@marketplace.amazon.de", "Lindenallee"}},
-		{"buyer only", []any{"BUYER"}, "FULFILLMENT,PROCEEDS,BUYER",
+		{"buyer only", []any{"BUYER"}, nil, "FULFILLMENT,PROCEEDS,PACKAGES,PROMOTION,CANCELLATION,TAX,BUYER",
 			[]string{`"buyerEmail":"abc123@marketplace.amazon.de"`}, []string{`"recipient"`, "Lindenallee"}},
-		{"buyer and recipient", []any{"BUYER", "RECIPIENT"}, "FULFILLMENT,PROCEEDS,BUYER,RECIPIENT",
+		{"buyer and recipient", []any{"BUYER", "RECIPIENT"}, nil, "FULFILLMENT,PROCEEDS,PACKAGES,PROMOTION,CANCELLATION,TAX,BUYER,RECIPIENT",
 			[]string{`"buyerName":"Anna Schmidt"`, `"addressLine1":"Lindenallee 12"`}, nil},
-		{"datasets always asked are not repeated", []any{"PROCEEDS", "PACKAGES"}, "FULFILLMENT,PROCEEDS,PACKAGES",
+		{"datasets always asked are not repeated", []any{"PROCEEDS", "PACKAGES", "PAYMENT"}, nil, "FULFILLMENT,PROCEEDS,PACKAGES,PROMOTION,CANCELLATION,TAX,PAYMENT",
 			nil, []string{`"buyer"`, `"recipient"`}},
 	}
 	for _, tt := range tests {
@@ -208,6 +215,9 @@ func TestAmazon2026PersonalDataOnlyWhenAsked(t *testing.T) {
 			var opts map[string]any
 			if tt.included != nil {
 				opts = map[string]any{"included_data": tt.included}
+			}
+			if tt.optIn != nil {
+				opts = tt.optIn
 			}
 			p, err := newAmazon2026Conn(t, ts, opts).ListOrders(context.Background(), amazonWindow)
 			require.NoError(t, err)

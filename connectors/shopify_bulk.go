@@ -156,22 +156,11 @@ const (
 	shopifyBulkObjectCost   = 1
 )
 
-// ShopifyBulkOrdersQuery is the bulk query for the orders updated in
-// [from, to): the paged query's fields, with every line item (a bulk query
-// pages nested connections itself).
-func ShopifyBulkOrdersQuery(from, to time.Time) string {
-	return `{
-  orders(query: ` + strconv.Quote(shopifySearchWindow(from, to)) + `, sortKey: UPDATED_AT) {
-    edges { node {
-      id name createdAt updatedAt cancelledAt displayFinancialStatus displayFulfillmentStatus currencyCode
-      totalPriceSet { shopMoney { amount currencyCode } }
-      lineItems { edges { node {
-        id sku name title quantity
-        originalUnitPriceSet { shopMoney { amount currencyCode } }
-      } } }
-    } }
-  }
-}`
+// bulkQuery is the bulk query for the orders updated in [from, to): the
+// paged query's Order selection, with every connection and list whole (a
+// bulk query pages nested connections itself).
+func (c *shopifyGraphQL) bulkQuery(from, to time.Time) string {
+	return c.fields.bulkQuery(shopifySearchWindow(from, to))
 }
 
 type shopifyBulkNode struct {
@@ -222,7 +211,7 @@ func (c *shopifyGraphQL) StartBulk(ctx context.Context, from, to time.Time, m Me
 	if !from.Before(to) {
 		return BulkOperation{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("bulk window start %s is not before its end %s", from, to)}
 	}
-	query := ShopifyBulkOrdersQuery(from, to)
+	query := c.bulkQuery(from, to)
 	if c.listsBulk {
 		// From 2026-01 a retried start is not refused while the shop has
 		// room, so an operation an earlier attempt started is looked for
@@ -525,11 +514,12 @@ type bulkLimits struct {
 
 // bulkOrder is an order being read: its node and raw line, and its lines.
 type bulkOrder struct {
-	node  shopifyNode
-	raw   json.RawMessage
-	lines []shopifyLine
-	bytes int64 // of its lines, raw line included
-	at    int64 // byte offset of its first line
+	node     shopifyNode
+	raw      json.RawMessage
+	lines    []shopifyLine
+	children map[string][]json.RawMessage // by connection, __parentId removed
+	bytes    int64                        // of its lines, raw line included
+	at       int64                        // byte offset of its first line
 }
 
 // bulkReader reads one result file.
@@ -578,6 +568,9 @@ func (rd *bulkReader) read(r io.Reader, offset int64, batch int, store func([]Or
 			PageInfo shopifyPageInfo `json:"pageInfo"`
 		}{Nodes: cur.lines}
 		o, _, err := c.order(n, cur.raw)
+		if err == nil {
+			o.Raw, err = c.fields.assemble(cur.raw, cur.children)
+		}
 		if err != nil {
 			return bad(cur.at, err)
 		}
@@ -628,6 +621,7 @@ func (rd *bulkReader) read(r io.Reader, offset int64, batch int, store func([]Or
 				var probe struct {
 					ID       string `json:"id"`
 					ParentID string `json:"__parentId"`
+					Typename string `json:"__typename"`
 				}
 				if jerr := json.Unmarshal(text, &probe); jerr != nil {
 					if err == io.EOF && !bytes.HasSuffix(line, []byte("\n")) {
@@ -659,11 +653,25 @@ func (rd *bulkReader) read(r io.Reader, offset int64, batch int, store func([]Or
 					if cur.bytes += int64(len(text)); cur.bytes > maxBulkOrderBytes {
 						return bound(at, "order %s takes more than %d bytes with its line items", snippet(cur.node.ID), maxBulkOrderBytes)
 					}
-					var sl shopifyLine
-					if jerr := json.Unmarshal(text, &sl); jerr != nil {
+					field := c.fields.childConnection(probe.Typename, probe.ID)
+					if field == "" {
+						return bad(at, fmt.Errorf("child row %s of type %s belongs to no connection the query selects", snippet(probe.ID), snippet(probe.Typename)))
+					}
+					child, jerr := withoutParent(text)
+					if jerr != nil {
 						return bad(at, describeFieldError(jerr))
 					}
-					cur.lines = append(cur.lines, sl)
+					if cur.children == nil {
+						cur.children = map[string][]json.RawMessage{}
+					}
+					cur.children[field] = append(cur.children[field], child)
+					if field == "lineItems" {
+						var sl shopifyLine
+						if jerr := json.Unmarshal(text, &sl); jerr != nil {
+							return bad(at, describeFieldError(jerr))
+						}
+						cur.lines = append(cur.lines, sl)
+					}
 				default:
 					return bad(at, fmt.Errorf("an object %s that is neither an order nor an order's line item", snippet(probe.ID)))
 				}

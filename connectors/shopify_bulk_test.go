@@ -2,6 +2,7 @@ package connectors_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -143,11 +144,25 @@ func TestShopifyBulkLifecycle(t *testing.T) {
 	got, offsets, err := readAll(t, b, op.URL, 0, 7)
 	require.NoError(t, err)
 	requireBulkTruth(t, s, from, to, got, true)
-	lines := 0
+	children := 0
 	for _, o := range got {
-		lines += len(o.Lines)
+		var raw map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(o.Raw, &raw))
+		for _, conn := range []string{"lineItems", "shippingLines", "discountApplications"} {
+			var c struct {
+				Nodes []map[string]any `json:"nodes"`
+			}
+			require.NoError(t, json.Unmarshal(raw[conn], &c), "Raw has every connection as {nodes}: %s", conn)
+			for _, n := range c.Nodes {
+				require.NotContains(t, n, "__parentId", "child rows go back under their order without it")
+			}
+			if conn == "lineItems" {
+				require.Len(t, c.Nodes, len(o.Lines))
+			}
+			children += len(c.Nodes)
+		}
 	}
-	require.Equal(t, int64(len(got)+lines), op.ObjectCount, "orders and lines are the objects")
+	require.Equal(t, int64(len(got)+children), op.ObjectCount, "orders and their connections' nodes are the objects")
 	require.Greater(t, len(offsets), 3)
 
 	// Resumed after the third batch: the rest, nothing before it.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,7 +45,8 @@ type shopifyGraphQL struct {
 	src      credentials.Source // the access token, asked per request
 	url      string
 	pageSize int
-	lines    int        // line_items_page_size
+	lines    int // line_items_page_size
+	fields   shopifyFields
 	budget   CostBudget // from the options: the plan's restore rate and bucket
 	http     *resty.Client
 	files    *http.Client // bulk result files: signed URLs, no credential
@@ -80,6 +82,7 @@ func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base strin
 		url:       base + "/admin/api/" + opts.APIVersion + "/graphql.json",
 		pageSize:  p.PageSize,
 		lines:     opts.LineItemsPageSize,
+		fields:    newShopifyFields(opts),
 		budget:    CostBudget{Rate: opts.RestoreRate, Capacity: opts.MaxCostAvailable},
 		http:      newHTTPClient(p).SetHeader("Content-Type", "application/json"),
 		files:     newBulkFileClient(p),
@@ -88,48 +91,13 @@ func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base strin
 	}
 }
 
-// The connector's two operations. The line fields are a fragment, so an
-// order's first lines and its follow-up lines are one shape.
+// The connector's operations: the page query and order(id:) select the
+// order as shopifyFields says (shopify_fields.go); the follow-ups list the
+// rest of one order's connection or list.
 const (
 	shopifyOrdersOperation = "OrdersUpdatedInWindow"
+	shopifyOrderOperation  = "OrderByID"
 	shopifyLinesOperation  = "OrderLineItems"
-	shopifyLineFragment    = `
-fragment OrderLine on LineItem {
-  id
-  sku
-  name
-  title
-  quantity
-  originalUnitPriceSet { shopMoney { amount currencyCode } }
-}`
-	shopifyOrdersQuery = `query OrdersUpdatedInWindow($first: Int!, $after: String, $query: String!, $lines: Int!) {
-  orders(first: $first, after: $after, query: $query, sortKey: UPDATED_AT) {
-    nodes {
-      id
-      name
-      createdAt
-      updatedAt
-      cancelledAt
-      displayFinancialStatus
-      displayFulfillmentStatus
-      currencyCode
-      totalPriceSet { shopMoney { amount currencyCode } }
-      lineItems(first: $lines) {
-        nodes { ...OrderLine }
-        pageInfo { hasNextPage endCursor }
-      }
-    }
-    pageInfo { hasNextPage endCursor }
-  }
-}` + shopifyLineFragment
-	shopifyLinesQuery = `query OrderLineItems($id: ID!, $first: Int!, $after: String) {
-  order(id: $id) {
-    lineItems(first: $first, after: $after) {
-      nodes { ...OrderLine }
-      pageInfo { hasNextPage endCursor }
-    }
-  }
-}` + shopifyLineFragment
 )
 
 // shopifySearchWindow is the orders query's filter for [from, to): the
@@ -198,11 +166,23 @@ func (c *shopifyGraphQL) listPage(ctx context.Context, req PageRequest, listed i
 		size = config.KindDefaults("shopify").PageSize
 	}
 	size = min(size, config.ShopifyMaxConnectionSize, config.ShopifyPaginationLimit-listed)
+	// The page is lowered to what the single-query maximum and the
+	// smallest bucket in view hold: a full order costs far more than a
+	// header did, and a query over either is refused or never runs.
+	orderCost := c.fields.orderCost()
+	if config.ShopifyPageFit(orderCost, config.ShopifyMaxQueryCost) < 1 {
+		return nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf(
+			"one order costs %d points as selected, more than a query may request (%d); lower options.line_items_page_size, order_fields or order_fragment",
+			orderCost, config.ShopifyMaxQueryCost)}
+	}
+	// A bucket Shopify lowered below one order's cost for a while still
+	// gets pages of one: THROTTLED is a wait, the limit may come back.
+	size = min(size, max(1, config.ShopifyPageFit(orderCost, c.queryLimit())))
 	vars := map[string]any{"first": size, "query": shopifySearchWindow(req.From, req.To), "lines": c.lines, "after": nil}
 	if cursor != "" {
 		vars["after"] = cursor
 	}
-	body, err := c.query(ctx, req, shopifyOrdersOperation, shopifyOrdersQuery, vars, config.ShopifyOrdersQueryCost(size, c.lines))
+	body, err := c.query(ctx, req, shopifyOrdersOperation, c.fields.ordersQuery(), vars, config.ShopifyOrdersQueryCost(size, orderCost))
 	if err != nil {
 		return nil, err
 	}
@@ -231,9 +211,10 @@ func (c *shopifyGraphQL) listPage(ctx context.Context, req PageRequest, listed i
 	}
 	index := 0
 	st.Orders, err = decodeOrders(c.platform, req.Page, items, func(n shopifyNode, raw json.RawMessage) (Order, error) {
-		o, after, err := c.order(n, raw)
-		if err == nil && after != "" {
-			st.More = append(st.More, moreLines{Index: index, Offset: items[index].Offset, GID: n.ID, After: after})
+		o, more, err := c.pagedOrder(n, raw)
+		for _, m := range more {
+			m.Index, m.Offset = index, items[index].Offset
+			st.More = append(st.More, m)
 		}
 		index++
 		return o, err
@@ -263,6 +244,9 @@ func (c *shopifyGraphQL) parseToken(token string) (int, string, error) {
 // moreLines is an order of the page whose lines go on after its first
 // nested page: where the next follow-up starts, and how many ran.
 type moreLines struct {
+	// Conn is the connection or list that goes on ("" and "lineItems":
+	// the lines); a list's After is shopifyWholeList.
+	Conn   string `json:"conn,omitempty"`
 	Index  int    `json:"index"`  // in the page
 	Offset int64  `json:"offset"` // of the order in the page's body
 	GID    string `json:"gid"`
@@ -270,44 +254,72 @@ type moreLines struct {
 	Done   int    `json:"done"` // follow-up queries answered so far
 }
 
-// restOfLines appends an order's further lines, one follow-up query per
-// nested page, moving m on after each so a failure keeps what came. An
-// order gone meanwhile fails the page as transient: the retry lists the
+// shopifyWholeList is the After of a list's follow-up: a list has no
+// cursor, its follow-up asks for as much of it as one query may hold.
+const shopifyWholeList = "*"
+
+// restOfLines completes one connection or list of an order: the further
+// lines (appended to its Lines and its Raw), shipping lines or discount
+// applications (to its Raw), one follow-up query per nested page, moving m
+// on after each so a failure keeps what came; or a list Shopify truncated
+// (refunds, fulfillments), asked for again at the most one query holds.
+// An order gone meanwhile fails the page as transient: the retry lists the
 // shop as it is then.
 func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Order, m *moreLines) error {
-	bad := func(off int64, err error) error {
-		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): lines: %w", m.Index, textclip.Value(o.ID), err)}
+	conn := m.Conn
+	if conn == "" {
+		conn = "lineItems"
 	}
+	nested, ok := nestedField(conn)
+	if !ok {
+		return &PermanentError{Platform: c.platform, Msg: fmt.Sprintf("kept progress names %s, which is no connection of an order", textclip.Value(conn))}
+	}
+	what := conn
+	if conn == "lineItems" {
+		what = "lines"
+	}
+	bad := func(off int64, err error) error {
+		return &MalformedError{Platform: c.platform, Page: req.Page, Offset: off, Err: fmt.Errorf("order %d (id %s): %s: %w", m.Index, textclip.Value(o.ID), what, err)}
+	}
+	query, cost := followUpQuery(nested, c.queryLimit())
 	for m.After != "" {
 		if m.Done >= maxShopifyLinePages {
 			return bad(m.Offset, fmt.Errorf("still more after %d follow-up queries", m.Done))
 		}
-		vars := map[string]any{"id": m.GID, "first": shopifyLinesFollowUp, "after": m.After}
-		body, err := c.query(ctx, req, shopifyLinesOperation, shopifyLinesQuery, vars, config.ShopifyLinesQueryCost(shopifyLinesFollowUp))
+		vars := map[string]any{"id": m.GID}
+		if !nested.list {
+			vars["first"], vars["after"] = followUpFirst(nested, c.queryLimit()), m.After
+		}
+		body, err := c.query(ctx, req, nested.op, query, vars, cost)
 		if err != nil {
 			return err
 		}
 		var env struct {
 			Data struct {
-				Order *struct {
-					LineItems struct {
-						PageInfo shopifyPageInfo `json:"pageInfo"`
-					} `json:"lineItems"`
-				} `json:"order"`
+				Order map[string]json.RawMessage `json:"order"`
 			} `json:"data"`
 		}
 		if err := decodeJSON(c.platform, req.Page, body, &env); err != nil {
 			return err
 		}
 		if env.Data.Order == nil {
-			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its lines were listed; the page is listed again", textclip.Value(o.ID)), Err: errVanished}
+			return &TransientError{Platform: c.platform, Msg: fmt.Sprintf("order %s vanished while its %s were listed; the page is listed again", textclip.Value(o.ID), what), Err: errVanished}
 		}
-		items, err := decodeArrayPath(c.platform, req.Page, body, []string{"data", "order", "lineItems", "nodes"})
+		path := []string{"data", "order", conn}
+		if !nested.list {
+			path = append(path, "nodes")
+		}
+		items, err := decodeArrayPath(c.platform, req.Page, body, path)
 		if err != nil {
 			return err
 		}
-		lines := make([]OrderLine, 0, len(items)) // appended once all decode: a retry never doubles a line
+		raws := make([]json.RawMessage, 0, len(items))
+		var lines []OrderLine // appended once all decode: a retry never doubles a line
 		for i, it := range items {
+			raws = append(raws, it.Raw)
+			if conn != "lineItems" {
+				continue
+			}
 			var sl shopifyLine
 			err := describeFieldError(json.Unmarshal(it.Raw, &sl))
 			var l OrderLine
@@ -323,19 +335,54 @@ func (c *shopifyGraphQL) restOfLines(ctx context.Context, req PageRequest, o *Or
 			}
 			lines = append(lines, l)
 		}
-		pi := env.Data.Order.LineItems.PageInfo
 		next := ""
-		if pi.HasNextPage {
-			if pi.EndCursor == "" || pi.EndCursor == m.After {
-				return bad(m.Offset, fmt.Errorf("lineItems.pageInfo has a next page but endCursor %q does not move on", textclip.Value(pi.EndCursor)))
+		if !nested.list {
+			var pc struct {
+				PageInfo shopifyPageInfo `json:"pageInfo"`
 			}
-			next = pi.EndCursor
+			if err := json.Unmarshal(env.Data.Order[conn], &pc); err != nil {
+				return bad(m.Offset, describeFieldError(err))
+			}
+			if pi := pc.PageInfo; pi.HasNextPage {
+				if pi.EndCursor == "" || pi.EndCursor == m.After {
+					return bad(m.Offset, fmt.Errorf("%s.pageInfo has a next page but endCursor %q does not move on", conn, textclip.Value(pi.EndCursor)))
+				}
+				next = pi.EndCursor
+			}
 		}
+		raw, err := extendRaw(o.Raw, conn, nested.list, raws)
+		if err != nil {
+			return bad(m.Offset, err)
+		}
+		o.Raw = raw
 		o.Lines = append(o.Lines, lines...)
 		o.LineCount = len(o.Lines)
 		m.After, m.Done = next, m.Done+1
 	}
 	return nil
+}
+
+// pagedOrder normalises an Order node of a page or order(id:) answer: Raw
+// in its one shape, and the follow-ups its connections and lists need.
+func (c *shopifyGraphQL) pagedOrder(n shopifyNode, raw json.RawMessage) (Order, []moreLines, error) {
+	o, _, err := c.order(n, raw)
+	if err != nil {
+		return Order{}, nil, err
+	}
+	reshaped, more, full, err := c.fields.reshape(raw)
+	if err != nil {
+		return Order{}, nil, fmt.Errorf("id %s: %w", textclip.Value(o.ID), err)
+	}
+	o.Raw = reshaped
+	var out []moreLines
+	for _, nf := range c.fields.nested() {
+		if after, ok := more[nf.field]; ok {
+			out = append(out, moreLines{Conn: nf.field, GID: n.ID, After: after})
+		} else if slices.Contains(full, nf.field) {
+			out = append(out, moreLines{Conn: nf.field, GID: n.ID, After: shopifyWholeList})
+		}
+	}
+	return o, out, nil
 }
 
 // shopifyPageInfo is a connection's pageInfo.
@@ -679,6 +726,13 @@ func (c *shopifyGraphQL) settle(ctx context.Context, m Meter, budget CostBudget,
 		deficit = min(max(stated.Capacity-st.CurrentlyAvailable.V, 0), stated.Capacity)
 	}
 	_ = m.Settle(ctx, view, actual-booked, deficit)
+}
+
+// queryLimit is the most one query may request: the single-query maximum,
+// or the bucket in view when that is smaller (a query the bucket cannot
+// hold never runs).
+func (c *shopifyGraphQL) queryLimit() float64 {
+	return min(float64(config.ShopifyMaxQueryCost), c.currentBudget().Capacity)
 }
 
 // currentBudget is the configured budget, lowered to what Shopify last

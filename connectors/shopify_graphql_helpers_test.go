@@ -155,7 +155,7 @@ func (s *gqlShop) ordersPage(v map[string]any) map[string]any {
 	}
 	return map[string]any{
 		"data":       map[string]any{"orders": map[string]any{"nodes": nodes, "pageInfo": pageInfo}},
-		"extensions": gqlCost(config.ShopifyOrdersQueryCost(first, lines), actual),
+		"extensions": gqlCost(config.ShopifyOrdersQueryCost(first, config.ShopifyOrderCost(config.ShopifyOrderFieldGroups, lines, 0)), actual),
 	}
 }
 

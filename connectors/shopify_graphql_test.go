@@ -79,7 +79,7 @@ func TestShopifyGraphQLPagesThroughAWindowWithEveryLine(t *testing.T) {
 	first := sent[0].Variables
 	require.Equal(t, map[string]any{"first": 2.0, "after": nil, "lines": 2.0,
 		"query": "updated_at:>='2026-03-01T10:00:00Z' AND updated_at:<'2026-03-01T11:00:00Z'"}, first)
-	require.Equal(t, map[string]any{"id": "gid://shopify/Order/1002", "first": 100.0, "after": "l:1002:2"}, sent[1].Variables)
+	require.Equal(t, map[string]any{"id": "gid://shopify/Order/1002", "first": 50.0, "after": "l:1002:2"}, sent[1].Variables)
 	require.Equal(t, "l:1002:5", sent[2].Variables["after"])
 	require.Equal(t, "o:1", sent[3].Variables["after"])
 	require.Equal(t, "o:3", sent[5].Variables["after"])
@@ -87,8 +87,8 @@ func TestShopifyGraphQLPagesThroughAWindowWithEveryLine(t *testing.T) {
 	require.Equal(t, "gql:2:o:1", pages[0].NextToken, "the token counts the orders listed")
 
 	// Every query booked its requested cost first and settled it after.
-	require.Equal(t, []string{"24 of 2000/100", "303 of 2000/100", "303 of 2000/100", "24 of 2000/100", "303 of 2000/100", "24 of 2000/100"}, meter.booked)
-	require.Equal(t, "-3, deficit 100", meter.settled[0], "page 1 cost 2 + 8 + 11 of 24: 3 refunded; Shopify's bucket is 100 short")
+	require.Equal(t, []string{"236 of 2000/100", "503 of 2000/100", "503 of 2000/100", "236 of 2000/100", "503 of 2000/100", "236 of 2000/100"}, meter.booked)
+	require.Equal(t, "-215, deficit 100", meter.settled[0], "page 1 cost 2 + 8 + 11 of 236 (two full orders of two lines): 215 refunded; Shopify's bucket is 100 short")
 	require.Len(t, meter.settled, 6)
 }
 
@@ -158,7 +158,7 @@ func TestShopifyGraphQLThrottledIsARateLimit(t *testing.T) {
 		{"documented THROTTLED", fixture(t, "shopify/graphql_throttled.json"), 5 * time.Second},
 		{"older form without a code", []byte(`{"errors":[{"message":"Throttled"}],"extensions":{"cost":{"requestedQueryCost":202,"actualQueryCost":null,` +
 			`"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":118,"restoreRate":50.0}}}}`), 1700 * time.Millisecond},
-		{"no cost: the booked cost at the standard bucket's rate", []byte(`{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}]}`), 500 * time.Millisecond},
+		{"no cost: the booked cost at the standard bucket's rate", []byte(`{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}]}`), 4800 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shop := newGQLShop(t)
@@ -176,13 +176,13 @@ func TestShopifyGraphQLThrottledIsARateLimit(t *testing.T) {
 			var te *connectors.TransientError
 			require.False(t, connectors.IsPermanent(err))
 			require.NotErrorAs(t, err, &te, "a wait, not a failed attempt")
-			require.Equal(t, []string{"24 of 2000/100"}, meter.booked)
+			require.Equal(t, []string{"236 of 2000/100"}, meter.booked)
 			if strings.Contains(tc.name, "no cost") {
 				require.Empty(t, meter.settled)
 				return
 			}
 			require.Len(t, meter.settled, 1)
-			require.True(t, strings.HasPrefix(meter.settled[0], "-24, deficit "), "nothing was spent; every worker follows Shopify's deficit: %s", meter.settled[0])
+			require.True(t, strings.HasPrefix(meter.settled[0], "-236, deficit "), "nothing was spent; every worker follows Shopify's deficit: %s", meter.settled[0])
 		})
 	}
 }
@@ -203,8 +203,8 @@ func TestShopifyGraphQLFollowsTheReportedBucket(t *testing.T) {
 		_, err := c.ListOrders(context.Background(), req)
 		require.NoError(t, err)
 	}
-	require.Equal(t, []string{"24 of 4000/200", "24 of 1000/50"}, meter.booked, "a smaller bucket and rate than configured are followed")
-	require.Equal(t, "-14, deficit 600", meter.settled[0])
+	require.Equal(t, []string{"236 of 4000/200", "236 of 1000/50"}, meter.booked, "a smaller bucket and rate than configured are followed")
+	require.Equal(t, "-226, deficit 600", meter.settled[0])
 
 	meter.err = context.DeadlineExceeded
 	before := len(shop.sent())
@@ -222,7 +222,7 @@ func TestShopifyGraphQLPaginationLimit(t *testing.T) {
 		orders = append(orders, gqlOrder{id: int64(i + 1), updated: gqlFrom})
 	}
 	shop := newGQLShop(t, orders...)
-	c := newGQLConn(t, shop.start().URL, 50, nil)
+	c := newGQLConn(t, shop.start().URL, 50, map[string]any{"order_fields": []any{}, "line_items_page_size": 1}) // 23 points an order: pages of 43
 	req := connectors.PageRequest{From: gqlFrom, To: gqlTo, Page: 400, Token: "gql:24990:o:4"}
 	p, err := c.ListOrders(context.Background(), req)
 	require.NoError(t, err)
@@ -407,6 +407,11 @@ func TestShopifyGraphQLDefaultsFromConfig(t *testing.T) {
 	require.NoError(t, err)
 	p, _ := f.Get("s")
 	require.Equal(t, 50, p.PageSize)
-	require.LessOrEqual(t, config.ShopifyOrdersQueryCost(p.PageSize, config.DefaultShopifyLineItemsPageSize), config.ShopifyMaxQueryCost)
-	require.LessOrEqual(t, config.ShopifyLinesQueryCost(100), config.ShopifyMaxQueryCost)
+	// A default page is lowered to what the single-query maximum holds.
+	cost := config.ShopifyOrderCost(config.ShopifyOrderFieldGroups, config.DefaultShopifyLineItemsPageSize, 0)
+	fit := config.ShopifyPageFit(cost, config.ShopifyMaxQueryCost)
+	require.Equal(t, 7, fit, "a full order of 4 lines requests %d points", cost)
+	require.LessOrEqual(t, config.ShopifyOrdersQueryCost(fit, cost), config.ShopifyMaxQueryCost)
+	require.Greater(t, config.ShopifyOrdersQueryCost(fit+1, cost), config.ShopifyMaxQueryCost)
+	require.LessOrEqual(t, config.ShopifyLinesQueryCost(50), config.ShopifyMaxQueryCost)
 }

@@ -20,7 +20,7 @@ import (
 // retries alone.
 
 // shopifyProgressVersion is the format of a kept page; another is ignored.
-const shopifyProgressVersion = 1
+const shopifyProgressVersion = 2 // 2: follow-ups name their connection
 
 // shopifyPageState is a page in progress: its orders, the orders whose
 // lines go on (first to run first), and the next-page token.

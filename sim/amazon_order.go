@@ -1,13 +1,19 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 )
 
-// An order as searchOrders (Orders API v2026-01-01) renders it: the sim's
-// own order (render), reshaped. orderItems are always there; the datasets
-// BUYER, RECIPIENT, PROCEEDS and FULFILLMENT only when includedData asks.
+// An order as searchOrders and getOrder (Orders API v2026-01-01) render
+// it: the sim's own order (render), reshaped. orderItems are always there;
+// the datasets BUYER, RECIPIENT, PROCEEDS (the grand total and its ITEM and
+// SHIPPING breakdowns), FULFILLMENT and PACKAGES (a shipped order's parcel
+// with its tracking number) only when includedData asks.
 
 type amazonOrder struct {
 	OrderID         string             `json:"orderId"`
@@ -19,6 +25,23 @@ type amazonOrder struct {
 	Proceeds        *amazonProceeds    `json:"proceeds,omitempty"`
 	Fulfillment     *amazonFulfillment `json:"fulfillment,omitempty"`
 	OrderItems      []amazonOrderItem  `json:"orderItems"`
+	Packages        []amazonPackage    `json:"packages,omitempty"`
+}
+
+type amazonPackage struct {
+	PackageReferenceID string              `json:"packageReferenceId"`
+	CreatedTime        string              `json:"createdTime"`
+	PackageStatus      map[string]string   `json:"packageStatus"`
+	Carrier            string              `json:"carrier"`
+	ShipTime           string              `json:"shipTime"`
+	ShippingService    string              `json:"shippingService"`
+	TrackingNumber     string              `json:"trackingNumber"`
+	PackageItems       []amazonPackageItem `json:"packageItems"`
+}
+
+type amazonPackageItem struct {
+	OrderItemID string `json:"orderItemId"`
+	Quantity    int64  `json:"quantity"`
 }
 
 type amazonSalesChannel struct {
@@ -52,7 +75,13 @@ type amazonMoney struct {
 }
 
 type amazonProceeds struct {
-	GrandTotal amazonMoney `json:"grandTotal"`
+	GrandTotal amazonMoney               `json:"grandTotal"`
+	Breakdowns []amazonProceedsBreakdown `json:"breakdowns,omitempty"`
+}
+
+type amazonProceedsBreakdown struct {
+	Type     string      `json:"type"`
+	Subtotal amazonMoney `json:"subtotal"`
 }
 
 type amazonFulfillment struct {
@@ -137,9 +166,107 @@ func renderAmazon(o wireOrder, st status, market amazonMarketplace, include map[
 	}
 	if include["PROCEEDS"] {
 		ao.Proceeds = &amazonProceeds{GrandTotal: amazonMoney{Amount: o.Total, CurrencyCode: o.Currency}}
+		if items, ship, ok := amazonBreakdown(o); ok {
+			ao.Proceeds.Breakdowns = []amazonProceedsBreakdown{
+				{Type: "ITEM", Subtotal: amazonMoney{Amount: items, CurrencyCode: o.Currency}},
+				{Type: "SHIPPING", Subtotal: amazonMoney{Amount: ship, CurrencyCode: o.Currency}}}
+		}
+	}
+	if include["PACKAGES"] && shipped {
+		p := amazonPackage{PackageReferenceID: "PKG-" + o.ID, CreatedTime: o.UpdatedAt, PackageStatus: map[string]string{"status": "IN_TRANSIT"},
+			Carrier: "DHL", ShipTime: o.UpdatedAt, ShippingService: "DHL Paket", TrackingNumber: "00340434" + o.ID}
+		if st == statusDelivered {
+			p.PackageStatus["status"] = "DELIVERED"
+		}
+		for i, li := range o.LineItems {
+			p.PackageItems = append(p.PackageItems, amazonPackageItem{OrderItemID: AmazonItemID(o.ID, i), Quantity: li.Qty})
+		}
+		ao.Packages = []amazonPackage{p}
 	}
 	if include["FULFILLMENT"] {
 		ao.Fulfillment = &amazonFulfillment{FulfillmentStatus: amazonStatus(st), FulfilledBy: "MERCHANT"}
 	}
 	return ao
+}
+
+// amazonBreakdown splits a first version's total into its items and
+// shipping (4.99 or none); a later version's total (a changed order) is
+// left unsplit.
+func amazonBreakdown(o wireOrder) (items, ship string, ok bool) {
+	var sum int64
+	for _, li := range o.LineItems {
+		cents, err := strconv.ParseInt(strings.Replace(li.Price, ".", "", 1), 10, 64)
+		if err != nil {
+			return "", "", false
+		}
+		sum += cents * li.Qty
+	}
+	total, err := strconv.ParseInt(strings.Replace(o.Total, ".", "", 1), 10, 64)
+	if err != nil || (total != sum && total != sum+499) {
+		return "", "", false
+	}
+	return formatCents(sum), formatCents(total - sum), true
+}
+
+// handleAmazonOrder serves getOrder, GET
+// /shops/{shop}/amazon/orders/2026-01-01/orders/{orderId}, checked as
+// searchOrders is (access token 403, usage plan 429: the seller's one
+// bucket, the smaller of the two operations' plans), then includedData
+// (400); an order id the seller does not have is 404 "The resource
+// specified does not exist.", as the model documents.
+func (s *Simulator) handleAmazonOrder(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("x-amzn-RequestId", fmt.Sprintf("sim-%d", s.now()))
+	sh, ok := s.byName[r.PathValue("shop")]
+	if !ok {
+		writeAmazonError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Unknown seller %q.", r.PathValue("shop")), "")
+		return
+	}
+	now := s.now()
+	authed, denied := s.amazonAuth(sh, r.Header.Get("x-amz-access-token"), now)
+	sh.mu.Lock()
+	sh.stats.Requests++
+	sh.peak.add(now)
+	if rps := sh.bucket.rl.RPS; rps > 0 {
+		w.Header().Set("x-amzn-RateLimit-Limit", strconv.FormatFloat(rps, 'f', -1, 64))
+	}
+	if !authed {
+		sh.stats.Unauthorized++
+		sh.mu.Unlock()
+		writeAmazonError(w, http.StatusForbidden, amazonUnauthorizedErr, amazonDeniedMessage, denied)
+		return
+	}
+	if ok, _ := sh.bucket.allow(now); !ok {
+		sh.stats.RateLimited++
+		sh.mu.Unlock()
+		writeAmazonError(w, http.StatusTooManyRequests, "QuotaExceeded", "You exceeded your quota for the requested resource.", "")
+		return
+	}
+	include := map[string]bool{}
+	for _, d := range csv(r.URL.Query().Get("includedData")) {
+		if !slices.Contains(amazonDatasets, d) {
+			sh.stats.BadRequests++
+			sh.mu.Unlock()
+			writeAmazonError(w, http.StatusBadRequest, "InvalidInput", fmt.Sprintf("Invalid includedData value %q.", d), "")
+			return
+		}
+		include[d] = true
+	}
+	sh.world.advance(now)
+	var it listed
+	found := false
+	if n, err := strconv.ParseUint(r.PathValue("orderId"), 10, 64); err == nil && n > 1_000_000_000 && n-1_000_000_000 <= 1<<32-1 {
+		it, found = shownOrder(sh.world, uint32(n-1_000_000_000))
+	}
+	sh.mu.Unlock()
+	if !found {
+		writeAmazonError(w, http.StatusNotFound, "NotFound", "The resource specified does not exist.", "")
+		return
+	}
+	body := map[string]any{"order": renderAmazon(render(it.seq, &it.o, it.v, sh.currency), it.v.status, amazonMarketplaces[sh.currency], include)}
+	b, err := json.Marshal(body)
+	if err != nil {
+		writeAmazonError(w, http.StatusInternalServerError, "InternalFailure", "Encoding the order failed.", "")
+		return
+	}
+	writeBody(w, http.StatusOK, b)
 }

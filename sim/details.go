@@ -14,6 +14,10 @@ type details struct {
 	street  int64
 	city    int64
 	zip     int64
+	// extra drives the rest of what the Shopify surface shows (note, gift
+	// wrap, a free-shipping code, the tracking number); drawn last, so
+	// every detail before it is what it always was.
+	extra int64
 }
 
 type lineItem struct {
@@ -46,6 +50,7 @@ func newDetails(seed uint64) details {
 	d.street = r.intn(int64(len(streets)))
 	d.city = r.intn(int64(len(cities)))
 	d.zip = 10000 + r.intn(90000)
+	d.extra = r.intn(1 << 40)
 	return d
 }
 
@@ -80,6 +85,10 @@ var streets = []string{
 }
 
 type city struct{ name, country, phone string }
+
+// countryNames are the cities' countries as Shopify names them.
+var countryNames = map[string]string{"DE": "Germany", "FR": "France", "IT": "Italy", "ES": "Spain", "NL": "Netherlands",
+	"AT": "Austria", "GB": "United Kingdom", "PL": "Poland", "PT": "Portugal", "DK": "Denmark"}
 
 var cities = []city{
 	{"Berlin", "DE", "+49 30"}, {"Hamburg", "DE", "+49 40"}, {"Paris", "FR", "+33 1"},

@@ -48,10 +48,13 @@
 //	POST /shops/{shop}/admin/api/{version}/graphql.json
 //	    X-Shopify-Access-Token: <shop token>
 //	    Shopify's GraphQL Admin API as ordersync's shopify connector uses it,
-//	    over the same orders: the orders query (operation
-//	    OrdersUpdatedInWindow: $first, $after, $query with updated_at ranges
-//	    in quoted dates, compared in whole seconds, $lines) and one order's
-//	    further lines (OrderLineItems: $id, $first, $after). Ids are global
+//	    over the same orders: queries of orders ($first, $after, $query with
+//	    updated_at ranges in quoted dates, compared in whole seconds) or
+//	    order(id:) (null for an unknown id), answered with exactly the
+//	    fields selected from the full order (customer, addresses, shipping
+//	    lines, taxes, discounts, notes, refunds, fulfilments: shopify_order.go)
+//	    and charged Shopify's cost for them; over 1,000 points is
+//	    MAX_COST_EXCEEDED, an unknown field undefinedField. Ids are global
 //	    ids (gid://shopify/Order/<id>), nested line pages hold at most
 //	    ShopifyLinePage lines, every answer carries extensions.cost, and a
 //	    per-shop bucket of points (ShopifyCost) answers THROTTLED (HTTP 200)
@@ -92,9 +95,11 @@
 //	    both bounds inclusive; T is ISO 8601 in UTC. lastUpdatedBefore must
 //	    lie 2 minutes before now (default: now - 2m). includedData adds
 //	    "fulfillment" (FULFILLMENT: status PENDING, UNSHIPPED, SHIPPED,
-//	    CANCELLED), "proceeds" (PROCEEDS: grandTotal = the sim's total),
-//	    "buyer" (BUYER) and "recipient" (RECIPIENT); other datasets are
-//	    accepted and add nothing. A shop sells in one marketplace, by its
+//	    CANCELLED), "proceeds" (PROCEEDS: grandTotal = the sim's total, with
+//	    ITEM and SHIPPING breakdowns for a first version), "packages"
+//	    (PACKAGES: a shipped order's parcel and tracking number), "buyer"
+//	    (BUYER) and "recipient" (RECIPIENT); other datasets are accepted and
+//	    add nothing. A shop sells in one marketplace, by its
 //	    currency (AmazonMarketplaceIDs, Simulator.AmazonMarketplace); asking
 //	    for others lists nothing. Later pages repeat lastUpdatedAfter (and
 //	    lastUpdatedBefore, if the first page had it) with paginationToken,
@@ -107,6 +112,11 @@
 //	    Config.AmazonAccessTTL although expires_in says an hour; 429
 //	    QuotaExceeded without Retry-After; x-amzn-RateLimit-Limit on every
 //	    answer; the same faults as the list endpoint.
+//
+//	GET /shops/{shop}/amazon/orders/2026-01-01/orders/{orderId}[?includedData=D,E]
+//	    getOrder: 200 {"order":{...}} as searchOrders renders it, on the same
+//	    bucket; 404 NotFound "The resource specified does not exist." for an
+//	    id the seller does not have; 400, 403 and 429 as above.
 //
 // # OAuth: installs, token endpoints and their worst cases
 //

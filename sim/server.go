@@ -135,6 +135,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("GET /shops/{shop}/admin/oauth/access_scopes.json", s.handleShopifyScopes)
 	mux.HandleFunc("GET /shops/{shop}/admin/api/{version}/shop.json", s.handleShopifyShop)
 	mux.HandleFunc("GET /shops/{shop}/amazon/orders/2026-01-01/orders", s.handleAmazonOrders)
+	mux.HandleFunc("GET /shops/{shop}/amazon/orders/2026-01-01/orders/{orderId}", s.handleAmazonOrder)
 	mux.HandleFunc("POST /shops/{shop}/admin/api/{version}/graphql.json", s.handleShopifyGraphQL)
 	mux.HandleFunc("GET /bulk-results/{shop}/{file}", s.handleBulkResult)
 	mux.HandleFunc("GET /admin/shops/{shop}/truth", s.handleTruth)

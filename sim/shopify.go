@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -20,16 +21,19 @@ import (
 //	     X-Shopify-Access-Token: <shop token>
 //	     {"query": "...", "operationName": "...", "variables": {...}}
 //
-// There is no GraphQL parser: the two operations the connector sends are
-// recognised by name, answer their fixed selection, and anything else gets
-// a GraphQL error.
+// The query is read (shopify_gql.go) and answered with exactly the fields
+// it selects from the full order (shopify_order.go); a field Order does
+// not have, or a selection over the single-query maximum, is refused as
+// Shopify refuses it. Two root fields are served:
 //
-//   - OrdersUpdatedInWindow($first, $after, $query, $lines): the orders
-//     query with sortKey UPDATED_AT; $query is Shopify search syntax limited
-//     to updated_at ranges with quoted dates (>=, >, <, <=, joined by AND),
-//     compared in whole seconds as Shopify keeps updatedAt; each order
-//     lists its first min($lines, ShopifyLinePage) lines.
-//   - OrderLineItems($id, $first, $after): one order's further lines.
+//   - orders($first, $after, $query, sortKey: UPDATED_AT): $query is
+//     Shopify search syntax limited to updated_at ranges with quoted dates
+//     (>=, >, <, <=, joined by AND), compared in whole seconds as Shopify
+//     keeps updatedAt; each order's lineItems list at most
+//     min(first, ShopifyLinePage) lines a page.
+//   - order(id:): one order (null when the shop has none by that id), with
+//     the same selection, or one of its connections from a cursor on (the
+//     connector's follow-ups).
 //
 // Ids are global ids (gid://shopify/Order/<the list endpoint's id>), times
 // whole seconds, amounts Decimal strings. Each shop has a bucket of points
@@ -37,11 +41,12 @@ import (
 // (https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits): a
 // query needs its requested cost in the bucket (else HTTP 200 with a
 // THROTTLED error and actualQueryCost null), is refunded down to its actual
-// cost, and every answer carries extensions.cost. A query requesting more
-// than 1,000 points is refused (MAX_COST_EXCEEDED). The documented worst
-// case is ShopifyStandardBucket (1,000 points restoring 50 a second) with
-// a small ShopifyLinePage, so pages of 852 points need 303-point
-// follow-ups; SetShopifyCost lowers a bucket meanwhile, as Shopify may.
+// cost (what was returned), and every answer carries extensions.cost. A
+// query requesting more than 1,000 points is refused (MAX_COST_EXCEEDED,
+// Shopify's text). The documented worst case is ShopifyStandardBucket
+// (1,000 points restoring 50 a second) with a small ShopifyLinePage, so
+// full pages of up to 1,000 points need follow-ups of 503; SetShopifyCost
+// lowers a bucket meanwhile, as Shopify may.
 
 const (
 	shopifyMaxFirst  = 250
@@ -148,6 +153,9 @@ type shopifyRequest struct {
 	after    string // the cursor, "" for the first page
 	orderSeq uint32 // lines: the order
 	cost     int    // requested
+	root     string // the query's root field: orders or order
+	sel      []gqlSel
+	vars     map[string]any
 	bulk     bulkRequest
 	version  string // the API version in the path
 	base     string // scheme and host the request came to, for result URLs
@@ -294,18 +302,28 @@ func parseShopifyRequest(op, query string, vars map[string]any, shop uint64) (sh
 		}
 		return parseShopifyBulk(op, query, vars)
 	}
-	if (op != shopifyOrdersOp && op != shopifyLinesOp) || !strings.HasPrefix(strings.TrimSpace(query), "query "+op+"(") {
-		return fail("UNSUPPORTED", "the simulator serves only the operations %s and %s of ordersync's shopify connector, got %q", shopifyOrdersOp, shopifyLinesOp, op)
+	doc, perr := parseGQL(query)
+	if perr != nil {
+		return fail("BAD_REQUEST", "%v", perr)
 	}
-	req := shopifyRequest{op: op}
+	def, found := doc.operation(op)
+	if !found || def.kind != "query" {
+		return fail("BAD_REQUEST", "No operation named %q", op)
+	}
+	sel, eerr := doc.expand(def.sel, 0)
+	if eerr != nil {
+		return fail("BAD_REQUEST", "%v", eerr)
+	}
+	if len(sel) != 1 || (sel[0].name != "orders" && sel[0].name != "order") {
+		return fail("UNSUPPORTED", "the simulator serves queries of orders(...) or order(id:) alone, as ordersync's shopify connector sends them, got %q", op)
+	}
+	root := sel[0]
+	req := shopifyRequest{op: op, root: root.name, sel: root.sub, vars: vars}
 	intVar := func(name string) (int, bool) {
 		f, ok := vars[name].(float64)
 		return int(f), ok && f == float64(int(f)) && f >= 1 && f <= shopifyMaxFirst
 	}
 	var ok bool
-	if req.first, ok = intVar("first"); !ok {
-		return fail("BAD_REQUEST", "Variable $first must be an integer between 1 and %d, got %v", shopifyMaxFirst, vars["first"])
-	}
 	switch after := vars["after"].(type) {
 	case nil:
 	case string:
@@ -313,39 +331,68 @@ func parseShopifyRequest(op, query string, vars map[string]any, shop uint64) (sh
 	default:
 		return fail("BAD_REQUEST", "Variable $after must be a string or null")
 	}
-	if op == shopifyLinesOp {
-		gid, _ := vars["id"].(string)
+	nodeSel := root.sub
+	if root.name == "order" {
+		idv, _ := root.args["id"]
+		gid, _ := idv.resolve(vars).(string)
 		n, isGID := strings.CutPrefix(gid, shopifyOrderGID)
 		seq, err := strconv.ParseUint(n, 10, 64)
 		if !isGID || err != nil || seq < 1_000_000_000 || seq-1_000_000_000 > 1<<32-1 {
 			return fail("BAD_REQUEST", "Variable $id of type ID! was provided invalid value %q", gid)
 		}
 		req.orderSeq = uint32(seq - 1_000_000_000)
-		req.cost = 1 + 2 + 3*req.first
-		return req, nil
+	} else {
+		req.op = shopifyOrdersOp // faults and counts go to the orders query
+		if req.first, ok = intVar("first"); !ok {
+			return fail("BAD_REQUEST", "Variable $first must be an integer between 1 and %d, got %v", shopifyMaxFirst, vars["first"])
+		}
+		if _, asked := vars["lines"]; asked || strings.Contains(query, "$lines") {
+			if req.lines, ok = intVar("lines"); !ok {
+				return fail("BAD_REQUEST", "Variable $lines must be an integer between 1 and %d, got %v", shopifyMaxFirst, vars["lines"])
+			}
+		}
+		search, _ := vars["query"].(string)
+		lo, hi, err := parseShopifySearch(search)
+		if err != nil {
+			return fail("BAD_REQUEST", "%v", err)
+		}
+		req.lo, req.hi = lo, hi
+		if req.after != "" {
+			if _, err := decodeCursor(req.after, shop, lo*1000, hi*1000); err != nil {
+				return fail("BAD_REQUEST", "%s: %v", shopifyBadCursor, err)
+			}
+		}
+		nodeSel, _ = connectionNode(root.sub)
 	}
-	if req.lines, ok = intVar("lines"); !ok {
-		return fail("BAD_REQUEST", "Variable $lines must be an integer between 1 and %d, got %v", shopifyMaxFirst, vars["lines"])
-	}
-	search, _ := vars["query"].(string)
-	lo, hi, err := parseShopifySearch(search)
-	if err != nil {
+	// Shopify checks the fields, then the cost, before anything runs.
+	if err := checkShopifySelection(nodeSel); err != nil {
+		var fe *shopifyFieldError
+		if errors.As(err, &fe) {
+			return fail(fe.code, "%s", fe.msg)
+		}
 		return fail("BAD_REQUEST", "%v", err)
 	}
-	req.lo, req.hi = lo, hi
-	req.cost = 2 + req.first*(3+2+3*req.lines)
+	cost, cerr := requestedCost(sel, vars)
+	if cerr != nil {
+		return fail("BAD_REQUEST", "%v", cerr)
+	}
+	req.cost = cost
 	if req.cost > shopifyMaxCost {
-		a := shopifyErrors("MAX_COST_EXCEEDED", "Query cost is %d, which exceeds the single query max cost limit (%d).", req.cost, shopifyMaxCost)
+		a := shopifyErrors("MAX_COST_EXCEEDED", shopifyMaxCostText, req.cost, shopifyMaxCost)
 		a.Errors[0].Extensions["cost"], a.Errors[0].Extensions["maxCost"] = req.cost, shopifyMaxCost
 		return shopifyRequest{}, &a
 	}
-	if req.after != "" {
-		if _, err := decodeCursor(req.after, shop, lo*1000, hi*1000); err != nil {
-			return fail("BAD_REQUEST", "%s: %v", shopifyBadCursor, err)
-		}
-	}
 	return req, nil
 }
+
+// shopifyMaxCostText is Shopify's answer to a query over the single-query
+// maximum (https://shopify.dev/docs/api/usage/limits: "the maximum cost of
+// a single query is 1,000 points").
+const shopifyMaxCostText = "Query cost is %d, which exceeds the single query max cost limit (%d).\n\n" +
+	"See https://shopify.dev/concepts/about-apis/rate-limits for more information on how the\n" +
+	"cost of a query is calculated.\n\n" +
+	"To query larger amounts of data with fewer limits, bulk operations should be used instead.\n" +
+	"See https://shopify.dev/tutorials/perform-bulk-operations-with-admin-api for usage details.\n"
 
 var shopifyTerm = regexp.MustCompile(`^updated_at:(>=|>|<=|<)(?:'([^']*)'|"([^"]*)")$`)
 
@@ -401,32 +448,39 @@ func shopifyCursorAt(shop uint64, req shopifyRequest) cursor {
 // shopifyData runs a valid request on the shop's world (locked, advanced):
 // the answer's data, its actual cost and the number of orders listed.
 func (s *Simulator) shopifyData(sh *shop, req shopifyRequest) (any, int, int, *shopifyAnswer) {
-	linePage := s.cfg.ShopifyLinePage
-	if req.op == shopifyLinesOp {
-		w := sh.world
-		if req.orderSeq == 0 || int(req.orderSeq) > len(w.orders) || w.orders[req.orderSeq-1].shown < 0 {
+	proj := &shopifyProjector{vars: req.vars, linePage: s.cfg.ShopifyLinePage}
+	failed := func(err error) (any, int, int, *shopifyAnswer) {
+		a := shopifyErrors("BAD_REQUEST", "%v", err)
+		var fe *shopifyFieldError
+		if errors.As(err, &fe) {
+			a = shopifyErrors(fe.code, "%s", fe.msg)
+		}
+		return nil, 0, 0, &a
+	}
+	if req.root == "order" {
+		it, ok := shownOrder(sh.world, req.orderSeq)
+		if !ok {
 			return map[string]any{"order": nil}, 1, 0, nil
 		}
-		id := orderID(req.orderSeq)
-		from := 0
-		if req.after != "" {
-			var ok bool
-			if from, ok = decodeLineCursor(req.after, id); !ok {
-				a := shopifyErrors("BAD_REQUEST", "%s for the lines of order %s", shopifyBadCursor, id)
-				return nil, 0, 0, &a
-			}
+		proj.actual = 1
+		node, err := proj.object(req.sel, shopifyOrderTree(it.seq, &it.o, it.v, sh.currency, false))
+		if err != nil {
+			return failed(err)
 		}
-		conn, n := shopifyLines(req.orderSeq, &w.orders[req.orderSeq-1], sh.currency, from, min(req.first, linePage))
-		return map[string]any{"order": map[string]any{"lineItems": conn}}, 1 + 2 + 3*n, 0, nil
+		return map[string]any{"order": node}, proj.actual, 1, nil
 	}
 	cur := shopifyCursorAt(sh.hash, req)
 	items, more := sh.world.page(req.lo, req.hi, cur.after, req.first)
-	nodes := make([]shopifyNode, len(items))
-	actual := 2
+	nodeSel, _ := connectionNode(req.sel)
+	nodes := make([]any, len(items))
+	proj.actual = 2
 	for i, it := range items {
-		var n int
-		nodes[i], n = renderShopify(it.seq, &it.o, it.v, sh.currency, min(req.lines, linePage))
-		actual += 3 + 2 + 3*n
+		proj.actual++
+		node, err := proj.object(nodeSel, shopifyOrderTree(it.seq, &it.o, it.v, sh.currency, false))
+		if err != nil {
+			return failed(err)
+		}
+		nodes[i] = node
 	}
 	pageInfo := shopifyPageInfo{HasNextPage: more}
 	if len(items) > 0 {
@@ -435,7 +489,19 @@ func (s *Simulator) shopifyData(sh *shop, req shopifyRequest) (any, int, int, *s
 		c := cur.encode()
 		pageInfo.EndCursor = &c
 	}
-	return map[string]any{"orders": map[string]any{"nodes": nodes, "pageInfo": pageInfo}}, actual, len(items), nil
+	return map[string]any{"orders": map[string]any{"nodes": nodes, "pageInfo": pageInfo}}, proj.actual, len(items), nil
+}
+
+// shownOrder is order seq as the shop shows it now; false before its first
+// version is visible, or for no such order.
+func shownOrder(w *world, seq uint32) (listed, bool) {
+	if seq == 0 || int(seq) > len(w.orders) || w.orders[seq-1].shown < 0 {
+		return listed{}, false
+	}
+	o := w.orders[seq-1]
+	var buf versionBuf
+	vs := w.shape.versions(&o, w.stopAt, &buf)
+	return listed{seq: seq, o: o, v: vs[o.shown]}, true
 }
 
 type shopifyPageInfo struct {
@@ -503,44 +569,6 @@ func ShopifyFinancialStatus(status string) (financial string, cancelled bool) {
 		return "VOIDED", true
 	}
 	return "PAID", false // paid, shipped, delivered
-}
-
-// renderShopify builds the Order node of order seq at version v, with its
-// first lines; it returns how many lines it lists.
-func renderShopify(seq uint32, o *order, v version, currency string, lines int) (shopifyNode, int) {
-	financial, cancelled := ShopifyFinancialStatus(v.status.String())
-	fulfillment := "UNFULFILLED"
-	if v.status == statusShipped || v.status == statusDelivered {
-		fulfillment = "FULFILLED"
-	}
-	updated := shopifySeconds(v.updated)
-	n := shopifyNode{shopifyOrderFields: shopifyOrderFields{
-		ID: shopifyOrderGID + orderID(seq), Name: "#" + orderID(seq), CreatedAt: shopifySeconds(o.created), UpdatedAt: updated,
-		DisplayFinancialStatus: financial, DisplayFulfillmentStatus: fulfillment, CurrencyCode: currency,
-		TotalPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: formatCents(v.total), CurrencyCode: currency}},
-	}}
-	if cancelled {
-		n.CancelledAt = &updated
-	}
-	var count int
-	n.LineItems, count = shopifyLines(seq, o, currency, 0, lines)
-	return n, count
-}
-
-// shopifyLines is the lineItems page of order seq from line from on.
-func shopifyLines(seq uint32, o *order, currency string, from, first int) (shopifyLineConn, int) {
-	all := orderLines(seq, o)
-	end := min(from+first, len(all))
-	conn := shopifyLineConn{Nodes: []shopifyLineNode{}, PageInfo: shopifyPageInfo{HasNextPage: end < len(all)}}
-	for _, l := range all[min(from, end):end] {
-		conn.Nodes = append(conn.Nodes, shopifyLineNode{ID: shopifyLineGID + l.ID, SKU: l.SKU, Name: l.Title, Title: l.Title, Quantity: l.Quantity,
-			OriginalUnitPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: l.Price, CurrencyCode: currency}}})
-	}
-	if end > from {
-		c := encodeLineCursor(orderID(seq), end)
-		conn.PageInfo.EndCursor = &c
-	}
-	return conn, len(conn.Nodes)
 }
 
 // LineItem is one line of an order, as both surfaces list it (the list

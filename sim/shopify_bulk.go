@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -172,6 +173,7 @@ type bulkJob struct {
 	status     string
 	data       []byte // the result (COMPLETED) or the partial data (FAILED)
 	objects    int64
+	sel        []gqlSel // the Order node's selection
 }
 
 var bulkOrdersSearch = regexp.MustCompile(`orders\(\s*query:\s*("(?:[^"\\]|\\.)*")`)
@@ -179,6 +181,7 @@ var bulkOrdersSearch = regexp.MustCompile(`orders\(\s*query:\s*("(?:[^"\\]|\\.)*
 // bulkRequest is a parsed bulk operation request.
 type bulkRequest struct {
 	query   string
+	sel     []gqlSel
 	grouped bool
 	id      int
 }
@@ -209,7 +212,11 @@ func parseShopifyBulk(op, query string, vars map[string]any) (shopifyRequest, *s
 			return fail("BAD_REQUEST", "%v", err)
 		}
 		req.lo, req.hi = lo, hi
-		req.bulk = bulkRequest{query: q, grouped: strings.Contains(query, "groupObjects: true")}
+		sel, err := bulkOrderSelection(q)
+		if err != nil {
+			return fail("BAD_REQUEST", "Invalid bulk query: %v", err)
+		}
+		req.bulk = bulkRequest{query: q, sel: sel, grouped: strings.Contains(query, "groupObjects: true")}
 	case shopifyBulkListOp:
 		// bulkOperations exists from 2026-01; the connector asks for the
 		// shop's created or running queries, which is all the simulator
@@ -270,7 +277,7 @@ func (s *Simulator) shopifyBulkData(sh *shop, req shopifyRequest, now int64) any
 			return map[string]any{"bulkOperationRunQuery": map[string]any{"bulkOperation": nil,
 				"userErrors": []map[string]any{{"field": nil, "message": msg, "code": code}}}}
 		}
-		j := &bulkJob{id: len(sh.bulk) + 1, query: req.bulk.query, lo: req.lo, hi: req.hi, grouped: req.bulk.grouped,
+		j := &bulkJob{id: len(sh.bulk) + 1, query: req.bulk.query, sel: req.bulk.sel, lo: req.lo, hi: req.hi, grouped: req.bulk.grouped,
 			created: now, status: "CREATED"}
 		count := 0
 		sh.world.scan(req.lo, req.hi, func(listed) { count++ })
@@ -379,9 +386,64 @@ func nextLine(b []byte) []byte {
 	return b
 }
 
-type bulkLineNode struct {
-	shopifyLineNode
-	ParentID string `json:"__parentId"`
+// bulkOrderSelection is the Order node's selection of a bulk query,
+// checked as a paged query's is. Bulk queries page connections themselves
+// (no first:), but allow at most five connections, two levels deep
+// (https://shopify.dev/docs/api/usage/bulk-operations/queries).
+func bulkOrderSelection(q string) ([]gqlSel, error) {
+	doc, err := parseGQL(q)
+	if err != nil {
+		return nil, err
+	}
+	op, _ := doc.operation("")
+	sel, err := doc.expand(op.sel, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(sel) != 1 || sel[0].name != "orders" {
+		return nil, errors.New("the simulator runs bulk queries of orders alone")
+	}
+	node, _ := connectionNode(sel[0].sub)
+	conns := 0
+	for _, f := range node {
+		if _, ok := shopifySample[f.name].(*shopifyConnData); ok {
+			conns++
+		}
+	}
+	if conns+1 > 5 {
+		return nil, fmt.Errorf("a bulk query may hold at most 5 connections, this holds %d", conns+1)
+	}
+	if err := checkShopifySelection(node); err != nil {
+		return nil, err
+	}
+	return node, nil
+}
+
+// bulkRows renders an order as a bulk result does: its own row (its
+// fields, without its connections), and a row for each node of its
+// connections, named by "__parentId".
+func bulkRows(sel []gqlSel, tree map[string]any) (map[string]any, []map[string]any) {
+	proj := &shopifyProjector{}
+	own := make([]gqlSel, 0, len(sel))
+	var children []map[string]any
+	for _, f := range sel {
+		c, ok := tree[f.name].(*shopifyConnData)
+		if f.inline || !ok {
+			own = append(own, f)
+			continue
+		}
+		node, _ := connectionNode(f.sub)
+		for _, n := range c.nodes {
+			row, err := proj.object(node, n)
+			if err != nil {
+				continue // checked when the job started
+			}
+			row["__parentId"] = tree["id"]
+			children = append(children, row)
+		}
+	}
+	row, _ := proj.object(own, tree)
+	return row, children
 }
 
 // bulkResult renders the job's window as JSONL and counts its objects.
@@ -389,9 +451,8 @@ func (s *Simulator) bulkResult(sh *shop, j *bulkJob) ([]byte, int64) {
 	var out, items bytes.Buffer
 	var objects int64
 	sh.world.scan(j.lo, j.hi, func(it listed) {
-		n, _ := renderShopify(it.seq, &it.o, it.v, sh.currency, 0)
-		conn, _ := shopifyLines(it.seq, &it.o, sh.currency, 0, shopifyMaxFirst)
-		b, _ := json.Marshal(n.shopifyOrderFields)
+		row, children := bulkRows(j.sel, shopifyOrderTree(it.seq, &it.o, it.v, sh.currency, false))
+		b, _ := json.Marshal(row)
 		out.Write(b)
 		out.WriteByte('\n')
 		objects++
@@ -399,8 +460,8 @@ func (s *Simulator) bulkResult(sh *shop, j *bulkJob) ([]byte, int64) {
 		if !j.grouped {
 			dst = &items
 		}
-		for _, l := range conn.Nodes {
-			b, _ := json.Marshal(bulkLineNode{shopifyLineNode: l, ParentID: n.ID})
+		for _, c := range children {
+			b, _ := json.Marshal(c)
 			dst.Write(b)
 			dst.WriteByte('\n')
 			objects++
@@ -571,9 +632,9 @@ func serveHostileBulk(w http.ResponseWriter, r *http.Request, cfg BulkConfig, da
 		for i := 1; ; i++ {
 			var obj any
 			if cfg.Hostile == BulkEndlessLines {
-				obj = bulkLineNode{shopifyLineNode: shopifyLineNode{ID: fmt.Sprintf("gid://shopify/LineItem/%d", 900_000_000+i),
-					SKU: "ENDLESS", Name: "endless", Title: "endless", Quantity: 1,
-					OriginalUnitPriceSet: shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: "1.00", CurrencyCode: currency}}}, ParentID: parent}
+				obj = map[string]any{"__typename": "LineItem", "id": fmt.Sprintf("gid://shopify/LineItem/%d", 900_000_000+i),
+					"sku": "ENDLESS", "name": "endless", "title": "endless", "quantity": 1,
+					"originalUnitPriceSet": shopifyMoneyBag{ShopMoney: shopifyMoney{Amount: "1.00", CurrencyCode: currency}}, "__parentId": parent}
 			} else {
 				first["id"] = fmt.Sprintf("gid://shopify/Order/%d", 900_000_000+i)
 				first["name"] = fmt.Sprintf("#E%d", i)

@@ -13,8 +13,23 @@ import (
 )
 
 const (
-	ordersQuery = "query OrdersUpdatedInWindow($first: Int!, $after: String, $query: String!, $lines: Int!) { ... }"
-	linesQuery  = "query OrderLineItems($id: ID!, $first: Int!, $after: String) { ... }"
+	// The header-only queries of ordersync before full orders: 2 + first x
+	// (order 3 + lineItems 2 + 3 per line) points.
+	ordersQuery = `query OrdersUpdatedInWindow($first: Int!, $after: String, $query: String!, $lines: Int!) {
+  orders(first: $first, after: $after, query: $query, sortKey: UPDATED_AT) {
+    nodes {
+      id name createdAt updatedAt cancelledAt displayFinancialStatus displayFulfillmentStatus currencyCode
+      totalPriceSet { shopMoney { amount currencyCode } }
+      lineItems(first: $lines) { nodes { ...OrderLine } pageInfo { hasNextPage endCursor } }
+    }
+    pageInfo { hasNextPage endCursor }
+  }
+}` + lineFragment
+	linesQuery = `query OrderLineItems($id: ID!, $first: Int!, $after: String) {
+  order(id: $id) { lineItems(first: $first, after: $after) { nodes { ...OrderLine } pageInfo { hasNextPage endCursor } } }
+}` + lineFragment
+	lineFragment = `
+fragment OrderLine on LineItem { id sku name title quantity originalUnitPriceSet { shopMoney { amount currencyCode } } }`
 )
 
 // gql posts a GraphQL request to a shop's Shopify surface.
@@ -220,10 +235,14 @@ func TestShopifySurfaceRefuses(t *testing.T) {
 		{"wrong token", "acme", "globex-token", "OrdersUpdatedInWindow", ordersQuery, ok, 401, "Invalid API key or access token"},
 		{"unknown shop", "nope", "acme-token", "OrdersUpdatedInWindow", ordersQuery, ok, 404, "Not Found"},
 		{"another operation", "acme", "acme-token", "Products", "query Products { products(first: 1) { nodes { id } } }", ok, 200, "UNSUPPORTED"},
-		{"a name that is not the query's", "acme", "acme-token", "OrdersUpdatedInWindow", linesQuery, ok, 200, "UNSUPPORTED"},
+		{"a name that is not the query's", "acme", "acme-token", "OrdersUpdatedInWindow", linesQuery, ok, 200, `No operation named \"OrdersUpdatedInWindow\"`},
+		{"a field Order does not have", "acme", "acme-token", "OrdersUpdatedInWindow", strings.Replace(ordersQuery, "currencyCode\n", "currencyCode colour\n", 1), ok, 200,
+			`"message":"Field 'colour' doesn't exist on type 'Order'","extensions":{"code":"undefinedField"}`},
+		{"a connection without first", "acme", "acme-token", "OrdersUpdatedInWindow", strings.Replace(ordersQuery, "currencyCode\n", "currencyCode shippingLines { nodes { id } }\n", 1), ok, 200,
+			"you must provide one of first or last"},
 		{"first over 250", "acme", "acme-token", "OrdersUpdatedInWindow", ordersQuery, with("first", 251), 200, "$first must be an integer between 1 and 250"},
 		{"an unquoted date", "acme", "acme-token", "OrdersUpdatedInWindow", ordersQuery, with("query", "updated_at:>=2026-01-01"), 200, "quoted dates"},
-		{"over the single-query cost", "acme", "acme-token", "OrdersUpdatedInWindow", ordersQuery, with("first", 250), 200, "MAX_COST_EXCEEDED"},
+		{"over the single-query cost", "acme", "acme-token", "OrdersUpdatedInWindow", ordersQuery, with("first", 250), 200, `Query cost is 2752, which exceeds the single query max cost limit (1000).`},
 		{"a forged cursor", "acme", "acme-token", "OrdersUpdatedInWindow", ordersQuery, with("after", "bm9wZQ"), 200, "Invalid cursor"},
 		{"a bad order id", "acme", "acme-token", "OrderLineItems", linesQuery, map[string]any{"id": "gid://shopify/Product/1", "first": 5}, 200, "invalid value"},
 		{"an order that does not exist", "acme", "acme-token", "OrderLineItems", linesQuery, map[string]any{"id": "gid://shopify/Order/1999999999", "first": 5}, 200, `"order":null`},
