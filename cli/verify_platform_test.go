@@ -189,7 +189,7 @@ func (f *shopifyFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// THROTTLED error, actualQueryCost null and the bucket's state.
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED","documentation":"https://shopify.dev/api/usage/rate-limits"}}],`+
-			`"extensions":{"cost":{"requestedQueryCost":800,"actualQueryCost":null,"throttleStatus":{"maximumAvailable":2000.0,"currentlyAvailable":790,"restoreRate":100.0}}}}`)
+			`"extensions":{"cost":{"requestedQueryCost":800,"actualQueryCost":null,"throttleStatus":{"maximumAvailable":20000.0,"currentlyAvailable":790,"restoreRate":2000.0}}}}`)
 	case "429":
 		w.Header().Set("Retry-After", "1.0")
 		w.Header().Set("Content-Type", "application/json")
@@ -212,6 +212,9 @@ platforms:
     page_size: 10
     interval: 1h
     rate_limit: {rps: 20, burst: 1}
+    # A Plus-sized bucket: full orders cost about 63 points each, and the
+    # test is about the waits for THROTTLED and 429, not the bucket's pace.
+    options: {restore_rate: 2000, max_cost_available: 20000}
 `
 
 // startShopifyFront starts a simulator (its clock still at now) behind a
