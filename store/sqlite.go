@@ -70,7 +70,7 @@ func migrateSQLite(ctx context.Context, db *sql.DB, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := beginMigration(ctx, db)
 	if err != nil {
 		return fmt.Errorf("migrate: begin: %w", err)
 	}

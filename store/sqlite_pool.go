@@ -343,3 +343,30 @@ func guard(op func() error) (err error) {
 	}()
 	return op()
 }
+
+// migrationBusyWait bounds how long an opener retries a migration's BEGIN
+// that SQLite refused as busy.
+const migrationBusyWait = time.Minute
+
+// beginMigration begins the migration's IMMEDIATE transaction. Several
+// processes opening a new file at once (workers started together) can be
+// refused SQLITE_BUSY at once, without busy_timeout's wait, while another
+// one switches the file to WAL or recovers it; that refusal is retried, as
+// the other opener's migration ends in milliseconds.
+func beginMigration(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	deadline := time.Now().Add(migrationBusyWait)
+	wait := 5 * time.Millisecond
+	for {
+		tx, err := db.BeginTx(ctx, nil)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return tx, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
