@@ -70,10 +70,12 @@ var chaosCurrentAPIs = map[string]struct {
 func withCurrentAPIShops(cfg sim.Config) sim.Config {
 	std := sim.ShopifyStandardBucket
 	cfg.Shops = append(cfg.Shops, sim.ShopConfig{Name: "gql", Token: "chaos-gql-token"}, sim.ShopConfig{Name: "amz", Token: "chaos-amz-token"},
-		// The standard bucket sustains about 3 orders a second with their
-		// lines: a load it can keep up with, and a backlog that takes its
-		// bucket minutes.
-		sim.ShopConfig{Name: "std", Token: "chaos-std-token", ShopifyCost: &std, LiveRate: 0.5, HistoryOrders: 300})
+		// The smallest bucket ever documented (50 points/s) sustains
+		// about 0.8 full orders a second (about 63 points each, lines,
+		// customer, addresses, refunds and fulfilments included): a live
+		// load it keeps up with (re-sweeps fetch windows again), and a
+		// backlog that takes its bucket more than a minute.
+		sim.ShopConfig{Name: "std", Token: "chaos-std-token", ShopifyCost: &std, LiveRate: 0.08, HistoryOrders: 60})
 	cfg.ShopifyCost = sim.CostLimit{RestoreRate: 2000, MaxAvailable: 20000}
 	cfg.ShopifyBulk = sim.BulkConfig{Duration: time.Second, FailRate: 0.5, DropRate: 0.2, URLTTL: 3 * time.Second}
 	return cfg
