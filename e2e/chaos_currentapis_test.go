@@ -75,7 +75,7 @@ func withCurrentAPIShops(cfg sim.Config) sim.Config {
 		// customer, addresses, refunds and fulfilments included): a live
 		// load it keeps up with (re-sweeps fetch windows again), and a
 		// backlog that takes its bucket more than a minute.
-		sim.ShopConfig{Name: "std", Token: "chaos-std-token", ShopifyCost: &std, LiveRate: 0.08, HistoryOrders: 60})
+		sim.ShopConfig{Name: "std", Token: "chaos-std-token", ShopifyCost: &std, LiveRate: 0.05, HistoryOrders: 40})
 	cfg.ShopifyCost = sim.CostLimit{RestoreRate: 2000, MaxAvailable: 20000}
 	cfg.ShopifyBulk = sim.BulkConfig{Duration: time.Second, FailRate: 0.5, DropRate: 0.2, URLTTL: 3 * time.Second}
 	return cfg
