@@ -74,7 +74,7 @@ func withCurrentAPIShops(cfg sim.Config) sim.Config {
 		// about 0.8 full orders a second (about 63 points each, lines,
 		// customer, addresses, refunds and fulfilments included): a live
 		// load it keeps up with (re-sweeps fetch windows again), and a
-		// backlog that takes its bucket more than a minute.
+		// backlog that takes its bucket about a minute.
 		sim.ShopConfig{Name: "std", Token: "chaos-std-token", ShopifyCost: &std, LiveRate: 0.05, HistoryOrders: 40})
 	cfg.ShopifyCost = sim.CostLimit{RestoreRate: 2000, MaxAvailable: 20000}
 	cfg.ShopifyBulk = sim.BulkConfig{Duration: time.Second, FailRate: 0.5, DropRate: 0.2, URLTTL: 3 * time.Second}
