@@ -24,25 +24,7 @@ func (s *Simulator) handleGet(w http.ResponseWriter, r *http.Request) {
 	authed := bearerMatches(r, sh.token)
 	now := s.now()
 
-	sh.mu.Lock()
-	sh.stats.Requests++
-	sh.peak.add(now)
-	if rps := sh.bucket.rl.RPS; rps > 0 {
-		w.Header().Set("X-RateLimit-Limit", strconv.FormatFloat(rps, 'f', -1, 64))
-	}
-	if !authed {
-		sh.stats.Unauthorized++
-		sh.mu.Unlock()
-		w.Header().Set("WWW-Authenticate", `Bearer realm="sim"`)
-		writeError(w, http.StatusUnauthorized, "invalid or missing bearer token")
-		return
-	}
-	if ok, wait := sh.bucket.allow(now); !ok {
-		sh.stats.RateLimited++
-		msg := fmt.Sprintf("rate limit exceeded: %v requests/s, burst %v", sh.bucket.rl.RPS, sh.bucket.burst())
-		sh.mu.Unlock()
-		w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(wait), 10))
-		writeError(w, http.StatusTooManyRequests, msg)
+	if !sh.admit(w, authed, now) {
 		return
 	}
 	plan := drawFault(sh.faults, &sh.faultRand)

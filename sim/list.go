@@ -73,6 +73,36 @@ type listBody struct {
 	NextPageToken string      `json:"next_page_token,omitempty"`
 }
 
+// admit runs the checks every request to a shop's REST endpoints passes
+// before its own validation, in the order a real platform applies them:
+// count it, authenticate, then take a rate-limit token. On success it
+// returns true with sh.mu held (the caller goes on under the same lock and
+// unlocks); otherwise it has answered the request and released the lock.
+func (sh *shop) admit(w http.ResponseWriter, authed bool, now int64) bool {
+	sh.mu.Lock()
+	sh.stats.Requests++
+	sh.peak.add(now)
+	if rps := sh.bucket.rl.RPS; rps > 0 {
+		w.Header().Set("X-RateLimit-Limit", strconv.FormatFloat(rps, 'f', -1, 64))
+	}
+	if !authed {
+		sh.stats.Unauthorized++
+		sh.mu.Unlock()
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sim"`)
+		writeError(w, http.StatusUnauthorized, "invalid or missing bearer token")
+		return false
+	}
+	if ok, wait := sh.bucket.allow(now); !ok {
+		sh.stats.RateLimited++
+		msg := fmt.Sprintf("rate limit exceeded: %v requests/s, burst %v", sh.bucket.rl.RPS, sh.bucket.burst())
+		sh.mu.Unlock()
+		w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(wait), 10))
+		writeError(w, http.StatusTooManyRequests, msg)
+		return false
+	}
+	return true
+}
+
 // handleList serves GET /shops/{shop}/orders. The checks run in the order a
 // real platform applies them: route, authentication, rate limit, request
 // validation, then (on valid requests only) injected faults.
@@ -86,25 +116,7 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request) {
 	authed := bearerMatches(r, sh.token)
 	now := s.now()
 
-	sh.mu.Lock()
-	sh.stats.Requests++
-	sh.peak.add(now)
-	if rps := sh.bucket.rl.RPS; rps > 0 {
-		w.Header().Set("X-RateLimit-Limit", strconv.FormatFloat(rps, 'f', -1, 64))
-	}
-	if !authed {
-		sh.stats.Unauthorized++
-		sh.mu.Unlock()
-		w.Header().Set("WWW-Authenticate", `Bearer realm="sim"`)
-		writeError(w, http.StatusUnauthorized, "invalid or missing bearer token")
-		return
-	}
-	if ok, wait := sh.bucket.allow(now); !ok {
-		sh.stats.RateLimited++
-		msg := fmt.Sprintf("rate limit exceeded: %v requests/s, burst %v", sh.bucket.rl.RPS, sh.bucket.burst())
-		sh.mu.Unlock()
-		w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(wait), 10))
-		writeError(w, http.StatusTooManyRequests, msg)
+	if !sh.admit(w, authed, now) {
 		return
 	}
 	cur := cursor{shop: sh.hash, from: q.from, to: q.to, after: entry{upd: ceilMicros(q.from)}}
