@@ -174,6 +174,34 @@ type amazonPagination struct {
 	NextToken string `json:"nextToken"`
 }
 
+// amazonAdmit runs the checks searchOrders and getOrder share, in SP-API's
+// order: count the request, the access token (403), then the seller's one
+// usage-plan bucket (429). On success it returns true with sh.mu held (the
+// caller goes on under the same lock and unlocks); otherwise it has answered
+// the request and released the lock.
+func (sh *shop) amazonAdmit(w http.ResponseWriter, authed bool, denied string, now int64) bool {
+	sh.mu.Lock()
+	sh.stats.Requests++
+	sh.peak.add(now)
+	if rps := sh.bucket.rl.RPS; rps > 0 {
+		w.Header().Set("x-amzn-RateLimit-Limit", strconv.FormatFloat(rps, 'f', -1, 64))
+	}
+	if !authed {
+		sh.stats.Unauthorized++
+		sh.mu.Unlock()
+		writeAmazonError(w, http.StatusForbidden, amazonUnauthorizedErr, amazonDeniedMessage, denied)
+		return false
+	}
+	if ok, _ := sh.bucket.allow(now); !ok {
+		// SP-API sends no Retry-After: the rate header is the client's guide.
+		sh.stats.RateLimited++
+		sh.mu.Unlock()
+		writeAmazonError(w, http.StatusTooManyRequests, "QuotaExceeded", "You exceeded your quota for the requested resource.", "")
+		return false
+	}
+	return true
+}
+
 // handleAmazonOrders serves GET /shops/{shop}/amazon/orders/2026-01-01/orders
 // in the order SP-API checks: route, access token (403), usage plan (429),
 // request (400), then injected faults.
@@ -188,23 +216,7 @@ func (s *Simulator) handleAmazonOrders(w http.ResponseWriter, r *http.Request) {
 	q, qerr := parseAmazonQuery(r, now)
 	authed, denied := s.amazonAuth(sh, r.Header.Get("x-amz-access-token"), now)
 
-	sh.mu.Lock()
-	sh.stats.Requests++
-	sh.peak.add(now)
-	if rps := sh.bucket.rl.RPS; rps > 0 {
-		w.Header().Set("x-amzn-RateLimit-Limit", strconv.FormatFloat(rps, 'f', -1, 64))
-	}
-	if !authed {
-		sh.stats.Unauthorized++
-		sh.mu.Unlock()
-		writeAmazonError(w, http.StatusForbidden, amazonUnauthorizedErr, amazonDeniedMessage, denied)
-		return
-	}
-	if ok, _ := sh.bucket.allow(now); !ok {
-		// SP-API sends no Retry-After: the rate header is the client's guide.
-		sh.stats.RateLimited++
-		sh.mu.Unlock()
-		writeAmazonError(w, http.StatusTooManyRequests, "QuotaExceeded", "You exceeded your quota for the requested resource.", "")
+	if !sh.amazonAdmit(w, authed, denied, now) {
 		return
 	}
 	cur := amazonCursor{cursor: cursor{shop: sh.hash, from: q.from, to: q.to, after: entry{upd: ceilMicros(q.from)}}}

@@ -223,22 +223,7 @@ func (s *Simulator) handleAmazonOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	authed, denied := s.amazonAuth(sh, r.Header.Get("x-amz-access-token"), now)
-	sh.mu.Lock()
-	sh.stats.Requests++
-	sh.peak.add(now)
-	if rps := sh.bucket.rl.RPS; rps > 0 {
-		w.Header().Set("x-amzn-RateLimit-Limit", strconv.FormatFloat(rps, 'f', -1, 64))
-	}
-	if !authed {
-		sh.stats.Unauthorized++
-		sh.mu.Unlock()
-		writeAmazonError(w, http.StatusForbidden, amazonUnauthorizedErr, amazonDeniedMessage, denied)
-		return
-	}
-	if ok, _ := sh.bucket.allow(now); !ok {
-		sh.stats.RateLimited++
-		sh.mu.Unlock()
-		writeAmazonError(w, http.StatusTooManyRequests, "QuotaExceeded", "You exceeded your quota for the requested resource.", "")
+	if !sh.amazonAdmit(w, authed, denied, now) {
 		return
 	}
 	include := map[string]bool{}
