@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"cmp"
 	"encoding/json"
 	"math/big"
 	"strings"
@@ -106,6 +107,16 @@ type gqlTaxLine struct {
 	Title    string      `json:"title"`
 	Rate     json.Number `json:"rate"`
 	PriceSet *gqlMoney   `json:"priceSet"`
+}
+
+// gqlTaxTotal is the sum of tax lines' amounts, "" when there are none or
+// one is not a decimal (not stated rather than a wrong total).
+func gqlTaxTotal(ls []gqlTaxLine) string {
+	taxes := make([]string, 0, len(ls))
+	for _, t := range ls {
+		taxes = append(taxes, t.PriceSet.amount())
+	}
+	return decimalSum(taxes...)
 }
 
 type gqlAddress struct {
@@ -220,25 +231,15 @@ func canonicalShopifyGraphQL(o Order) *order.Canonical {
 	}
 	if s := n.ShippingLines; s != nil {
 		for _, l := range s.Nodes {
-			price := l.DiscountedPriceSet.amount()
-			if price == "" {
-				price = l.OriginalPriceSet.amount()
-			}
-			taxes := make([]string, 0, len(l.TaxLines))
-			for _, t := range l.TaxLines {
-				taxes = append(taxes, t.PriceSet.amount())
-			}
-			c.Shipping = append(c.Shipping, order.ShippingLine{Title: l.Title, Code: l.Code, Price: price, Tax: decimalSum(taxes...)})
+			price := cmp.Or(l.DiscountedPriceSet.amount(), l.OriginalPriceSet.amount())
+			c.Shipping = append(c.Shipping, order.ShippingLine{Title: l.Title, Code: l.Code, Price: price, Tax: gqlTaxTotal(l.TaxLines)})
 		}
 	}
 	if cu := n.Customer; cu != nil || n.Email != "" || n.Phone != "" {
 		cc := &order.Customer{Email: n.Email, Phone: n.Phone}
 		if cu != nil {
 			cc.ID, _ = shopifyID(cu.ID, "Customer")
-			cc.Name = strings.TrimSpace(cu.FirstName + " " + cu.LastName)
-			if cc.Name == "" {
-				cc.Name = cu.DisplayName
-			}
+			cc.Name = cmp.Or(strings.TrimSpace(cu.FirstName+" "+cu.LastName), cu.DisplayName)
 			if cc.Email == "" && cu.DefaultEmailAddress != nil {
 				cc.Email = cu.DefaultEmailAddress.EmailAddress
 			}
@@ -252,16 +253,8 @@ func canonicalShopifyGraphQL(o Order) *order.Canonical {
 	if li := n.LineItems; li != nil {
 		for _, l := range li.Nodes {
 			id, _ := shopifyID(l.ID, "LineItem")
-			title := l.Name
-			if title == "" {
-				title = l.Title
-			}
-			taxes := make([]string, 0, len(l.TaxLines))
-			for _, t := range l.TaxLines {
-				taxes = append(taxes, t.PriceSet.amount())
-			}
-			c.Lines = append(c.Lines, order.CanonicalLine{ID: id, SKU: l.SKU, Title: title, Quantity: l.Quantity,
-				UnitPrice: l.OriginalUnitPriceSet.amount(), Total: l.DiscountedTotalSet.amount(), Tax: decimalSum(taxes...),
+			c.Lines = append(c.Lines, order.CanonicalLine{ID: id, SKU: l.SKU, Title: cmp.Or(l.Name, l.Title), Quantity: l.Quantity,
+				UnitPrice: l.OriginalUnitPriceSet.amount(), Total: l.DiscountedTotalSet.amount(), Tax: gqlTaxTotal(l.TaxLines),
 				Discount: nonZero(l.TotalDiscountSet.amount())})
 		}
 	} else {
@@ -286,6 +279,15 @@ type restTaxLine struct {
 	Title string      `json:"title"`
 	Rate  json.Number `json:"rate"`
 	Price string      `json:"price"`
+}
+
+// restTaxTotal is gqlTaxTotal for REST tax lines.
+func restTaxTotal(ls []restTaxLine) string {
+	taxes := make([]string, 0, len(ls))
+	for _, t := range ls {
+		taxes = append(taxes, t.Price)
+	}
+	return decimalSum(taxes...)
 }
 
 type restAddress struct {
@@ -411,15 +413,8 @@ func canonicalShopifyREST(o Order) *order.Canonical {
 		}
 	}
 	for _, l := range n.ShippingLines {
-		price := decimalOrEmpty(l.DiscountedPrice)
-		if price == "" {
-			price = decimalOrEmpty(l.Price)
-		}
-		taxes := make([]string, 0, len(l.TaxLines))
-		for _, t := range l.TaxLines {
-			taxes = append(taxes, t.Price)
-		}
-		c.Shipping = append(c.Shipping, order.ShippingLine{Title: l.Title, Code: l.Code, Price: price, Tax: decimalSum(taxes...)})
+		price := cmp.Or(decimalOrEmpty(l.DiscountedPrice), decimalOrEmpty(l.Price))
+		c.Shipping = append(c.Shipping, order.ShippingLine{Title: l.Title, Code: l.Code, Price: price, Tax: restTaxTotal(l.TaxLines)})
 	}
 	if cu := n.Customer; cu != nil || n.Email != "" || n.Phone != "" {
 		cc := &order.Customer{Email: n.Email, Phone: n.Phone}
@@ -441,14 +436,6 @@ func canonicalShopifyREST(o Order) *order.Canonical {
 		return c
 	}
 	for _, l := range n.LineItems {
-		title := l.Name
-		if title == "" {
-			title = l.Title
-		}
-		taxes := make([]string, 0, len(l.TaxLines))
-		for _, t := range l.TaxLines {
-			taxes = append(taxes, t.Price)
-		}
 		allocated := make([]string, 0, len(l.DiscountAllocations))
 		for _, a := range l.DiscountAllocations {
 			allocated = append(allocated, a.Amount)
@@ -460,8 +447,8 @@ func canonicalShopifyREST(o Order) *order.Canonical {
 		if total != "" && discount != "" {
 			total = decimalSum(total, "-"+discount)
 		}
-		c.Lines = append(c.Lines, order.CanonicalLine{ID: l.ID.String(), SKU: l.SKU, Title: title, Quantity: l.Quantity,
-			UnitPrice: decimalOrEmpty(l.Price), Total: total, Tax: decimalSum(taxes...), Discount: nonZero(discount)})
+		c.Lines = append(c.Lines, order.CanonicalLine{ID: l.ID.String(), SKU: l.SKU, Title: cmp.Or(l.Name, l.Title), Quantity: l.Quantity,
+			UnitPrice: decimalOrEmpty(l.Price), Total: total, Tax: restTaxTotal(l.TaxLines), Discount: nonZero(discount)})
 	}
 	return c
 }
