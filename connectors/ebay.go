@@ -283,15 +283,5 @@ func (c *ebayConnector) GetOrder(ctx context.Context, req OrderRequest) (Order, 
 	if err != nil {
 		return Order{}, asTransportError(c.platform, err)
 	}
-	if is404(resp) {
-		return Order{}, refetchNotFound(c.platform, req.ID)
-	}
-	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
-		return Order{}, err
-	}
-	orders, err := decodeOrders(c.platform, 1, []jsonItem{{Raw: resp.Body()}}, c.order)
-	if err != nil {
-		return Order{}, err
-	}
-	return orders[0], nil
+	return decodeGotOrder(c.platform, c.cred, req.ID, resp, c.order)
 }
