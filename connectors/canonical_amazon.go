@@ -102,16 +102,8 @@ type amazon2026Full struct {
 		FulfillmentServiceLevel string `json:"fulfillmentServiceLevel"`
 	} `json:"fulfillment"`
 	OrderItems []struct {
-		OrderItemID     string `json:"orderItemId"`
-		QuantityOrdered int64  `json:"quantityOrdered"`
-		Product         *struct {
-			Title     string `json:"title"`
-			SellerSKU string `json:"sellerSku"`
-			Price     *struct {
-				UnitPrice *amazonMoney `json:"unitPrice"`
-			} `json:"price"`
-		} `json:"product"`
-		Proceeds *struct {
+		amazon2026Item // what a line takes on the list path, so both read one item shape
+		Proceeds       *struct {
 			Breakdowns amazonBreakdowns `json:"breakdowns"`
 		} `json:"proceeds"`
 		Promotion *struct {
