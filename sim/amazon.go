@@ -174,6 +174,18 @@ type amazonPagination struct {
 	NextToken string `json:"nextToken"`
 }
 
+// amazonSeller stamps the request id every SP-API answer carries and finds
+// the seller the route names; nil when there is none (answered 404).
+func (s *Simulator) amazonSeller(w http.ResponseWriter, r *http.Request) *shop {
+	w.Header().Set("x-amzn-RequestId", fmt.Sprintf("sim-%d", s.now()))
+	sh, ok := s.byName[r.PathValue("shop")]
+	if !ok {
+		writeAmazonError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Unknown seller %q.", r.PathValue("shop")), "")
+		return nil
+	}
+	return sh
+}
+
 // amazonAdmit runs the checks searchOrders and getOrder share, in SP-API's
 // order: count the request, the access token (403), then the seller's one
 // usage-plan bucket (429). On success it returns true with sh.mu held (the
@@ -206,10 +218,8 @@ func (sh *shop) amazonAdmit(w http.ResponseWriter, authed bool, denied string, n
 // in the order SP-API checks: route, access token (403), usage plan (429),
 // request (400), then injected faults.
 func (s *Simulator) handleAmazonOrders(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("x-amzn-RequestId", fmt.Sprintf("sim-%d", s.now()))
-	sh, ok := s.byName[r.PathValue("shop")]
-	if !ok {
-		writeAmazonError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Unknown seller %q.", r.PathValue("shop")), "")
+	sh := s.amazonSeller(w, r)
+	if sh == nil {
 		return
 	}
 	now := s.now()

@@ -215,10 +215,8 @@ func amazonBreakdown(o wireOrder) (items, ship string, ok bool) {
 // (400); an order id the seller does not have is 404 "The resource
 // specified does not exist.", as the model documents.
 func (s *Simulator) handleAmazonOrder(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("x-amzn-RequestId", fmt.Sprintf("sim-%d", s.now()))
-	sh, ok := s.byName[r.PathValue("shop")]
-	if !ok {
-		writeAmazonError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Unknown seller %q.", r.PathValue("shop")), "")
+	sh := s.amazonSeller(w, r)
+	if sh == nil {
 		return
 	}
 	now := s.now()
