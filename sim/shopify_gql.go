@@ -388,6 +388,7 @@ func (d gqlDocument) expand(sel []gqlSel, depth int) ([]gqlSel, error) {
 		if s.spread != "" {
 			f, ok := d.frags[s.spread]
 			if !ok {
+				//lint:ignore ST1005 Shopify's own error text, as a client sees it
 				return nil, fmt.Errorf("Fragment %s was used, but not defined", s.spread)
 			}
 			x, err := d.expand(f, depth+1)
