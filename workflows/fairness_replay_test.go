@@ -95,17 +95,21 @@ func accountOf(t *testing.T, started *historypb.WorkflowExecutionStartedEventAtt
 		var in api.DeliveryInput
 		mustDecode(started.GetInput(), &in)
 		return in.Destination.Name
+	case api.RefetchWorkflowType:
+		var in api.RefetchInput
+		mustDecode(started.GetInput(), &in)
+		return in.Platform.Name
 	}
 	t.Fatalf("unknown workflow type %s", started.GetWorkflowType().GetName())
 	return ""
 }
 
 // TestReplayGivesEveryTaskItsFairnessKey replays every recorded history
-// (cursors, slices, dead-letter workflows, deliveries of every release)
-// and requires every activity and child workflow today's code asks for to
-// carry its account's fairness key: a task without one would be served
-// first come, first served on a queue the accounts share, behind a huge
-// account's backlog. Keys ride on commands the replayer does not compare,
+// (cursors, slices, dead-letter workflows, deliveries, refetches; every
+// release) and requires every activity and child workflow today's code
+// asks for to carry its account's fairness key: a task without one would
+// be served first come, first served on a queue the accounts share,
+// behind a huge account's backlog. Keys ride on commands the replayer does not compare,
 // so old histories replay with them (versions.go, "Not versioned").
 func TestReplayGivesEveryTaskItsFairnessKey(t *testing.T) {
 	kinds := map[string]bool{}
@@ -144,7 +148,7 @@ func TestReplayGivesEveryTaskItsFairnessKey(t *testing.T) {
 	}
 	// The histories must exercise the commands this test is about, or it
 	// proves nothing.
-	for _, k := range []string{"child FetchSlice", "activity FetchPage", "activity RecordDeadLetter", "activity NextBatch", "activity DeliverChanges"} {
+	for _, k := range []string{"child FetchSlice", "activity FetchPage", "activity RecordDeadLetter", "activity NextBatch", "activity DeliverChanges", "activity RefetchOrder"} {
 		require.True(t, kinds[k], "no recorded history asks for %s; the check covers less than it claims", k)
 	}
 }

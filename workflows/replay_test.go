@@ -95,7 +95,8 @@ func TestReplayIssuesTheRecordedCommands(t *testing.T) {
 }
 
 // workflowIDOf is the ID the workflow ran under, which histories do not
-// record: FetchSlice reads it (the slice ID in every page request).
+// record: FetchSlice reads it (the slice ID in every page request); the
+// others get the ID they are started with, so replay runs as they ran.
 func workflowIDOf(t *testing.T, started *historypb.WorkflowExecutionStartedEventAttributes) string {
 	t.Helper()
 	switch started.GetWorkflowType().GetName() {
@@ -115,6 +116,10 @@ func workflowIDOf(t *testing.T, started *historypb.WorkflowExecutionStartedEvent
 		var in api.DeliveryInput
 		mustDecode(started.GetInput(), &in)
 		return api.DeliveryWorkflowID(in.Destination.Name)
+	case api.RefetchWorkflowType:
+		var in api.RefetchInput
+		mustDecode(started.GetInput(), &in)
+		return api.RefetchWorkflowID(in.Platform.Name, in.OrderID)
 	}
 	t.Fatalf("unknown workflow type %s", started.GetWorkflowType().GetName())
 	return ""
