@@ -72,25 +72,8 @@ func fillStore(t *testing.T, st store.Store, conn connectors.Connector, platform
 // cursor never fetched. verify judges only [start, watermark) and finds
 // nothing missing; main counted those orders as missing.
 func TestVerifyJudgesFromTheCursorsStart(t *testing.T) {
-	t.Setenv("ORDERSYNC_LOG_LEVEL", "error")
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	s, err := sim.New(sim.Config{Seed: 7, Shops: []sim.ShopConfig{{Name: "acme", Token: "acme-token"}}, AdminToken: "admin-token",
-		History: 48 * time.Hour, HistoryOrders: 60, MaxUpdates: 3, UpdateSpread: 24 * time.Hour, Late: time.Minute,
-		Clock: func() time.Time { return now }})
-	require.NoError(t, err)
-	srv, err := s.Start("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	t.Setenv("ORDERSYNC_TEST_ACME_TOKEN", "acme-token")
-	file := writePlatforms(t, fmt.Sprintf(`
-platforms:
-  sim-acme:
-    kind: sim
-    endpoint: %s
-    credentials: {env: ORDERSYNC_TEST_ACME_TOKEN}
-`, srv.ShopURL("acme")))
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "orders.db")
-	t.Setenv("ORDERSYNC_STORE_DSN", dsn)
+	s, file, dsn := startVerifySim(t, now)
 	st, err := store.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	defer st.Close()

@@ -22,26 +22,8 @@ import (
 // changes the lines of stored orders: verify reports them as "lines
 // differ" and exits 1, and --lines=false does not look.
 func TestVerifyComparesLines(t *testing.T) {
-	t.Setenv("ORDERSYNC_LOG_LEVEL", "error")
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	s, err := sim.New(sim.Config{Seed: 7, Shops: []sim.ShopConfig{{Name: "acme", Token: "acme-token"}}, AdminToken: "admin-token",
-		History: 48 * time.Hour, HistoryOrders: 60, MaxUpdates: 3, UpdateSpread: 24 * time.Hour, Late: time.Minute,
-		Clock: func() time.Time { return now }})
-	require.NoError(t, err)
-	srv, err := s.Start("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-
-	t.Setenv("ORDERSYNC_TEST_ACME_TOKEN", "acme-token")
-	file := writePlatforms(t, fmt.Sprintf(`
-platforms:
-  sim-acme:
-    kind: sim
-    endpoint: %s
-    credentials: {env: ORDERSYNC_TEST_ACME_TOKEN}
-`, srv.ShopURL("acme")))
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "orders.db")
-	t.Setenv("ORDERSYNC_STORE_DSN", dsn)
+	_, file, dsn := startVerifySim(t, now)
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
 	require.NoError(t, err)
@@ -107,4 +89,30 @@ func storedOrder(t *testing.T, st store.Store, id string) store.StoredOrder {
 	require.True(t, ok, id)
 	require.NotEmpty(t, o.Lines, id)
 	return o
+}
+
+// startVerifySim starts a simulator with shop acme (its clock held at now,
+// 48 hours of history), writes a platforms file naming it sim-acme and
+// points the store at a fresh SQLite file: what the verify tests share.
+func startVerifySim(t *testing.T, now time.Time) (*sim.Simulator, string, string) {
+	t.Helper()
+	t.Setenv("ORDERSYNC_LOG_LEVEL", "error")
+	s, err := sim.New(sim.Config{Seed: 7, Shops: []sim.ShopConfig{{Name: "acme", Token: "acme-token"}}, AdminToken: "admin-token",
+		History: 48 * time.Hour, HistoryOrders: 60, MaxUpdates: 3, UpdateSpread: 24 * time.Hour, Late: time.Minute,
+		Clock: func() time.Time { return now }})
+	require.NoError(t, err)
+	srv, err := s.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	t.Setenv("ORDERSYNC_TEST_ACME_TOKEN", "acme-token")
+	file := writePlatforms(t, fmt.Sprintf(`
+platforms:
+  sim-acme:
+    kind: sim
+    endpoint: %s
+    credentials: {env: ORDERSYNC_TEST_ACME_TOKEN}
+`, srv.ShopURL("acme")))
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "orders.db")
+	t.Setenv("ORDERSYNC_STORE_DSN", dsn)
+	return s, file, dsn
 }
