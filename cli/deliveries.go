@@ -362,7 +362,7 @@ func (a *App) printDeliveryReports(ctx context.Context, names []string, check de
 // range not yet confirmed: its seqs and whether it is in flight or waits.
 func writeDeliveryTable(w io.Writer, reports []deliveryReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DESTINATION\tSTATE\tACKED\tHEAD\tACCEPTED\tPENDING\tPOISON\tLAST ERROR")
+	fmt.Fprintln(tw, "DESTINATION\tSTATE\tACKED\tHEAD\tACCEPTED\tPENDING\tOVERDUE\tPOISON\tLAST ERROR")
 	var lanes []deliveryReport
 	for _, r := range reports {
 		var acked int64
@@ -373,7 +373,7 @@ func writeDeliveryTable(w io.Writer, reports []deliveryReport) error {
 				lanes = append(lanes, r)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", term(r.Destination), term(r.state()), acked, r.Head, r.Accepted, r.Pending, r.Poison, clipText(lastErr, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", term(r.Destination), term(r.state()), acked, r.Head, r.Accepted, r.Pending, r.Overdue, r.Poison, clipText(lastErr, 80))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

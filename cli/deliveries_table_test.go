@@ -21,13 +21,15 @@ func TestDeliveryTableShowsPendingLanes(t *testing.T) {
 	one := api.DeliveryStatus{State: api.DeliveryState{Acked: 50}}
 	reports := []deliveryReport{
 		{Destination: "oms", Running: true, Status: &inFlight, Head: 200, Accepted: 200, Pending: 100},
-		{Destination: "erp", Running: true, Status: &backoff, Head: 200, Accepted: 20, Pending: 2},
+		{Destination: "erp", Running: true, Status: &backoff, Head: 200, Accepted: 20, Pending: 2, Overdue: 1},
 		{Destination: "wms", Running: true, Status: &one, Head: 200, Accepted: 50},
 	}
 	var out bytes.Buffer
 	require.NoError(t, writeDeliveryTable(&out, reports))
 	text := out.String()
-	require.Regexp(t, `(?m)^oms\s+delivering\s+100\s+200\s+200\s+100\s+0\s*$`, text)
+	require.Regexp(t, `(?m)^DESTINATION\s+STATE\s+ACKED\s+HEAD\s+ACCEPTED\s+PENDING\s+OVERDUE\s+POISON\s+LAST ERROR\s*$`, text)
+	require.Regexp(t, `(?m)^oms\s+delivering\s+100\s+200\s+200\s+100\s+0\s+0\s*$`, text)
+	require.Regexp(t, `(?m)^erp\s+\S+.*\s+200\s+20\s+2\s+1\s+0\s+HTTP 503\s*$`, text, "the overdue count is a column, not only in -o json")
 	require.Regexp(t, `(?m)^DESTINATION\s+PENDING RANGE\s+LANE\s+SEQS\s+CHANGES\s+STATE\s*$`, text)
 	require.Regexp(t, `(?m)^oms\s+101\.\.180\s+1/4\s+101\.\.180\s+3\s+in flight\s*$`, text)
 	require.Regexp(t, `(?m)^oms\s+101\.\.180\s+3/4\s+117\.\.117\s+1\s+in flight\s*$`, text)
