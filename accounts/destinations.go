@@ -18,11 +18,13 @@ import (
 // manage destinations.
 type DeliveryEngine interface {
 	// StartDelivery makes the destination's Delivery workflow run with
-	// these settings: it starts one, or hands a running one the settings.
-	StartDelivery(ctx context.Context, d config.Destination) error
+	// these settings, read at the registry's revision: it starts one, or
+	// hands a running one the settings.
+	StartDelivery(ctx context.Context, d config.Destination, revision int64) error
 	// ReconfigureDelivery hands a running Delivery new settings (its
-	// `config` message); one that does not run is left alone.
-	ReconfigureDelivery(ctx context.Context, d config.Destination) error
+	// `config` message), read at revision; one that does not run is left
+	// alone.
+	ReconfigureDelivery(ctx context.Context, d config.Destination, revision int64) error
 	// StopDelivery ends the destination's Delivery and returns once it has
 	// ended, so that nothing of it acknowledges the feed afterwards.
 	StopDelivery(ctx context.Context, name string) error
@@ -119,7 +121,7 @@ func (s *Service) AddDestination(ctx context.Context, d config.Destination, opts
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := eng.StartDelivery(ctx, d); err != nil {
+	if err := eng.StartDelivery(ctx, d, e.Revision); err != nil {
 		return e, &EngineError{Entry: e, Step: "start", Fix: "run `ordersync deliveries start " + d.Name + "`", Err: err}
 	}
 	return e, nil
@@ -158,7 +160,7 @@ func (s *Service) EditDestination(ctx context.Context, name string, expect int64
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := eng.ReconfigureDelivery(ctx, d); err != nil {
+	if err := eng.ReconfigureDelivery(ctx, d, e.Revision); err != nil {
 		return e, &EngineError{Entry: e, Step: "reconfigure", Fix: "run `ordersync deliveries edit " + name + "` again", Err: err}
 	}
 	return e, nil
@@ -180,19 +182,47 @@ func (s *Service) RemoveDestination(ctx context.Context, name string) (Entry, er
 			return Entry{}, err
 		}
 	}
+	return e, s.stopAndRelease(ctx, eng, e, name)
+}
+
+// RemoveUnregisteredDestination removes a destination only a platforms
+// file declares (never registered, so RemoveDestination finds nothing):
+// it is registered as removed, which makes workers refuse it and a worker
+// seeding the registry from the file leave it alone, then its Delivery is
+// ended and its consumer row released as RemoveDestination does. A
+// destination registered meanwhile is left to RemoveDestination (the
+// create-only write fails with ErrConflict).
+func (s *Service) RemoveUnregisteredDestination(ctx context.Context, d config.Destination) (Entry, error) {
+	eng, err := s.deliveryEngine()
+	if err != nil {
+		return Entry{}, err
+	}
+	if ve := d.Validate(nil); ve != nil {
+		return Entry{}, ve
+	}
+	e, err := s.putDestination(ctx, d, Removed, 0)
+	if err != nil {
+		return Entry{}, err
+	}
+	return e, s.stopAndRelease(ctx, eng, e, d.Name)
+}
+
+// stopAndRelease ends a removed destination's Delivery and then releases
+// its consumer row in the change feed.
+func (s *Service) stopAndRelease(ctx context.Context, eng DeliveryEngine, e Entry, name string) error {
 	fix := "run `ordersync deliveries remove " + name + "` again"
 	if err := eng.StopDelivery(ctx, name); err != nil {
-		return e, &EngineError{Entry: e, Step: "stop", Fix: fix, Err: err}
+		return &EngineError{Entry: e, Step: "stop", Fix: fix, Err: err}
 	}
 	rel := s.releaser()
 	if rel == nil {
-		return e, &EngineError{Entry: e, Step: "release", Fix: fix + " with a store",
+		return &EngineError{Entry: e, Step: "release", Fix: fix + " with a store",
 			Err: errors.New("no change feed to release the destination's consumer row from")}
 	}
 	if _, err := rel.ReleaseConsumer(ctx, name); err != nil {
-		return e, &EngineError{Entry: e, Step: "release", Fix: fix, Err: err}
+		return &EngineError{Entry: e, Step: "release", Fix: fix, Err: err}
 	}
-	return e, nil
+	return nil
 }
 
 // ApplyDestinations makes the registry hold exactly the given destinations'
@@ -256,7 +286,7 @@ func (s *Service) applyDestination(ctx context.Context, eng DeliveryEngine, d co
 		decode:         DecodeDestination,
 		add:            s.AddDestination,
 		edit:           s.EditDestination,
-		start:          func(ctx context.Context, d config.Destination, _ int64) error { return eng.StartDelivery(ctx, d) },
+		start:          eng.StartDelivery,
 		startFix:       "run `ordersync deliveries start " + d.Name + "`",
 		startAfterEdit: true,
 	})

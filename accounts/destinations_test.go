@@ -132,6 +132,34 @@ func TestDestinationRemovalFinishesLater(t *testing.T) {
 	require.Equal(t, "release", ee.Step)
 }
 
+// TestUnregisteredDestinationRemoval: a destination only a platforms file
+// declares (its Delivery runs, its consumer row holds the feed) can be
+// removed: it is registered as removed, so workers refuse it and seeding
+// from the file leaves it alone, then its Delivery is stopped and only
+// then its row released. A registered one is refused (remove it by name).
+func TestUnregisteredDestinationRemoval(t *testing.T) {
+	ctx := context.Background()
+	svc, reg, eng := newDestService()
+	_, err := svc.RemoveDestination(ctx, "file-oms")
+	require.ErrorIs(t, err, accounts.ErrNotFound, "nothing registered under the name")
+
+	e, err := svc.RemoveUnregisteredDestination(ctx, destination(t, "file-oms"))
+	require.NoError(t, err)
+	require.Equal(t, accounts.Removed, e.State)
+	require.Equal(t, []string{"stop-delivery file-oms", "release file-oms"}, eng.Took())
+	got, found, err := reg.Get(ctx, accounts.ClassDestination, "file-oms")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, accounts.Removed, got.State, "the registry holds the removal")
+
+	_, err = svc.AddDestination(ctx, destination(t, "oms"), accounts.AddOptions{})
+	require.NoError(t, err)
+	eng.Took()
+	_, err = svc.RemoveUnregisteredDestination(ctx, destination(t, "oms"))
+	require.ErrorIs(t, err, accounts.ErrConflict, "a registered destination is removed by name, with its revision")
+	require.Empty(t, eng.Took(), "nothing stopped or released")
+}
+
 // releasingRegistry is a registry kept in a store beside the feed, as
 // store.RegistryOf's are.
 type releasingRegistry struct {

@@ -38,10 +38,17 @@ registered yet are used too.`,
 	return cmd
 }
 
+// selectedDestination is a destination as the registry holds it, at the
+// revision read (0: one only a platforms file declares).
+type selectedDestination struct {
+	config.Destination
+	Revision int64
+}
+
 // selectDestinations returns the named destinations, all when names is
 // empty: from the registry (its settings win), else from the platforms
 // file (one not registered yet). A removed destination is not selected.
-func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.Destination, error) {
+func (a *App) selectDestinations(ctx context.Context, names []string) ([]selectedDestination, error) {
 	f, err := a.loadPlatformsIfAny()
 	if err != nil {
 		return nil, err
@@ -55,14 +62,14 @@ func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.
 	}
 	defer closeReg()
 	if len(names) == 0 {
-		var out []config.Destination
+		var out []selectedDestination
 		seen := map[string]bool{}
 		err := accounts.EachEntry(ctx, reg, accounts.Filter{Class: accounts.ClassDestination}, func(e accounts.Entry) error {
 			d, err := accounts.DecodeDestination(e)
 			if err != nil {
 				return err
 			}
-			out, seen[d.Name] = append(out, d), true
+			out, seen[d.Name] = append(out, selectedDestination{d, e.Revision}), true
 			return nil
 		})
 		if err != nil {
@@ -75,12 +82,12 @@ func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.
 			if e, found, err := reg.Get(ctx, accounts.ClassDestination, d.Name); err != nil {
 				return nil, err
 			} else if !found || e.State != accounts.Removed {
-				out = append(out, d)
+				out = append(out, selectedDestination{Destination: d})
 			}
 		}
 		return out, nil
 	}
-	var out []config.Destination
+	var out []selectedDestination
 	for _, n := range names {
 		e, found, err := reg.Get(ctx, accounts.ClassDestination, n)
 		if err != nil {
@@ -94,7 +101,7 @@ func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, d)
+			out = append(out, selectedDestination{d, e.Revision})
 			continue
 		}
 		d, ok := f.Destination(n)
@@ -102,7 +109,7 @@ func (a *App) selectDestinations(ctx context.Context, names []string) ([]config.
 			return nil, Usage(fmt.Errorf("unknown destination %q: not registered (ordersync deliveries add) and not in a platforms file (%s)",
 				clipText(n, 100), joinOrNone(f.DestinationNames())))
 		}
-		out = append(out, d)
+		out = append(out, selectedDestination{Destination: d})
 	}
 	return out, nil
 }
@@ -123,7 +130,7 @@ func newDeliveriesStartCommand(app *App) *cobra.Command {
 			}
 			defer c.Close()
 			for _, d := range dests {
-				r, err := starter.EnsureDelivery(cmd.Context(), c, d)
+				r, err := starter.EnsureDeliveryAt(cmd.Context(), c, d.Destination, d.Revision)
 				if err != nil {
 					return err
 				}
@@ -332,7 +339,7 @@ func (a *App) printDeliveryReports(ctx context.Context, names []string, check de
 		overdueBefore = time.Now().Add(-check.stuckAfter)
 	}
 	for _, d := range dests {
-		r, err := buildReport(ctx, c, st, d, overdueBefore)
+		r, err := buildReport(ctx, c, st, d.Destination, overdueBefore)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -109,6 +110,10 @@ ended (it is terminated if no worker takes the cancellation within 15s),
 then releases the destination's acknowledged sequence number in the store,
 so compaction no longer keeps changes for it.
 
+A destination only the platforms file declares (never registered) is
+registered as removed, so workers seeding the registry from the file leave
+it alone; take it out of the file too.
+
 If a step after the registry write fails, the command says so; running it
 again finishes the removal. The name stays taken: adding it again needs
 --reuse-removed.`,
@@ -116,7 +121,21 @@ again finishes the removal. The name stays taken: adding it again needs
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRemove(cmd, app, args, func(ctx context.Context, svc *accounts.Service, name string) (accounts.Entry, error) {
-				return svc.RemoveDestination(ctx, name)
+				e, err := svc.RemoveDestination(ctx, name)
+				if !errors.Is(err, accounts.ErrNotFound) {
+					return e, err
+				}
+				// Not registered: one only the platforms file declares
+				// (its Delivery may run and hold the feed) is removed too.
+				f, ferr := app.loadPlatformsIfAny()
+				if ferr != nil || f == nil {
+					return e, err
+				}
+				d, ok := f.Destination(name)
+				if !ok {
+					return e, err
+				}
+				return svc.RemoveUnregisteredDestination(ctx, d)
 			}, printDestinationEntry)
 		},
 	}

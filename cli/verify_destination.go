@@ -80,7 +80,7 @@ func (a *App) verifyDestination(ctx context.Context, name, until string, settle 
 	if err != nil {
 		return err
 	}
-	d := dests[0]
+	d := dests[0].Destination
 	if settle < 0 {
 		return Usage(fmt.Errorf("--settle %s: must not be negative", settle))
 	}

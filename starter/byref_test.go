@@ -125,11 +125,13 @@ func TestDeliveryStartersSendSettingsByReference(t *testing.T) {
 	var input any
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, api.DeliveryWorkflowType, mock.Anything).
 		Run(func(args mock.Arguments) { input = args.Get(3) }).Return(run, nil).Once()
-	require.NoError(t, starter.Engine{Client: c}.StartDelivery(context.Background(), d))
+	require.NoError(t, starter.Engine{Client: c}.StartDelivery(context.Background(), d, 4))
 	in, ok := input.(api.DeliveryInput)
 	require.True(t, ok, "%T", input)
 	requireNone("delivery input", in)
-	require.Equal(t, d.Settings(), in.Destination)
+	want := d.Settings()
+	want.Revision = 4
+	require.Equal(t, want, in.Destination, "the settings and the registry revision they were read at")
 
 	running := &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
 		Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, TaskQueue: d.TaskQueue}}
@@ -137,7 +139,8 @@ func TestDeliveryStartersSendSettingsByReference(t *testing.T) {
 	var signal any
 	c.On("SignalWorkflow", mock.Anything, id, "", api.SignalDeliveryConfig, mock.Anything).
 		Run(func(args mock.Arguments) { signal = args.Get(4) }).Return(nil).Once()
-	require.NoError(t, starter.Engine{Client: c}.ReconfigureDelivery(context.Background(), d))
+	require.NoError(t, starter.Engine{Client: c}.ReconfigureDelivery(context.Background(), d, 6))
 	requireNone("config signal", signal)
-	require.Equal(t, d.Settings(), signal)
+	want.Revision = 6
+	require.Equal(t, want, signal)
 }

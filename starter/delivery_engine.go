@@ -23,17 +23,17 @@ var _ accounts.DeliveryEngine = Engine{}
 const DeliveryStopWait = 15 * time.Second
 
 // StartDelivery implements accounts.DeliveryEngine: the Delivery is
-// started with d, or, when it runs, handed d with its `config` signal so
-// it delivers with the registry's settings.
-func (e Engine) StartDelivery(ctx context.Context, d config.Destination) error {
-	r, err := EnsureDelivery(ctx, e.Client, d)
+// started with d (read at revision), or, when it runs, handed d with its
+// `config` signal so it delivers with the registry's settings.
+func (e Engine) StartDelivery(ctx context.Context, d config.Destination, revision int64) error {
+	r, err := EnsureDeliveryAt(ctx, e.Client, d, revision)
 	if err != nil {
 		return err
 	}
 	if r.Started {
 		return nil
 	}
-	return e.ReconfigureDelivery(ctx, d)
+	return e.ReconfigureDelivery(ctx, d, revision)
 }
 
 // ReconfigureDelivery implements accounts.DeliveryEngine. A signal, as for
@@ -47,7 +47,7 @@ func (e Engine) StartDelivery(ctx context.Context, d config.Destination) error {
 // StopDelivery does) and started again on the new queue; the new run
 // resumes after the store's record of the destination's acknowledgement,
 // which stays below its oldest set-aside change, so nothing is skipped.
-func (e Engine) ReconfigureDelivery(ctx context.Context, d config.Destination) error {
+func (e Engine) ReconfigureDelivery(ctx context.Context, d config.Destination, revision int64) error {
 	id := api.DeliveryWorkflowID(d.Name)
 	info, err := e.runningExecution(ctx, id)
 	if err != nil || info == nil {
@@ -57,12 +57,12 @@ func (e Engine) ReconfigureDelivery(ctx context.Context, d config.Destination) e
 		if err := e.StopDelivery(ctx, d.Name); err != nil {
 			return fmt.Errorf("move %s from task queue %s to %s: %w", id, q, d.TaskQueue, err)
 		}
-		if _, err := EnsureDelivery(ctx, e.Client, d); err != nil {
+		if _, err := EnsureDeliveryAt(ctx, e.Client, d, revision); err != nil {
 			return fmt.Errorf("move %s from task queue %s to %s: %w", id, q, d.TaskQueue, err)
 		}
 		return nil
 	}
-	return e.signal(ctx, id, api.SignalDeliveryConfig, d.Settings())
+	return e.signal(ctx, id, api.SignalDeliveryConfig, destinationAt(d, revision))
 }
 
 // StopDelivery implements accounts.DeliveryEngine. It cancels the

@@ -112,12 +112,12 @@ var (
 )
 
 // StartDelivery implements accounts.DeliveryEngine ("start-delivery oms").
-func (e *Engine) StartDelivery(ctx context.Context, d config.Destination) error {
+func (e *Engine) StartDelivery(ctx context.Context, d config.Destination, _ int64) error {
 	return e.record(ctx, "start-delivery", "start-delivery "+d.Name)
 }
 
 // ReconfigureDelivery implements accounts.DeliveryEngine.
-func (e *Engine) ReconfigureDelivery(ctx context.Context, d config.Destination) error {
+func (e *Engine) ReconfigureDelivery(ctx context.Context, d config.Destination, _ int64) error {
 	return e.record(ctx, "reconfigure-delivery", "reconfigure-delivery "+d.Name)
 }
 

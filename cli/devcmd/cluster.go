@@ -151,7 +151,7 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	if err := startCursors(ctx, app, c, file.Platforms); err != nil {
 		return err
 	}
-	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
+	if err := ensureDeliveries(ctx, app, c, nil, file.Destinations); err != nil {
 		return err
 	}
 	// The hint must be pasteable, and the store's DSN carries a password:

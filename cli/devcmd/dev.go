@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/cli"
 	"github.com/ordersync/ordersync/config"
@@ -161,7 +162,7 @@ func run(ctx context.Context, app *cli.App, o devOptions) error {
 	if err := startCursors(ctx, app, c, file.Platforms); err != nil {
 		return err
 	}
-	if err := ensureDeliveries(ctx, app, c, file.Destinations); err != nil {
+	if err := ensureDeliveries(ctx, app, c, reg, file.Destinations); err != nil {
 		return err
 	}
 	fmt.Fprintf(app.Out, "Orders store:      %s\n", config.StoreLocation(app.Process.StoreDSN)) // never the password
@@ -193,10 +194,20 @@ func startDemoReceiver(ctx context.Context, app *cli.App, listen string) (stop f
 }
 
 // ensureDeliveries starts the destinations' Delivery workflows, as
-// `ordersync deliveries start` does.
-func ensureDeliveries(ctx context.Context, app *cli.App, c client.Client, dests []config.Destination) error {
+// `ordersync deliveries start` does, with the registry's revision of each
+// (SeedRegistry registered them); with no registry at hand (cluster: the
+// worker processes seed it) the revision is left unknown.
+func ensureDeliveries(ctx context.Context, app *cli.App, c client.Client, reg accounts.Registry, dests []config.Destination) error {
 	for _, d := range dests {
-		r, err := starter.EnsureDelivery(ctx, c, d)
+		var revision int64
+		if reg != nil {
+			e, _, err := reg.Get(ctx, accounts.ClassDestination, d.Name)
+			if err != nil {
+				return err
+			}
+			revision = e.Revision
+		}
+		r, err := starter.EnsureDeliveryAt(ctx, c, d, revision)
 		if err != nil {
 			return err
 		}
