@@ -48,7 +48,8 @@ var demoReceiverLine = regexp.MustCompile(`demo-receiver: ([\d,]+) changes recei
 // (its addresses moved to free ports) as `make run` does: orders flow from
 // the simulator through the store to the demo receiver, which checks each
 // signature and prints its counts; `ordersync verify --destination
-// demo-receiver` agrees with what it got.
+// demo-receiver` agrees with what it got; then every command of the
+// README's walkthrough runs as written against it.
 func TestDevDemoReceiver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: runs ordersync dev")
@@ -142,6 +143,9 @@ func TestDevDemoReceiver(t *testing.T) {
 	require.Zero(t, stats.Rejected, "every delivery's signature checked out")
 	require.NotEmpty(t, stats.Platforms)
 	t.Logf("demo receiver: %+v; verify --destination: %d delivered", stats, delivered)
+
+	// A newcomer's second terminal: the README's walkthrough, as written.
+	runReadmeWalkthrough(t, env, file, rcvAddr)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	select {
