@@ -16,6 +16,7 @@ import (
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/textclip"
 	"github.com/ordersync/ordersync/store"
 )
@@ -23,10 +24,8 @@ import (
 // Error types of deliveries.
 const (
 	// ErrDeliveryRefused: the destination refused the batch in a way that
-	// retrying cannot fix (a 4xx other than 408 and 429). The workflow
-	// delivers the batch's changes one by one and sets aside those it
-	// refuses alone.
-	ErrDeliveryRefused = "DeliveryRefused"
+	// retrying cannot fix (delivery.ErrRefused).
+	ErrDeliveryRefused = delivery.ErrRefused
 	// ErrChangesGone: the range no longer holds the changes it was listed
 	// with (compacted meanwhile; only possible for set-aside changes).
 	ErrChangesGone = "ChangesGone"
@@ -63,30 +62,7 @@ type DestinationLookup interface {
 
 type senderEntry struct {
 	settings config.Destination
-	sender   sender
-}
-
-// sender delivers one batch of changes to a destination. It returns nil
-// once the destination confirmed every change, an error of type
-// ErrDeliveryRefused for a refusal retrying cannot fix, and any other
-// error for a failure worth retrying.
-type sender interface {
-	send(ctx context.Context, b batch) error
-	close()
-}
-
-// batch is what a sender sends: the changes of (After, To] with an id a
-// receiver can drop a redelivery by.
-type batch struct {
-	ID          string
-	Destination string
-	api.SeqRange
-	// Lane and Lanes place a lane's batch in its range (Lanes > 1).
-	Lane, Lanes int
-	Changes     []store.Change
-	// Payload is the destination's payload setting, which each sender
-	// encodes every change in (EncodeChange).
-	Payload string
+	sender   delivery.Sender
 }
 
 // laneBatchID names one lane's batch: its first seq, the range's end and
@@ -101,14 +77,6 @@ func laneBatchID(destination string, req api.DeliverRequest) string {
 // redelivered batch carries the same id.
 func batchID(destination string, r api.SeqRange) string {
 	return fmt.Sprintf("%s-%d-%d", destination, r.After+1, r.To)
-}
-
-// senderKinds builds a sender per destination kind; config.DestinationKinds
-// must name the same kinds (TestSenderKindsMatchConfig).
-var senderKinds = map[string]func(config.Destination) (sender, error){
-	"webhook": newWebhookSender,
-	"nats":    newNATSSender,
-	"kafka":   newKafkaSender,
 }
 
 // NextBatch lists the seqs of the destination's next batch after req.After,
@@ -277,13 +245,13 @@ func (a *Activities) DeliverChanges(ctx context.Context, req api.DeliverRequest)
 	// The payload is read from the destination's settings here, per
 	// batch, like its URL: an edit applies from the next batch, and the
 	// workflow's input never carries it.
-	b := batch{ID: batchID(d.Name, req.SeqRange), Destination: d.Name, SeqRange: req.SeqRange, Changes: changes, Payload: d.Payload}
+	b := delivery.Batch{ID: batchID(d.Name, req.SeqRange), Destination: d.Name, SeqRange: req.SeqRange, Changes: changes, Payload: d.Payload}
 	if req.Lanes > 1 {
 		b.ID, b.Lane, b.Lanes = laneBatchID(d.Name, req), req.Lane, req.Lanes
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, d.Timeout.D())
 	defer cancel()
-	if err := s.send(sendCtx, b); err != nil {
+	if err := s.Send(sendCtx, b); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
 			return api.DeliverResult{}, err
@@ -371,23 +339,19 @@ func (a *Activities) destination(ctx context.Context, name string) (config.Desti
 
 // sender returns the destination's open sender, building a new one when
 // its settings changed.
-func (ds *Deliveries) sender(d config.Destination) (sender, error) {
+func (ds *Deliveries) sender(d config.Destination) (delivery.Sender, error) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	if e, ok := ds.senders[d.Name]; ok {
-		if sameDestination(e.settings, d) {
+		if delivery.Same(e.settings, d) {
 			return e.sender, nil
 		}
-		e.sender.close()
+		e.sender.Close()
 		delete(ds.senders, d.Name)
 	}
-	build, ok := senderKinds[d.Kind]
-	if !ok {
-		return nil, fmt.Errorf("destination %s: unknown kind %q", d.Name, d.Kind)
-	}
-	s, err := build(d)
+	s, err := delivery.New(d)
 	if err != nil {
-		return nil, fmt.Errorf("destination %s: %w", d.Name, err)
+		return nil, err
 	}
 	if ds.senders == nil {
 		ds.senders = map[string]senderEntry{}
@@ -401,12 +365,7 @@ func (ds *Deliveries) Close() {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	for name, e := range ds.senders {
-		e.sender.close()
+		e.sender.Close()
 		delete(ds.senders, name)
 	}
-}
-
-func sameDestination(a, b config.Destination) bool {
-	return a.Kind == b.Kind && a.URL == b.URL && a.Secret == b.Secret && a.Subject == b.Subject && a.Timeout == b.Timeout &&
-		slices.Equal(a.Brokers, b.Brokers) && a.Topic == b.Topic
 }

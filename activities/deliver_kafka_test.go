@@ -16,6 +16,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -57,10 +58,10 @@ func TestKafkaDelivery(t *testing.T) {
 			total++
 			var c store.Change
 			require.NoError(t, json.Unmarshal(r.Value, &c))
-			require.Equal(t, KafkaKey(c.Platform, c.OrderID), string(r.Key))
-			require.Equal(t, KafkaIDHeader, r.Headers[0].Key)
+			require.Equal(t, delivery.KafkaKey(c.Platform, c.OrderID), string(r.Key))
+			require.Equal(t, delivery.KafkaIDHeader, r.Headers[0].Key)
 			id := string(r.Headers[0].Value)
-			require.Equal(t, ChangeID("stream", c.Seq), id)
+			require.Equal(t, delivery.ChangeID("stream", c.Seq), id)
 			if !seen[id] { // the consumer's de-dup by ordersync-id
 				seen[id] = true
 				perKey[string(r.Key)] = append(perKey[string(r.Key)], c.Seq)

@@ -17,6 +17,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/natstest"
 	"github.com/ordersync/ordersync/store"
 )
@@ -61,7 +62,7 @@ func TestNATSDelivery(t *testing.T) {
 		require.NoError(t, err)
 		var c store.Change
 		require.NoError(t, json.Unmarshal(m.Data(), &c))
-		require.Equal(t, ChangeID("bus", c.Seq), m.Headers().Get(jetstream.MsgIDHeader))
+		require.Equal(t, delivery.ChangeID("bus", c.Seq), m.Headers().Get(jetstream.MsgIDHeader))
 		seqs = append(seqs, c.Seq)
 		subjects = append(subjects, m.Subject())
 	}
@@ -147,21 +148,6 @@ func TestNATSDeliveryRefusesAChangeLargerThanTheStreamAllows(t *testing.T) {
 	require.True(t, errors.As(err, &appErr), "%v", err)
 	require.Equal(t, ErrDeliveryRefused, appErr.Type(), "%v", err)
 	require.Contains(t, appErr.Message(), "max_msg_size")
-}
-
-// A destination whose name resolves to a link-local (cloud metadata)
-// address is refused at connect time, before anything is sent; config
-// refuses such addresses only where they are written as addresses.
-func TestDeliveryDialerRefusesLinkLocal(t *testing.T) {
-	d := deliveryDialer(time.Second)
-	for _, addr := range []string{"169.254.169.254:80", "[fd00:ec2::254]:80", "[fe80::1]:4222"} {
-		_, err := d.Dial("tcp", addr)
-		require.ErrorContains(t, err, "link-local address", addr)
-	}
-	url := natstest.Start(t)
-	c, err := d.Dial("tcp", strings.TrimPrefix(url, "nats://"))
-	require.NoError(t, err, "loopback is fine")
-	c.Close()
 }
 
 // startJetStream starts a nats-server with JetStream and connects to it;

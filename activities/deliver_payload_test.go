@@ -19,6 +19,7 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/order"
 	"github.com/ordersync/ordersync/store"
 )
@@ -131,8 +132,8 @@ func TestWebhookPayloads(t *testing.T) {
 			for _, c := range body.Changes {
 				checkPayload(t, payload, c)
 			}
-			var b WebhookBatch
-			require.NoError(t, json.Unmarshal(rc.bodies[0], &b), "a receiver decodes every payload as WebhookBatch")
+			var b delivery.WebhookBatch
+			require.NoError(t, json.Unmarshal(rc.bodies[0], &b), "a receiver decodes every payload as delivery.WebhookBatch")
 			require.Equal(t, "oms-1-3", b.ID)
 		})
 	}
@@ -140,7 +141,7 @@ func TestWebhookPayloads(t *testing.T) {
 
 // TestWebhookDefaultPayloadIsTodaysBody: with no payload set, the body
 // is byte for byte what the webhook sender wrote before payloads existed
-// (the WebhookBatch of the changes as the feed holds them).
+// (the delivery.WebhookBatch of the changes as the feed holds them).
 func TestWebhookDefaultPayloadIsTodaysBody(t *testing.T) {
 	rc := &capture{}
 	srv := httptest.NewServer(rc)
@@ -150,7 +151,7 @@ func TestWebhookDefaultPayloadIsTodaysBody(t *testing.T) {
 	deliverAll(t, a, "oms")
 	changes, err := st.Changes(context.Background(), store.ChangeQuery{After: 0, Limit: 10, Platform: "shop"})
 	require.NoError(t, err)
-	want, err := json.Marshal(WebhookBatch{ID: "oms-1-3", Type: "orders.changes", Destination: "oms", FromSeq: 1, ToSeq: 3, Changes: changes})
+	want, err := json.Marshal(delivery.WebhookBatch{ID: "oms-1-3", Type: "orders.changes", Destination: "oms", FromSeq: 1, ToSeq: 3, Changes: changes})
 	require.NoError(t, err)
 	require.Len(t, rc.bodies, 1)
 	require.Equal(t, string(want), string(rc.bodies[0]))

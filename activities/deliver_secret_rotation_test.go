@@ -23,6 +23,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/delivery"
 )
 
 // A webhook secret rotated in its file signs the next delivery of the
@@ -39,7 +40,7 @@ func TestWebhookSecretFileRotationApplies(t *testing.T) {
 		defer mu.Unlock()
 		for _, k := range []string{first, second} {
 			key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(k, "whsec_"))
-			if r.Header.Get("webhook-signature") == signWebhook(key, r.Header.Get("webhook-id"), ts, body) {
+			if r.Header.Get("webhook-signature") == delivery.SignWebhook(key, r.Header.Get("webhook-id"), ts, body) {
 				signedWith = append(signedWith, k)
 				if k != want {
 					w.WriteHeader(http.StatusUnauthorized)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -31,12 +30,20 @@ import (
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
+	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/store"
 )
 
 func TestSenderKindsMatchConfig(t *testing.T) {
-	kinds := slices.Sorted(maps.Keys(senderKinds))
-	require.Equal(t, slices.Sorted(slices.Values(config.DestinationKinds)), kinds)
+	require.Equal(t, slices.Sorted(slices.Values(config.DestinationKinds)), delivery.Kinds())
+}
+
+// The delivery package's senders fail with the activities' own error
+// types, which the Delivery workflow decides by.
+func TestDeliveryErrorTypes(t *testing.T) {
+	require.Equal(t, ErrPermanent, delivery.ErrorTypes.Permanent)
+	require.Equal(t, ErrTransient, delivery.ErrorTypes.Transient)
+	require.Equal(t, ErrDeliveryRefused, delivery.ErrRefused)
 }
 
 // feedStore is a SQLite store holding n orders of platform "shop" (and one
@@ -66,7 +73,7 @@ type receiver struct {
 	t      *testing.T
 	mu     sync.Mutex
 	status []int // answers in order; 200 once used up
-	got    []WebhookBatch
+	got    []delivery.WebhookBatch
 	ids    []string
 }
 
@@ -94,7 +101,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		code, rc.status = rc.status[0], rc.status[1:]
 	}
 	if code < 300 {
-		var b WebhookBatch
+		var b delivery.WebhookBatch
 		require.NoError(rc.t, json.Unmarshal(body, &b))
 		require.Equal(rc.t, id, b.ID, "webhook-id is the batch id")
 		rc.got = append(rc.got, b)

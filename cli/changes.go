@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/feed"
 	"github.com/ordersync/ordersync/store"
 )
@@ -77,7 +77,7 @@ and the newer change follows.`,
 			}
 			err = feed.Follow(ctx, st, opts, func(c store.Change) error {
 				if app.Output != "table" {
-					b, err := activities.EncodeChange(payload, c)
+					b, err := delivery.EncodeChange(payload, c)
 					if err != nil {
 						return fmt.Errorf("encode change %d: %w", c.Seq, err)
 					}

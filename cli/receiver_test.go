@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/ordersync/ordersync/delivery"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -47,7 +47,7 @@ func TestServeReceiver(t *testing.T) {
 	url, stop, err := ServeReceiver(context.Background(), app, "127.0.0.1:0", DemoReceiverName, DemoHookSecret, 20*time.Millisecond)
 	require.NoError(t, err)
 
-	b := activities.WebhookBatch{ID: "demo-receiver-1-2", Type: "orders.changes", Destination: "demo-receiver", FromSeq: 1, ToSeq: 2,
+	b := delivery.WebhookBatch{ID: "demo-receiver-1-2", Type: "orders.changes", Destination: "demo-receiver", FromSeq: 1, ToSeq: 2,
 		Changes: []store.Change{{Seq: 1, Platform: "sim-acme", OrderID: "1"}, {Seq: 2, Platform: "sim-globex", OrderID: "2"}}}
 	body, err := json.Marshal(b)
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 
 // DestinationKinds lists the back-ends a destination may name. Adding one
 // means a row here, a case in Destination.checkKind and a sender in
-// activities/deliver.go (its registry test fails until all three agree).
+// delivery/sender.go (its registry test fails until all three agree).
 var DestinationKinds = []string{"webhook", "nats", "kafka"}
 
 // DefaultDeliveryTaskQueue runs every Delivery workflow and its activities
@@ -258,7 +258,7 @@ func (d Destination) checkKind(bad func(field, format string, args ...any)) {
 
 // checkSubjectCollisions refuses two platforms whose changes would share a
 // NATS subject: a platform's subject token is its name with '.' (a NATS
-// token separator) as '_' (activities.NATSSubject), so "a.b" and "a_b"
+// token separator) as '_' (delivery.NATSSubject), so "a.b" and "a_b"
 // would be one subject and a consumer could not tell them apart.
 func (d Destination) checkSubjectCollisions(platforms []string, bad func(field, format string, args ...any)) {
 	names := d.Platforms
@@ -306,7 +306,7 @@ func (f *File) DestinationNames() []string {
 // CheckDestinationSecrets resolves each destination's secret reference (when
 // it has one) and reports one problem per destination whose secret cannot
 // be read, or, for a webhook, is not in the form the sender signs with
-// (activities' webhookKey: "whsec_" and base64); the secrets are dropped
+// (delivery's webhookKey: "whsec_" and base64); the secrets are dropped
 // at once and never quoted.
 func CheckDestinationSecrets(source string, dests []Destination) error {
 	ve := &ValidationError{Source: source}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ordersync/ordersync/delivery"
 	"io"
 	"math/rand"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/internal/natstest"
 	"github.com/ordersync/ordersync/internal/receiver"
@@ -144,7 +144,7 @@ func (h *chaosHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
 	}
-	var b activities.WebhookBatch
+	var b delivery.WebhookBatch
 	if err := json.Unmarshal(body, &b); err != nil || b.ID != r.Header.Get("webhook-id") {
 		h.mu.Lock()
 		h.served.BadSig++
@@ -376,7 +376,7 @@ func (r *chaosRun) streamChanges(subject string) []store.Change {
 		require.NoError(r.t, err)
 		var c store.Change
 		require.NoError(r.t, json.Unmarshal(m.Data(), &c))
-		require.Equal(r.t, activities.NATSSubject(subject, c.Platform), m.Subject())
+		require.Equal(r.t, delivery.NATSSubject(subject, c.Platform), m.Subject())
 		out = append(out, c)
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/ordersync/ordersync/delivery"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
@@ -49,7 +49,7 @@ type laneWatch struct {
 
 func (l *laneWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	var b activities.WebhookBatch
+	var b delivery.WebhookBatch
 	_ = json.Unmarshal(body, &b)
 	l.mu.Lock()
 	l.now++

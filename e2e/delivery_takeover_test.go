@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ordersync/ordersync/delivery"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/sim"
@@ -41,7 +41,7 @@ type seqReceiver struct {
 
 func (r *seqReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	var b activities.WebhookBatch
+	var b delivery.WebhookBatch
 	if err := json.Unmarshal(body, &b); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return
@@ -176,7 +176,7 @@ type stallingReceiver struct {
 
 func (r *stallingReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	var b activities.WebhookBatch
+	var b delivery.WebhookBatch
 	if err := json.Unmarshal(body, &b); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return

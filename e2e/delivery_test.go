@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ordersync/ordersync/delivery"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -20,7 +21,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/internal/natstest"
 	"github.com/ordersync/ordersync/sim"
@@ -93,7 +93,7 @@ func (f *flakyReceiver) count() {
 }
 
 func (f *flakyReceiver) record(body []byte) {
-	var b activities.WebhookBatch
+	var b delivery.WebhookBatch
 	if err := json.Unmarshal(body, &b); err != nil {
 		panic(err)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/ordersync/ordersync/delivery"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
 )
 
@@ -48,7 +48,7 @@ func deliveryRecordingSystem(t *testing.T, dest, extra string, failOnce int64) *
 	failed := false
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var b activities.WebhookBatch
+		var b delivery.WebhookBatch
 		_ = json.Unmarshal(body, &b)
 		for _, c := range b.Changes {
 			switch {

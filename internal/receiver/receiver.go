@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ordersync/ordersync/delivery"
 	"io"
 	"maps"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/order"
 	"github.com/ordersync/ordersync/store"
 )
@@ -175,7 +175,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
 	}
-	var b activities.WebhookBatch
+	var b delivery.WebhookBatch
 	if err := json.Unmarshal(body, &b); err != nil || b.ID != req.Header.Get("webhook-id") {
 		r.reject()
 		http.Error(w, "not an orders.changes batch, or its id is not the webhook-id", http.StatusBadRequest)
@@ -224,7 +224,7 @@ func (r *Receiver) reject() {
 // record counts a batch's changes once each: a redelivered batch (same
 // id) is dropped whole; a change seen in another batch (the sender
 // re-batched after a settings change) is dropped by its seq.
-func (r *Receiver) record(b activities.WebhookBatch) {
+func (r *Receiver) record(b delivery.WebhookBatch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.batches[b.ID] {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/ordersync/ordersync/delivery"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/order"
 	"github.com/ordersync/ordersync/store"
 )
@@ -78,7 +78,7 @@ func TestVerify(t *testing.T) {
 }
 
 // post signs a batch as the Standard Webhooks specification says and POSTs it.
-func post(t *testing.T, url, secret string, b activities.WebhookBatch) int {
+func post(t *testing.T, url, secret string, b delivery.WebhookBatch) int {
 	t.Helper()
 	body, err := json.Marshal(b)
 	require.NoError(t, err)
@@ -96,8 +96,8 @@ func post(t *testing.T, url, secret string, b activities.WebhookBatch) int {
 	return resp.StatusCode
 }
 
-func batchOf(dest string, seqs ...int64) activities.WebhookBatch {
-	b := activities.WebhookBatch{ID: fmt.Sprintf("%s-%d-%d", dest, seqs[0], seqs[len(seqs)-1]), Type: "orders.changes", Destination: dest,
+func batchOf(dest string, seqs ...int64) delivery.WebhookBatch {
+	b := delivery.WebhookBatch{ID: fmt.Sprintf("%s-%d-%d", dest, seqs[0], seqs[len(seqs)-1]), Type: "orders.changes", Destination: dest,
 		FromSeq: seqs[0], ToSeq: seqs[len(seqs)-1]}
 	for _, s := range seqs {
 		p := map[bool]string{true: "sim-acme", false: "sim-globex"}[s%2 == 1]

@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type natsSender struct {
 	js jetstream.JetStream
 }
 
-func newNATSSender(d config.Destination) (sender, error) {
+func newNATSSender(d config.Destination) (Sender, error) {
 	n := &natsSender{d: d}
 	if d.Secret.Env != "" || d.Secret.File != "" {
 		n.token = credentials.Static(d.Secret)
@@ -54,7 +54,7 @@ func (n *natsSender) connect() (*nats.Conn, jetstream.JetStream, error) {
 		nats.IgnoreDiscoveredServers(), nats.SetCustomDialer(deliveryDialer(n.d.Timeout.D()))}
 	if n.token != nil {
 		if _, err := n.token.Secret(context.Background()); err != nil {
-			return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
+			return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), errPermanent, nil)
 		}
 		// A handler, not a fixed token: the client asks it at every
 		// reconnect, so a token rotated in its file (and on the server,
@@ -91,7 +91,7 @@ func NATSSubject(prefix, platform string) string {
 // ordersync-id header of its Kafka record.
 func ChangeID(destination string, seq int64) string { return fmt.Sprintf("%s-%d", destination, seq) }
 
-func (n *natsSender) send(ctx context.Context, b batch) error {
+func (n *natsSender) Send(ctx context.Context, b Batch) error {
 	nc, js, err := n.connect()
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func (n *natsSender) send(ctx context.Context, b batch) error {
 	for _, c := range b.Changes {
 		data, err := EncodeChange(b.Payload, c)
 		if err != nil {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), errPermanent, nil)
 		}
 		m := &nats.Msg{Subject: NATSSubject(n.d.Subject, c.Platform), Data: data,
 			Header: nats.Header{jetstream.MsgIDHeader: []string{ChangeID(b.Destination, c.Seq)}}}
@@ -152,13 +152,13 @@ func (n *natsSender) send(ctx context.Context, b batch) error {
 func natsError(c store.Change, err error) error {
 	switch {
 	case errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders):
-		return temporal.NewNonRetryableApplicationError("no JetStream stream captures "+c.Platform+"'s subject", ErrDeliveryRefused, nil)
+		return temporal.NewNonRetryableApplicationError("no JetStream stream captures "+c.Platform+"'s subject", ErrRefused, nil)
 	case errors.Is(err, nats.ErrMaxPayload):
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("change %d is larger than the NATS server's max_payload; it can never be delivered", c.Seq), ErrDeliveryRefused, nil)
+			fmt.Sprintf("change %d is larger than the NATS server's max_payload; it can never be delivered", c.Seq), ErrRefused, nil)
 	case errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum):
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("change %d is larger than the JetStream stream's max_msg_size; it can never be delivered", c.Seq), ErrDeliveryRefused, nil)
+			fmt.Sprintf("change %d is larger than the JetStream stream's max_msg_size; it can never be delivered", c.Seq), ErrRefused, nil)
 	}
 	return fmt.Errorf("change %d: %w", c.Seq, err)
 }
@@ -185,10 +185,10 @@ func natsMsgSize(m *nats.Msg) int64 {
 // delivered in smaller parts).
 func tooLarge(seq, size, limit int64, what string) error {
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("change %d is %d bytes, more than %s (%d bytes); it can never be delivered", seq, size, what, limit), ErrDeliveryRefused, nil)
+		fmt.Sprintf("change %d is %d bytes, more than %s (%d bytes); it can never be delivered", seq, size, what, limit), ErrRefused, nil)
 }
 
-func (n *natsSender) close() {
+func (n *natsSender) Close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.nc != nil {

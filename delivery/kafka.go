@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type kafkaSender struct {
 	client *kgo.Client
 }
 
-func newKafkaSender(d config.Destination) (sender, error) {
+func newKafkaSender(d config.Destination) (Sender, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(d.Brokers...), kgo.DefaultProduceTopic(d.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.Dialer(deliveryDialer(d.Timeout.D()).DialContext))
 	if err != nil {
@@ -39,12 +39,12 @@ func newKafkaSender(d config.Destination) (sender, error) {
 // KafkaKey is the record key of a change: its order.
 func KafkaKey(platform, orderID string) string { return platform + "/" + orderID }
 
-func (k *kafkaSender) send(ctx context.Context, b batch) error {
+func (k *kafkaSender) Send(ctx context.Context, b Batch) error {
 	records := make([]*kgo.Record, 0, len(b.Changes))
 	for _, c := range b.Changes {
 		value, err := EncodeChange(b.Payload, c)
 		if err != nil {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), ErrPermanent, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d: %v", c.Seq, err), errPermanent, nil)
 		}
 		records = append(records, &kgo.Record{Key: []byte(KafkaKey(c.Platform, c.OrderID)), Value: value,
 			Headers: []kgo.RecordHeader{{Key: KafkaIDHeader, Value: []byte(ChangeID(b.Destination, c.Seq))}}})
@@ -62,16 +62,16 @@ func (k *kafkaSender) send(ctx context.Context, b batch) error {
 		if errors.Is(r.Err, kerr.MessageTooLarge) {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"change %d is %d bytes, more than Kafka accepts for topic %s (MESSAGE_TOO_LARGE: the producer's or the topic's max.message.bytes); it can never be delivered",
-				seqOf[r.Record], len(r.Record.Value), k.d.Topic), ErrDeliveryRefused, nil)
+				seqOf[r.Record], len(r.Record.Value), k.d.Topic), ErrRefused, nil)
 		}
 	}
 	if err := results.FirstErr(); err != nil {
 		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.InvalidTopicException) {
-			return temporal.NewNonRetryableApplicationError("kafka refused topic "+k.d.Topic+": "+err.Error(), ErrDeliveryRefused, nil)
+			return temporal.NewNonRetryableApplicationError("kafka refused topic "+k.d.Topic+": "+err.Error(), ErrRefused, nil)
 		}
 		return fmt.Errorf("produce batch %s: %w", b.ID, err)
 	}
 	return nil
 }
 
-func (k *kafkaSender) close() { k.client.Close() }
+func (k *kafkaSender) Close() { k.client.Close() }

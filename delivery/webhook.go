@@ -1,4 +1,4 @@
-package activities
+package delivery
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ type webhookBody struct {
 	Changes     []json.RawMessage `json:"changes"`
 }
 
-func newWebhookSender(d config.Destination) (sender, error) {
+func newWebhookSender(d config.Destination) (Sender, error) {
 	return &webhookSender{
 		url:    d.URL,
 		secret: credentials.Static(d.Secret),
@@ -104,18 +104,19 @@ func webhookKey(ctx context.Context, src credentials.Source) ([]byte, error) {
 	return key, nil
 }
 
-// signWebhook returns the webhook-signature value for one delivery.
-func signWebhook(key []byte, id string, ts int64, body []byte) string {
+// SignWebhook returns the webhook-signature value of one delivery (the
+// Standard Webhooks "v1," signature of id.timestamp.body).
+func SignWebhook(key []byte, id string, ts int64, body []byte) string {
 	mac := hmac.New(sha256.New, key)
 	fmt.Fprintf(mac, "%s.%d.", id, ts)
 	mac.Write(body)
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
 
-func (w *webhookSender) send(ctx context.Context, b batch) error {
+func (w *webhookSender) Send(ctx context.Context, b Batch) error {
 	key, err := webhookKey(ctx, w.secret)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), errPermanent, nil)
 	}
 	body := webhookBody{ID: b.ID, Type: "orders.changes", Destination: b.Destination,
 		FromSeq: b.Changes[0].Seq, ToSeq: b.Changes[len(b.Changes)-1].Seq, Changes: make([]json.RawMessage, len(b.Changes))}
@@ -124,22 +125,22 @@ func (w *webhookSender) send(ctx context.Context, b batch) error {
 	}
 	for i, c := range b.Changes {
 		if body.Changes[i], err = EncodeChange(b.Payload, c); err != nil {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d of batch %s: %v", c.Seq, b.ID, err), ErrPermanent, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode change %d of batch %s: %v", c.Seq, b.ID, err), errPermanent, nil)
 		}
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError("encode batch "+b.ID+": "+err.Error(), ErrPermanent, nil)
+		return temporal.NewNonRetryableApplicationError("encode batch "+b.ID+": "+err.Error(), errPermanent, nil)
 	}
 	ts := w.now().Unix()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(raw))
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError("webhook request: "+err.Error(), ErrPermanent, nil)
+		return temporal.NewNonRetryableApplicationError("webhook request: "+err.Error(), errPermanent, nil)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("webhook-id", b.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", signWebhook(key, b.ID, ts, raw))
+	req.Header.Set("webhook-signature", SignWebhook(key, b.ID, ts, raw))
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("post batch %s: %w", b.ID, redactURL(err))
@@ -162,16 +163,16 @@ func classifyWebhookStatus(id string, resp *http.Response) error {
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500 || (code >= 300 && code < 400):
 		msg := fmt.Sprintf("batch %s: receiver answered HTTP %d", id, code)
 		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-			return temporal.NewApplicationErrorWithOptions(msg, ErrTransient,
+			return temporal.NewApplicationErrorWithOptions(msg, errTransient,
 				temporal.ApplicationErrorOptions{NextRetryDelay: min(time.Duration(secs)*time.Second, 10*time.Minute)})
 		}
-		return temporal.NewApplicationError(msg, ErrTransient)
+		return temporal.NewApplicationError(msg, errTransient)
 	case code == http.StatusRequestEntityTooLarge:
 		// Too large for the receiver: the workflow delivers the batch's
 		// changes one by one and sets aside only a change too large alone.
-		return temporal.NewNonRetryableApplicationError("HTTP 413: the receiver takes no body this large", ErrDeliveryRefused, nil)
+		return temporal.NewNonRetryableApplicationError("HTTP 413: the receiver takes no body this large", ErrRefused, nil)
 	default:
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("HTTP %d", code), ErrDeliveryRefused, nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("HTTP %d", code), ErrRefused, nil)
 	}
 }
 
@@ -187,4 +188,4 @@ func redactURL(err error) error {
 	return err
 }
 
-func (w *webhookSender) close() {}
+func (w *webhookSender) Close() {}
