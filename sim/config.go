@@ -75,6 +75,8 @@ type Config struct {
 	// ShopifyRefreshTTL is how long a Shopify refresh token lives (default
 	// 90 days).
 	ShopifyRefreshTTL time.Duration
+	// Webhooks are the Shopify surface's webhook deliveries (webhooks.go).
+	Webhooks WebhookConfig
 	// Start, when set, is the instant the backlog ends and live creation
 	// begins; by default the first clock reading. Restarting a simulator
 	// with the same Seed and Start replays the same world, which is how
