@@ -15,6 +15,7 @@ import (
 	"github.com/ordersync/ordersync/accounts/httpapi"
 	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/onboarding"
+	"github.com/ordersync/ordersync/webhooks"
 )
 
 // serveShutdownGrace is how long serve lets requests in flight finish on
@@ -50,7 +51,14 @@ under /oauth/: Shopify's app install (/oauth/shopify/install, /callback) and
 Amazon's website authorization (/oauth/amazon/start, /callback). Those
 routes are public (merchants' browsers call them) and checked by HMAC and a
 single-use state instead; the tokens are stored sealed (ORDERSYNC_CREDENTIAL_KEYS)
-and the account is registered. See docs/credentials.md.`,
+and the account is registered. See docs/credentials.md.
+
+Platform webhooks (the fast path, docs/webhooks.md) are taken at
+/webhooks/shopify/<platform> and /webhooks/woocommerce/<platform>, with or
+without --oauth-file: public routes checked by the platform's HMAC
+signature with the account's webhook secret from the credential store
+(ORDERSYNC_CREDENTIAL_KEYS), deduplicated, answered at once and turned into
+a refetch of the order. GET /metrics (bearer token) counts them.`,
 		Example: `  export ORDERSYNC_API_TOKEN=$(openssl rand -hex 32)
   ordersync serve
   curl -sS -H "Authorization: Bearer $ORDERSYNC_API_TOKEN" -H 'Content-Type: application/json' \
@@ -88,7 +96,8 @@ and the account is registered. See docs/credentials.md.`,
 			if err != nil {
 				return err
 			}
-			var handler http.Handler = h
+			mux := http.NewServeMux()
+			mux.Handle("/", h)
 			if oauthFile == "" {
 				oauthFile = app.Process.OAuthFile
 			}
@@ -98,11 +107,16 @@ and the account is registered. See docs/credentials.md.`,
 					return err
 				}
 				defer closeOB()
-				mux := http.NewServeMux()
 				mux.Handle(onboarding.Prefix, ob) // public: merchants' browsers, checked by HMAC and state
-				mux.Handle("/", h)
-				handler = mux
 			}
+			wh, metricsHandler, closeWH, err := app.webhookIntake(ctx, ops)
+			if err != nil {
+				return err
+			}
+			defer closeWH()
+			mux.Handle(webhooks.Prefix, wh)                               // public: platforms, checked by HMAC (docs/webhooks.md)
+			mux.Handle("GET /metrics", bearerOnly(token, metricsHandler)) // the intake's counters
+			var handler http.Handler = mux
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("serve: listen on %s: %w", listen, err)
@@ -128,6 +142,10 @@ and the account is registered. See docs/credentials.md.`,
 			defer cancel()
 			if err := srv.Shutdown(sctx); err != nil {
 				return fmt.Errorf("serve: shut down: %w", err)
+			}
+			// Events accepted before the shutdown get their refetches started.
+			if err := wh.Close(sctx); err != nil {
+				app.Logger.Warn("serve: webhook intake", "error", err)
 			}
 			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("serve: %w", err)

@@ -116,7 +116,9 @@ type webhookSub struct {
 	failures int
 }
 
-func (s *webhookSub) gid() string { return "gid://shopify/WebhookSubscription/" + strconv.FormatInt(s.id, 10) }
+func (s *webhookSub) gid() string {
+	return "gid://shopify/WebhookSubscription/" + strconv.FormatInt(s.id, 10)
+}
 
 type webhookDelivery struct {
 	sub     *webhookSub

@@ -44,7 +44,7 @@ type ShopifyAdmin struct {
 
 func (a *ShopifyAdmin) client() *resty.Client {
 	if a.Client == nil {
-		a.Client = resty.New().SetTimeout(30*time.Second).SetRedirectPolicy(resty.NoRedirectPolicy()).SetResponseBodyLimit(maxAdminBody)
+		a.Client = resty.New().SetTimeout(30 * time.Second).SetRedirectPolicy(resty.NoRedirectPolicy()).SetResponseBodyLimit(maxAdminBody)
 	}
 	return a.Client
 }

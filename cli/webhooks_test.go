@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ordersync/ordersync/accounts"
+	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
+)
+
+// TestWebhooksSyncAndStatus: sync creates the three Shopify subscriptions
+// through the Admin GraphQL API, a second sync finds them, status shows
+// them and no event yet (not live), and after Shopify deleted them (8
+// failed deliveries, played by the simulator) sync creates them again.
+func TestWebhooksSyncAndStatus(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Shops = []sim.ShopConfig{{Name: "acme", Token: "acme-token"}}
+	cfg.HistoryOrders, cfg.LiveRate = 5, 0
+	cfg.Webhooks = sim.WebhookConfig{Secret: "shpss_cli_test"}
+	s, err := sim.New(cfg)
+	require.NoError(t, err)
+	srv, err := s.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { s.StopWebhooks(); _ = srv.Close() })
+
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "orders.db")
+	t.Setenv("ORDERSYNC_STORE_DSN", dsn)
+	t.Setenv("ORDERSYNC_CREDENTIAL_KEYS", "")
+	t.Setenv("SHOPIFY_ACME_TOKEN", "acme-token")
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	f, err := config.Parse([]byte(`
+platforms:
+  shopify-acme:
+    kind: shopify
+    endpoint: "` + srv.ShopURL("acme") + `"
+    allow_plaintext: true
+    credentials: {env: SHOPIFY_ACME_TOKEN}
+  sim-b:
+    kind: sim
+    endpoint: "` + srv.ShopURL("acme") + `"
+    credentials: {env: SHOPIFY_ACME_TOKEN}
+`))
+	require.NoError(t, err)
+	reg, _ := store.RegistryOf(st)
+	for _, p := range f.Platforms {
+		e, err := accounts.PlatformEntry(p, accounts.Active)
+		require.NoError(t, err)
+		_, err = reg.Put(ctx, e, 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+
+	const base = "http://127.0.0.1:8790"
+	code, out, stderr := runCommand(t, nil, "webhooks", "sync", "--url", base, "-o", "json")
+	require.Zero(t, code, stderr)
+	var rows []webhookSyncRow
+	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+	require.Len(t, rows, 1, "only the Shopify platform")
+	require.Len(t, rows[0].Report.Created, 3)
+	require.Equal(t, base+"/webhooks/shopify/shopify-acme", rows[0].Report.URI)
+
+	code, out, stderr = runCommand(t, nil, "webhooks", "sync", "--url", base)
+	require.Zero(t, code, stderr)
+	require.Regexp(t, `shopify-acme\s+3\s+0\s`, out)
+
+	code, out, stderr = runCommand(t, nil, "webhooks", "status", "-o", "json")
+	require.Zero(t, code, stderr)
+	var status []webhookStatusRow
+	require.NoError(t, json.Unmarshal([]byte(out), &status), out)
+	require.Equal(t, []webhookStatusRow{{Platform: "shopify-acme", Kind: "shopify", Subscriptions: 3}}, status)
+
+	// An event accepted a minute ago: live.
+	st, err = store.Open(ctx, dsn)
+	require.NoError(t, err)
+	_, err = st.RecordWebhookDelivery(ctx, "shopify-acme", "d-1", time.Now().Add(-time.Minute), time.Hour)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	code, out, stderr = runCommand(t, nil, "webhooks", "status")
+	require.Zero(t, code, stderr)
+	require.Regexp(t, `shopify-acme\s+shopify\s+3/3\s+\S+ \(1m\d*s ago\)\s+1\s+yes`, out)
+
+	require.Equal(t, 3, s.DeleteWebhookSubscriptions("acme"))
+	code, out, stderr = runCommand(t, nil, "webhooks", "status", "--platform", "shopify-acme")
+	require.Zero(t, code, stderr)
+	require.Regexp(t, `0/3\s+.*\s+no`, out, "subscriptions gone: not live")
+	code, out, stderr = runCommand(t, nil, "webhooks", "sync", "--url", base)
+	require.Zero(t, code, stderr)
+	require.Regexp(t, `shopify-acme\s+0\s+3\s`, out, "recreated")
+
+	code, _, stderr = runCommand(t, nil, "webhooks", "sync")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--url")
+	code, _, stderr = runCommand(t, nil, "webhooks", "status", "--platform", "sim-b")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "of kind sim")
+}
