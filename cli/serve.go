@@ -96,27 +96,24 @@ a refetch of the order. GET /metrics (bearer token) counts them.`,
 			if err != nil {
 				return err
 			}
-			mux := http.NewServeMux()
-			mux.Handle("/", h)
 			if oauthFile == "" {
 				oauthFile = app.Process.OAuthFile
 			}
+			var ob http.Handler
 			if oauthFile != "" {
-				ob, closeOB, err := app.onboardingHandler(ctx, oauthFile, svc)
+				h, closeOB, err := app.onboardingHandler(ctx, oauthFile, svc)
 				if err != nil {
 					return err
 				}
 				defer closeOB()
-				mux.Handle(onboarding.Prefix, ob) // public: merchants' browsers, checked by HMAC and state
+				ob = h
 			}
 			wh, metricsHandler, closeWH, err := app.webhookIntake(ctx, ops)
 			if err != nil {
 				return err
 			}
 			defer closeWH()
-			mux.Handle(webhooks.Prefix, wh)                               // public: platforms, checked by HMAC (docs/webhooks.md)
-			mux.Handle("GET /metrics", bearerOnly(token, metricsHandler)) // the intake's counters
-			var handler http.Handler = mux
+			handler := serveRoutes(h, ob, wh, metricsHandler, token)
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("serve: listen on %s: %w", listen, err)
@@ -157,6 +154,22 @@ a refetch of the order. GET /metrics (bearer token) counts them.`,
 	cmd.Flags().StringVar(&oauthFile, "oauth-file", "", "onboarding file: serve Shopify's app install and Amazon's website authorization under /oauth/ (default $ORDERSYNC_OAUTH_FILE; docs/credentials.md)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --listen address (plaintext HTTP: put TLS in front)")
 	return cmd
+}
+
+// serveRoutes is serve's mux: the accounts and orders API at / (bearer
+// token), the OAuth onboarding routes when ob is set (public: merchants'
+// browsers, checked by HMAC and state), the webhook intake (public:
+// platforms, checked by HMAC, docs/webhooks.md) and the intake's metrics
+// at GET /metrics (bearer token).
+func serveRoutes(apiH, ob, wh, metricsH http.Handler, token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", apiH)
+	if ob != nil {
+		mux.Handle(onboarding.Prefix, ob)
+	}
+	mux.Handle(webhooks.Prefix, wh)
+	mux.Handle("GET /metrics", bearerOnly(token, metricsH))
+	return mux
 }
 
 // checkListen refuses an address other machines can reach unless

@@ -3,7 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +16,10 @@ import (
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/orderops"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/webhooks"
 )
 
 // TestWebhooksSyncAndStatus: sync creates the three Shopify subscriptions
@@ -102,4 +109,79 @@ platforms:
 	code, _, stderr = runCommand(t, nil, "webhooks", "status", "--platform", "sim-b")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "of kind sim")
+}
+
+// TestServeRoutesWebhooksAndMetrics: serve's mux takes webhooks at
+// /webhooks/<kind>/<platform> without the bearer token and without an
+// onboarding file (refusing a forged event 401 and an unknown account
+// 404), counts them at GET /metrics behind the token, and leaves every
+// other path to the API.
+func TestServeRoutesWebhooksAndMetrics(t *testing.T) {
+	ctx := context.Background()
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "orders.db")
+	t.Setenv("ORDERSYNC_CREDENTIAL_KEYS", "")
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	reg, _ := store.RegistryOf(st)
+	f, err := config.Parse([]byte(`
+platforms:
+  shopify-acme:
+    kind: shopify
+    endpoint: https://acme.myshopify.com
+    credentials: {env: SHOPIFY_ACME_TOKEN}
+`))
+	require.NoError(t, err)
+	e, err := accounts.PlatformEntry(f.Platforms[0], accounts.Active)
+	require.NoError(t, err)
+	_, err = reg.Put(ctx, e, 0)
+	require.NoError(t, err)
+
+	app := &App{Logger: slog.New(slog.DiscardHandler)}
+	app.Process.StoreDSN = dsn
+	wh, mh, done, err := app.webhookIntake(ctx, &orderops.Service{Store: st, Registry: reg})
+	require.NoError(t, err)
+	t.Cleanup(done)
+	const token = "serve-test-token-0123456789"
+	apiH := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	srv := httptest.NewServer(serveRoutes(apiH, nil, wh, mh, token))
+	t.Cleanup(srv.Close)
+
+	post := func(path string) int {
+		body := `{"id":1}`
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-Shopify-Hmac-Sha256", webhooks.Sign("forged", []byte(body)))
+		req.Header.Set("X-Shopify-Shop-Domain", "acme.myshopify.com")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	// No secret is stored (no keys): the event cannot be verified, 500,
+	// and the platform retries.
+	require.Equal(t, http.StatusInternalServerError, post("/webhooks/shopify/shopify-acme"))
+	require.Equal(t, http.StatusNotFound, post("/webhooks/shopify/shopify-nobody"))
+	require.Equal(t, http.StatusTeapot, post("/v1/platforms"), "the API keeps every other path")
+
+	get := func(auth string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, _ := get("")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, _ = get("wrong-token-wrong-token")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, body := get(token)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `ordersync_webhook_events_total{kind="shopify",outcome="error",platform="shopify-acme"} 1`)
+	require.Contains(t, body, `ordersync_webhook_events_total{kind="shopify",outcome="unknown_account",platform=""} 1`)
 }
