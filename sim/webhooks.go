@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"sort"
@@ -439,4 +440,31 @@ func webhookSign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// RegisterFlags binds the webhook settings to fs (Config.RegisterFlags
+// calls it), so `ordersync sim` plays them too.
+func (c *WebhookConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Secret, "webhook-secret", c.Secret, "Shopify surface: sign webhook deliveries with this app client secret (empty: no deliveries)")
+	fs.Float64Var(&c.Duplicate, "webhook-duplicate", c.Duplicate, "Shopify surface: rate of webhook deliveries sent twice")
+	fs.Float64Var(&c.Drop, "webhook-drop", c.Drop, "Shopify surface: rate of webhook deliveries never sent")
+	fs.Float64Var(&c.Forge, "webhook-forge", c.Forge, "Shopify surface: rate of webhook deliveries joined by a forged one (wrong signature)")
+	fs.Float64Var(&c.DelayRate, "webhook-delay-rate", c.DelayRate, "Shopify surface: rate of webhook deliveries held back up to -webhook-delay")
+	fs.DurationVar(&c.Delay, "webhook-delay", c.Delay, "Shopify surface: longest hold-back of a delayed webhook delivery")
+}
+
+// SetWebhookFaults changes the delivery faults (Duplicate, Drop, Forge,
+// DelayRate, Delay) of the running simulator; the rest of f is ignored.
+func (s *Simulator) SetWebhookFaults(f WebhookConfig) error {
+	h := s.webhooks
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next := h.cfg
+	next.Duplicate, next.Drop, next.Forge, next.DelayRate, next.Delay = f.Duplicate, f.Drop, f.Forge, f.DelayRate, f.Delay
+	next, err := next.withDefaults()
+	if err != nil {
+		return err
+	}
+	h.cfg = next
+	return nil
 }
