@@ -123,6 +123,7 @@ type event struct {
 	delivery       string
 	orderID        string
 	ignore         bool // verified, but nothing to fetch (a ping, another topic)
+	known          bool // the URL names a registered account of its kind
 }
 
 // refusal is an answer other than 200, and its outcome label.
@@ -148,8 +149,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ref = refuse(http.StatusInternalServerError, metrics.WebhookError, "%s", err)
 		}
 		platform := ""
-		if ref.outcome != metrics.WebhookUnknownAccount {
-			platform = name // known account: a bounded label
+		if ev.known {
+			platform = name // a registered account: a bounded label
 		}
 		if kind != KindShopify && kind != KindWooCommerce {
 			kind = ""
@@ -160,11 +161,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ref.status >= 500 {
+			// The detail (a missing secret, the store) is for the operator,
+			// not for whoever called this public route.
 			h.o.Logger.Error("webhook event not taken; the platform will retry", "kind", kind, "platform", textclip.Value(name), "error", textclip.Message(ref.msg))
-		} else {
-			h.o.Logger.Warn("webhook event refused", "kind", kind, "platform", textclip.Value(name), "outcome", ref.outcome, "status", ref.status,
-				"remote", textclip.Value(r.RemoteAddr))
+			http.Error(w, "webhooks: the event cannot be taken now; retry later", ref.status)
+			return
 		}
+		h.o.Logger.Warn("webhook event refused", "kind", kind, "platform", textclip.Value(name), "outcome", ref.outcome, "status", ref.status,
+			"remote", textclip.Value(r.RemoteAddr))
 		http.Error(w, textclip.Message(ref.msg), ref.status)
 		return
 	}
@@ -224,6 +228,7 @@ func (h *Handler) read(r *http.Request, kind, name string) (event, error) {
 	if err != nil {
 		return ev, err
 	}
+	ev.known = true
 	body, err := io.ReadAll(io.LimitReader(r.Body, h.o.MaxBody+1))
 	if err != nil {
 		return ev, refuse(http.StatusBadRequest, metrics.WebhookBadRequest, "webhooks: read the body: %v", err)

@@ -201,6 +201,13 @@ func TestIntakeVerifiesShopifySignatures(t *testing.T) {
 	require.Equal(t, 1.0, in.events("shopify", "", metrics.WebhookUnknownAccount), "unknown accounts carry no platform label")
 	require.Equal(t, 1.0, in.events("woocommerce", "", metrics.WebhookUnknownAccount))
 	require.Equal(t, 1.0, in.events("", "", metrics.WebhookUnknownAccount), "nor an unknown kind a kind label")
+	req, err := http.NewRequest(http.MethodGet, in.srv.URL+"/webhooks/shopify/made-up-name", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, 1.0, in.events("shopify", "", metrics.WebhookBadRequest), "a name not looked up is no label")
 
 	reqs = in.waitRefetches(t, 2)
 	require.Len(t, reqs, 2, "only the two good events asked for refetches")
