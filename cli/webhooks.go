@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,7 +48,7 @@ func newWebhooksSyncCommand(app *App) *cobra.Command {
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "sync",
-		Short: "Create the Shopify webhook subscriptions that are missing (orders/create, updated, cancelled)",
+		Short: "Create the webhook subscriptions that are missing (Shopify orders/create, updated, cancelled; WooCommerce order.created, updated)",
 		Long: `For each active Shopify platform (or --platform), lists the app's webhook
 subscriptions through the Admin GraphQL API (webhookSubscriptions) and creates
 those of ORDERS_CREATE, ORDERS_UPDATED and ORDERS_CANCELLED that do not point
@@ -56,10 +57,15 @@ at the platform's intake URL, <--url>/webhooks/shopify/<platform>
 consecutive failed deliveries: run sync on a schedule (e.g. every 15 minutes)
 and it recreates them. --dry-run only reports.
 
---url is the public base URL Shopify reaches serve at, behind the TLS proxy
-(default $ORDERSYNC_WEBHOOKS_URL). The access token is the platform's own
-credential (a stored one needs ORDERSYNC_CREDENTIAL_KEYS), sent only to its
-endpoint. WooCommerce webhooks are created in WooCommerce (docs/webhooks.md).`,
+For each active WooCommerce platform, lists the store's webhooks (GET
+/wp-json/wc/v3/webhooks) and creates order.created and order.updated to
+<--url>/webhooks/woocommerce/<platform> with the stored secret
+webhooks-<platform> (POST), or activates one WooCommerce disabled (PUT).
+
+--url is the public base URL the platforms reach serve at, behind the TLS
+proxy (default $ORDERSYNC_WEBHOOKS_URL). The platform's own credential
+authenticates (a stored one needs ORDERSYNC_CREDENTIAL_KEYS, as does the
+WooCommerce secret), sent only to its endpoint.`,
 		Example: "  ordersync webhooks sync --url https://ordersync.example.com\n" +
 			"  ordersync webhooks sync --platform shopify-acme --dry-run",
 		Args: cobra.NoArgs,
@@ -85,17 +91,7 @@ endpoint. WooCommerce webhooks are created in WooCommerce (docs/webhooks.md).`,
 			failed := 0
 			for _, p := range ps {
 				row := webhookSyncRow{Platform: p.Name, Kind: p.Kind}
-				if p.Kind != webhooks.KindShopify {
-					row.Note = "create the webhook in WooCommerce (docs/webhooks.md): " + webhooks.IntakeURL(base, p.Kind, p.Name)
-					reps = append(reps, row)
-					continue
-				}
-				admin, err := shopifyAdmin(ctx, p, m)
-				if err == nil {
-					row.Report, err = webhooks.Sync(ctx, admin, webhooks.IntakeURL(base, p.Kind, p.Name), dryRun)
-				} else {
-					row.Report.URI = webhooks.IntakeURL(base, p.Kind, p.Name)
-				}
+				row.Report, err = syncPlatform(ctx, p, m, webhooks.IntakeURL(base, p.Kind, p.Name), dryRun)
 				if err != nil {
 					failed++
 					row.Error = textclip.Message(err.Error())
@@ -176,11 +172,12 @@ func newWebhooksStatusCommand(app *App) *cobra.Command {
 		Use:   "status",
 		Short: "Show per platform its webhook subscriptions, last event and whether the fast path is live",
 		Long: `Shows, per active Shopify and WooCommerce platform (or --platform): how many of
-the subscriptions ORDERS_CREATE, ORDERS_UPDATED and ORDERS_CANCELLED point at
-its intake (Shopify, listed through the Admin API unless --no-list), when
-serve last accepted one of its events and how many it accepted. The fast
-path is live when an event was accepted within --live-within (default 1h)
-and, for Shopify, every subscription is in place.`,
+the subscriptions sync keeps point at its intake (Shopify ORDERS_CREATE,
+ORDERS_UPDATED, ORDERS_CANCELLED; WooCommerce order.created, order.updated,
+active), listed through the platform's API unless --no-list, when serve last
+accepted one of its events and how many it accepted. The fast path is live
+when an event was accepted within --live-within (default 1h) and every
+subscription is in place.`,
 		Example: "  ordersync webhooks status\n  ordersync webhooks status --platform shopify-acme -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -217,12 +214,12 @@ and, for Shopify, every subscription is in place.`,
 					row.LastEventAt, row.Events = &t, a.Events
 				}
 				subsOK := true
-				if p.Kind == webhooks.KindShopify && m != nil {
+				if !noList {
 					row.Subscriptions, err = countSubscriptions(ctx, p, m)
 					if err != nil {
 						row.Error = textclip.Message(err.Error())
 					}
-					subsOK = row.Subscriptions == len(webhooks.Topics)
+					subsOK = row.Subscriptions == len(topicsOf(p))
 				}
 				row.Live = ok && now.Sub(a.LastEventAt) <= within && subsOK
 				rows = append(rows, row)
@@ -235,7 +232,11 @@ and, for Shopify, every subscription is in place.`,
 			for _, r := range rows {
 				subs := "-"
 				if r.Subscriptions >= 0 {
-					subs = fmt.Sprintf("%d/%d", r.Subscriptions, len(webhooks.Topics))
+					n := len(webhooks.Topics)
+					if r.Kind == webhooks.KindWooCommerce {
+						n = len(webhooks.WooTopics)
+					}
+					subs = fmt.Sprintf("%d/%d", r.Subscriptions, n)
 				}
 				last := "never"
 				if r.LastEventAt != nil {
@@ -252,24 +253,71 @@ and, for Shopify, every subscription is in place.`,
 	}
 	cmd.Flags().StringVar(&platform, "platform", "", "only this platform")
 	cmd.Flags().DurationVar(&within, "live-within", time.Hour, "live: an event accepted within this time")
-	cmd.Flags().BoolVar(&noList, "no-list", false, "do not ask Shopify for the subscriptions (no credentials needed)")
+	cmd.Flags().BoolVar(&noList, "no-list", false, "do not ask the platforms for their subscriptions (no credentials needed)")
 	return cmd
 }
 
-// countSubscriptions counts the Topics subscribed to p's intake: a
-// subscription whose uri path is the intake's, whatever host it names.
-func countSubscriptions(ctx context.Context, p config.Platform, m *credentials.Manager) (int, error) {
+// syncPlatform keeps p's subscriptions to intake.
+func syncPlatform(ctx context.Context, p config.Platform, m *credentials.Manager, intake string, dryRun bool) (webhooks.SyncReport, error) {
+	if p.Kind == webhooks.KindWooCommerce {
+		admin, err := wooAdmin(p)
+		if err != nil {
+			return webhooks.SyncReport{URI: intake}, err
+		}
+		secret := ""
+		if !dryRun {
+			if secret, err = (&webhooks.StoredSecrets{Manager: m}).WebhookSecret(ctx, p); err != nil {
+				return webhooks.SyncReport{URI: intake}, err
+			}
+		}
+		return webhooks.SyncWoo(ctx, admin, intake, secret, dryRun)
+	}
 	admin, err := shopifyAdmin(ctx, p, m)
 	if err != nil {
-		return -1, err
+		return webhooks.SyncReport{URI: intake}, err
 	}
-	subs, err := admin.List(ctx)
-	if err != nil {
-		return -1, err
+	return webhooks.Sync(ctx, admin, intake, dryRun)
+}
+
+// topicsOf are the subscriptions sync keeps for p's kind.
+func topicsOf(p config.Platform) []string {
+	if p.Kind == webhooks.KindWooCommerce {
+		return webhooks.WooTopics
+	}
+	return webhooks.Topics
+}
+
+// countSubscriptions counts the topics subscribed (and, for WooCommerce,
+// active) to p's intake: a subscription whose URL path is the intake's,
+// whatever host it names.
+func countSubscriptions(ctx context.Context, p config.Platform, m *credentials.Manager) (int, error) {
+	var subs []webhooks.Subscription
+	if p.Kind == webhooks.KindWooCommerce {
+		admin, err := wooAdmin(p)
+		if err != nil {
+			return -1, err
+		}
+		hooks, err := admin.List(ctx)
+		if err != nil {
+			return -1, err
+		}
+		for _, h := range hooks {
+			if h.Status == "active" {
+				subs = append(subs, webhooks.Subscription{Topic: h.Topic, URI: h.DeliveryURL})
+			}
+		}
+	} else {
+		admin, err := shopifyAdmin(ctx, p, m)
+		if err != nil {
+			return -1, err
+		}
+		if subs, err = admin.List(ctx); err != nil {
+			return -1, err
+		}
 	}
 	path := webhooks.Prefix + p.Kind + "/" + p.Name
 	n := 0
-	for _, t := range webhooks.Topics {
+	for _, t := range topicsOf(p) {
 		if slices.ContainsFunc(subs, func(s webhooks.Subscription) bool {
 			u, err := url.Parse(s.URI)
 			return s.Topic == t && err == nil && u.Path == path
@@ -278,6 +326,27 @@ func countSubscriptions(ctx context.Context, p config.Platform, m *credentials.M
 		}
 	}
 	return n, nil
+}
+
+// wooAdmin is p's REST client for webhooks with p's consumer key and
+// secret (a JSON credential, as the connector reads it).
+func wooAdmin(p config.Platform) (*webhooks.WooAdmin, error) {
+	raw, err := p.Credentials.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("platform %s: %w", p.Name, err)
+	}
+	var keys struct {
+		Key    string `json:"consumer_key"`
+		Secret string `json:"consumer_secret"`
+	}
+	if json.Unmarshal([]byte(raw), &keys) != nil || keys.Key == "" || keys.Secret == "" {
+		return nil, fmt.Errorf("platform %s: credentials %s: the secret must be a JSON object with consumer_key, consumer_secret", p.Name, p.Credentials)
+	}
+	o, err := config.KindOptions[config.WooCommerceOptions](p)
+	if err != nil {
+		return nil, fmt.Errorf("platform %s: %w", p.Name, err)
+	}
+	return &webhooks.WooAdmin{Endpoint: p.Endpoint, ConsumerKey: keys.Key, ConsumerSecret: keys.Secret, InQuery: o.Auth == "query"}, nil
 }
 
 // webhookPlatforms are the active Shopify and WooCommerce platforms, or

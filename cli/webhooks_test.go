@@ -185,3 +185,37 @@ platforms:
 	require.Contains(t, body, `ordersync_webhook_events_total{kind="shopify",outcome="error",platform="shopify-acme"} 1`)
 	require.Contains(t, body, `ordersync_webhook_events_total{kind="shopify",outcome="unknown_account",platform=""} 1`)
 }
+
+// TestWooAdminReadsTheConnectorsKeys: the WooCommerce webhook client
+// authenticates with the platform's own JSON keys and auth option; a
+// credential that is not such an object is an error naming the reference.
+func TestWooAdminReadsTheConnectorsKeys(t *testing.T) {
+	t.Setenv("WOO_KEYS", `{"consumer_key":"ck_1","consumer_secret":"cs_1"}`)
+	t.Setenv("WOO_BAD", `ck_1:cs_1`)
+	f, err := config.Parse([]byte(`
+platforms:
+  woo-a:
+    kind: woocommerce
+    endpoint: https://shop.example.com
+    credentials: {env: WOO_KEYS}
+    options: {auth: query}
+  woo-b:
+    kind: woocommerce
+    endpoint: https://shop.example.com
+    credentials: {env: WOO_BAD}
+`))
+	require.NoError(t, err)
+	byName := map[string]config.Platform{}
+	for _, p := range f.Platforms {
+		byName[p.Name] = p
+	}
+	a, err := wooAdmin(byName["woo-a"])
+	require.NoError(t, err)
+	require.Equal(t, "ck_1", a.ConsumerKey)
+	require.Equal(t, "cs_1", a.ConsumerSecret)
+	require.True(t, a.InQuery)
+	require.Equal(t, "https://shop.example.com", a.Endpoint)
+	_, err = wooAdmin(byName["woo-b"])
+	require.ErrorContains(t, err, "platform woo-b: credentials env:WOO_BAD: the secret must be a JSON object")
+	require.NotContains(t, err.Error(), "cs_1")
+}
