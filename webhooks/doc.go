@@ -39,6 +39,8 @@
 // Sync creates the Shopify subscriptions (Topics) that point at the
 // account's intake URL through the Admin GraphQL API, and creates again
 // one Shopify deleted (Shopify deletes a subscription after 8 consecutive
-// failed deliveries). Polling stays the no-loss guarantee: the fast path
-// only makes changes arrive sooner.
+// failed deliveries). SyncWoo does the same for WooCommerce webhooks
+// (WooTopics) through the REST API, activating one WooCommerce disabled.
+// Polling stays the no-loss guarantee: the fast path only makes changes
+// arrive sooner.
 package webhooks
