@@ -106,6 +106,14 @@ const (
 	RefetchFutureStamped = "future_stamped"
 )
 
+// RefetchSignalAgain asks a running Refetch workflow to fetch its order
+// once more after the fetch in flight: a webhook event (package webhooks)
+// that arrives while the order is being fetched may describe a change that
+// fetch missed. It is sent with signal-with-start, so with no refetch
+// running it starts one; any number of signals received during one fetch
+// cause one more. No payload.
+const RefetchSignalAgain = "again"
+
 // RefetchResult is what a Refetch workflow reports: the outcome and
 // counts, never order data.
 type RefetchResult struct {
@@ -120,6 +128,9 @@ type RefetchResult struct {
 	Waits int `json:"waits,omitempty"`
 	// Attempts counts the activity attempts that failed and were retried.
 	Attempts int `json:"attempts,omitempty"`
+	// Fetches counts the fetches when RefetchSignalAgain made more than
+	// one (0 otherwise); the outcome is the last one's.
+	Fetches int `json:"fetches,omitempty"`
 }
 
 // ErrRefetchFailed is the application error type of a Refetch workflow

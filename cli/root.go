@@ -88,7 +88,7 @@ with Go's units and days (-6h, -2d, -1d12h); durations likewise (90s, 7d).
 	root.AddCommand(newWorkerCommand(app), newSimCommand(app), newPlatformCommand(app), newConfigCommand(app),
 		newSlicesCommand(app), newDLQCommand(app), newVerifyCommand(app), newSetupCommand(app), newChangesCommand(app), newDeliveriesCommand(app),
 		newReceiverCommand(app), newDeploymentCommand(app), newMigrateCommand(app))
-	root.AddCommand(newServeCommand(app))
+	root.AddCommand(newServeCommand(app), newWebhooksCommand(app))
 	root.AddCommand(newCredentialsCommand(app))
 	root.AddCommand(newOrdersCommand(app))
 	return root

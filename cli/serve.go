@@ -15,6 +15,7 @@ import (
 	"github.com/ordersync/ordersync/accounts/httpapi"
 	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/onboarding"
+	"github.com/ordersync/ordersync/webhooks"
 )
 
 // serveShutdownGrace is how long serve lets requests in flight finish on
@@ -50,7 +51,14 @@ under /oauth/: Shopify's app install (/oauth/shopify/install, /callback) and
 Amazon's website authorization (/oauth/amazon/start, /callback). Those
 routes are public (merchants' browsers call them) and checked by HMAC and a
 single-use state instead; the tokens are stored sealed (ORDERSYNC_CREDENTIAL_KEYS)
-and the account is registered. See docs/credentials.md.`,
+and the account is registered. See docs/credentials.md.
+
+Platform webhooks (the fast path, docs/webhooks.md) are taken at
+/webhooks/shopify/<platform> and /webhooks/woocommerce/<platform>, with or
+without --oauth-file: public routes checked by the platform's HMAC
+signature with the account's webhook secret from the credential store
+(ORDERSYNC_CREDENTIAL_KEYS), deduplicated, answered at once and turned into
+a refetch of the order. GET /metrics (bearer token) counts them.`,
 		Example: `  export ORDERSYNC_API_TOKEN=$(openssl rand -hex 32)
   ordersync serve
   curl -sS -H "Authorization: Bearer $ORDERSYNC_API_TOKEN" -H 'Content-Type: application/json' \
@@ -88,21 +96,24 @@ and the account is registered. See docs/credentials.md.`,
 			if err != nil {
 				return err
 			}
-			var handler http.Handler = h
 			if oauthFile == "" {
 				oauthFile = app.Process.OAuthFile
 			}
+			var ob http.Handler
 			if oauthFile != "" {
-				ob, closeOB, err := app.onboardingHandler(ctx, oauthFile, svc)
+				h, closeOB, err := app.onboardingHandler(ctx, oauthFile, svc)
 				if err != nil {
 					return err
 				}
 				defer closeOB()
-				mux := http.NewServeMux()
-				mux.Handle(onboarding.Prefix, ob) // public: merchants' browsers, checked by HMAC and state
-				mux.Handle("/", h)
-				handler = mux
+				ob = h
 			}
+			wh, metricsHandler, closeWH, err := app.webhookIntake(ctx, ops)
+			if err != nil {
+				return err
+			}
+			defer closeWH()
+			handler := serveRoutes(h, ob, wh, metricsHandler, token)
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("serve: listen on %s: %w", listen, err)
@@ -129,6 +140,10 @@ and the account is registered. See docs/credentials.md.`,
 			if err := srv.Shutdown(sctx); err != nil {
 				return fmt.Errorf("serve: shut down: %w", err)
 			}
+			// Events accepted before the shutdown get their refetches started.
+			if err := wh.Close(sctx); err != nil {
+				app.Logger.Warn("serve: webhook intake", "error", err)
+			}
 			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("serve: %w", err)
 			}
@@ -139,6 +154,22 @@ and the account is registered. See docs/credentials.md.`,
 	cmd.Flags().StringVar(&oauthFile, "oauth-file", "", "onboarding file: serve Shopify's app install and Amazon's website authorization under /oauth/ (default $ORDERSYNC_OAUTH_FILE; docs/credentials.md)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --listen address (plaintext HTTP: put TLS in front)")
 	return cmd
+}
+
+// serveRoutes is serve's mux: the accounts and orders API at / (bearer
+// token), the OAuth onboarding routes when ob is set (public: merchants'
+// browsers, checked by HMAC and state), the webhook intake (public:
+// platforms, checked by HMAC, docs/webhooks.md) and the intake's metrics
+// at GET /metrics (bearer token).
+func serveRoutes(apiH, ob, wh, metricsH http.Handler, token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", apiH)
+	if ob != nil {
+		mux.Handle(onboarding.Prefix, ob)
+	}
+	mux.Handle(webhooks.Prefix, wh)
+	mux.Handle("GET /metrics", bearerOnly(token, metricsH))
+	return mux
 }
 
 // checkListen refuses an address other machines can reach unless

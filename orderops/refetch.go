@@ -26,6 +26,13 @@ type RefetchRequest struct {
 	// Priority is the Temporal priority key (1 first .. 5 last; 0:
 	// api.RefetchDefaultPriority, ahead of backfill's 3).
 	Priority int
+	// Again starts each refetch by signal-with-start of
+	// api.RefetchSignalAgain (webhook events): a refetch of the order in
+	// flight is joined and fetches once more when its fetch ends, since
+	// that fetch may have read the order before the change the event
+	// reports. Without it (orders refetch) a refetch in flight is joined
+	// as it is.
+	Again bool
 }
 
 // Refetch is one order's refetch: its workflow and, once known, its
@@ -92,14 +99,21 @@ func (s *Service) StartRefetch(ctx context.Context, req RefetchRequest) ([]Refet
 	out := make([]Refetch, 0, len(ids))
 	for _, id := range ids {
 		wid := api.RefetchWorkflowID(p.Name, id)
-		run, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		opts := client.StartWorkflowOptions{
 			ID:                       wid,
 			TaskQueue:                p.TaskQueue,
 			Priority:                 workflows.RefetchPriority(p.Name, prio),
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.Platform.ValueSet(p.Name)),
-		}, api.RefetchWorkflowType, api.RefetchInput{Platform: settings, OrderID: id, Priority: prio})
+		}
+		in := api.RefetchInput{Platform: settings, OrderID: id, Priority: prio}
+		var run client.WorkflowRun
+		if req.Again {
+			run, err = s.Temporal.SignalWithStartWorkflow(ctx, wid, api.RefetchSignalAgain, nil, opts, api.RefetchWorkflowType, in)
+		} else {
+			run, err = s.Temporal.ExecuteWorkflow(ctx, opts, api.RefetchWorkflowType, in)
+		}
 		if err != nil {
 			return out, fmt.Errorf("start the refetch of order %s of %s: %w", textclip.Value(id), p.Name, err)
 		}

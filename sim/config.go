@@ -75,6 +75,8 @@ type Config struct {
 	// ShopifyRefreshTTL is how long a Shopify refresh token lives (default
 	// 90 days).
 	ShopifyRefreshTTL time.Duration
+	// Webhooks are the Shopify surface's webhook deliveries (webhooks.go).
+	Webhooks WebhookConfig
 	// Start, when set, is the instant the backlog ends and live creation
 	// begins; by default the first clock reading. Restarting a simulator
 	// with the same Seed and Start replays the same world, which is how
@@ -357,6 +359,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AmazonTokenError, "amazon-token-error", c.AmazonTokenError, "the Amazon surface's 400 for an expired pagination token, one of "+strings.Join(AmazonTokenErrors, ", ")+" (empty: expired)")
 	fs.DurationVar(&c.AmazonAccessTTL, "amazon-access-ttl", c.AmazonAccessTTL, "how long the Amazon surface accepts an access token; expires_in still says 1h (0: 1h)")
 	fs.DurationVar(&c.ShopifyAccessTTL, "shopify-access-ttl", c.ShopifyAccessTTL, "how long an expiring Shopify access token lives (0: 1h)")
+	c.Webhooks.RegisterFlags(fs) // webhooks.go
 }
 
 func shopsString(shops []ShopConfig) string {

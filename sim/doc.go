@@ -59,6 +59,11 @@
 //	    ShopifyLinePage lines, every answer carries extensions.cost, and a
 //	    per-shop bucket of points (ShopifyCost) answers THROTTLED (HTTP 200)
 //	    when it cannot hold a query's requested cost. Details in shopify.go.
+//	    Also webhookSubscriptionCreate, webhookSubscriptions and
+//	    webhookSubscriptionDelete: with Config.Webhooks.Secret set, signed
+//	    orders/create, updated and cancelled deliveries to each
+//	    subscription, retried, deleted after failures, with duplicates,
+//	    drops, delays and forgeries (webhooks.go).
 //
 //	GET /admin/shops/{shop}/truth[?as_of=T][&lines=true]   Authorization: Bearer <AdminToken>
 //	    200 {"shop","as_of","orders":[{"id","updated_at","status","total"}]} by id:

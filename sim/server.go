@@ -26,6 +26,8 @@ type Simulator struct {
 	// amazonLapse is when ExpireAccessTokens last lapsed the Amazon
 	// surface's tokens (µs; 0 never), for stateless tokens it never recorded.
 	amazonLapse atomic.Int64
+	// webhooks holds the Shopify surface's subscriptions and deliveries (webhooks.go).
+	webhooks *webhookHub
 }
 
 // shop is one account: its world plus the request-side state, all guarded by mu.
@@ -94,6 +96,9 @@ func New(cfg Config) (*Simulator, error) {
 		}
 		s.shops = append(s.shops, sh)
 		s.byName[sc.Name] = sh
+	}
+	if s.webhooks, err = newWebhookHub(s, cfg.Webhooks); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -194,6 +194,11 @@ func (s *Simulator) handleShopifyGraphQL(w http.ResponseWriter, r *http.Request)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"errors": map[string]string{"query": "Required parameter missing or invalid"}})
 		return
 	}
+	if ans, ok := s.shopifyWebhookOp(sh, body.OperationName, body.Query, body.Variables); ok { // shopify_webhooks_gql.go
+		sh.mu.Unlock()
+		writeJSON(w, http.StatusOK, ans)
+		return
+	}
 	req, qerr := parseShopifyRequest(body.OperationName, body.Query, body.Variables, sh.hash)
 	if qerr != nil {
 		sh.stats.BadRequests++

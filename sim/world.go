@@ -44,6 +44,9 @@ type world struct {
 	next     int64   // µs of the next live creation
 	versions int64   // versions that have become visible
 	visible  int     // orders with a visible version
+	// onShow, when set, hears of every version that becomes visible after
+	// the backlog (the Shopify surface's webhooks, webhooks.go).
+	onShow func(seq uint32, prev int8, k int, vs []version)
 }
 
 func newWorld(cfg Config, shop string, start int64) *world {
@@ -93,6 +96,7 @@ func (w *world) place(seq uint32) {
 	vs := w.shape.versions(o, w.stopAt, &buf)
 	k := visibleAt(vs, w.now)
 	if k > int(o.shown) {
+		prev := o.shown
 		if o.shown >= 0 {
 			w.index.Delete(entry{vs[o.shown].updated, seq})
 		} else {
@@ -101,6 +105,9 @@ func (w *world) place(seq uint32) {
 		w.index.Set(entry{vs[k].updated, seq})
 		w.versions += int64(k - int(o.shown))
 		o.shown = int8(k)
+		if w.onShow != nil {
+			w.onShow(seq, prev, k, vs)
+		}
 	}
 	if k+1 < len(vs) {
 		w.push(event{vs[k+1].visible, seq})

@@ -47,6 +47,8 @@ type Store interface {
 	Feed
 	// OrderSearch finds orders and an order's changes (search.go).
 	OrderSearch
+	// Webhooks logs the platform webhooks serve accepted (webhooks.go).
+	Webhooks
 	// Close releases the database handle.
 	Close() error
 }

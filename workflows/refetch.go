@@ -29,6 +29,11 @@ import (
 // failures retry with the platform's retry policy; a permanent error or
 // exhausted retries fail the workflow with api.ErrRefetchFailed. History
 // holds the id, outcome and counts only.
+//
+// A webhook event for the order starts it by signal-with-start with
+// api.RefetchSignalAgain: a burst of events while it runs is one more
+// fetch after the one in flight (which may have read the order before the
+// latest change), not one fetch per event, and never none.
 func Refetch(ctx workflow.Context, in api.RefetchInput) (api.RefetchResult, error) {
 	if err := checkRefetchInput(&in); err != nil {
 		return api.RefetchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
@@ -53,6 +58,11 @@ func checkRefetchInput(in *api.RefetchInput) error {
 	return nil
 }
 
+// maxRefetchFetches bounds the fetches of one run that again signals ask
+// for; a run with signals still pending past it continues as new (a fresh
+// run fetches at once), so its history stays small.
+const maxRefetchFetches = 10
+
 // maxRefetchWaits bounds the rate waits of one refetch, beside
 // rate_limit_wait, so its history stays small (about five events a wait).
 const maxRefetchWaits = 200
@@ -63,14 +73,53 @@ type refetchRun struct {
 }
 
 func (r *refetchRun) run(ctx workflow.Context) (api.RefetchResult, error) {
+	again := workflow.GetSignalChannel(ctx, api.RefetchSignalAgain)
+	for fetches := 1; ; fetches++ {
+		out, err := r.fetch(ctx, again)
+		if err != nil {
+			return out, err
+		}
+		if fetches > 1 {
+			out.Fetches = fetches
+		}
+		if !drainAgain(again) {
+			return out, nil
+		}
+		// Asked only here, when a signal came during the fetch: histories
+		// without one never record the marker.
+		if workflow.GetVersion(ctx, versionRefetchAgain, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return out, nil
+		}
+		if fetches >= maxRefetchFetches {
+			return out, workflow.NewContinueAsNewError(ctx, api.RefetchWorkflowType, r.in)
+		}
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("fetching order %s of %s again: an event arrived during fetch %d", textclip.Value(r.in.OrderID), r.in.Platform.Name, fetches))
+	}
+}
+
+// drainAgain takes every again signal received so far and says whether
+// there was one.
+func drainAgain(ch workflow.ReceiveChannel) bool {
+	got := false
+	for ch.ReceiveAsync(nil) {
+		got = true
+	}
+	return got
+}
+
+// fetch runs one fetch of the order, waiting for the platform's rate as it
+// must. Again signals received before each attempt are taken: that attempt
+// reads the order after them.
+func (r *refetchRun) fetch(ctx workflow.Context, again workflow.ReceiveChannel) (api.RefetchResult, error) {
 	p := r.in.Platform
 	opts := RefetchActivityOptions(p, r.in.Priority)
 	maxAttempts := p.Retries + 1
 	budget := p.RateLimitWaitOrDefault()
 	var since time.Time
-	used := 0
+	used, waits := 0, 0
 	in := activities.RefetchOrderInput{Platform: p, OrderID: r.in.OrderID}
 	for {
+		drainAgain(again)
 		actx := workflow.WithActivityOptions(ctx, opts)
 		if used > 0 {
 			rp := *opts.RetryPolicy
@@ -90,13 +139,14 @@ func (r *refetchRun) run(ctx workflow.Context) (api.RefetchResult, error) {
 			return r.res, r.failed(err)
 		}
 		now := workflow.Now(ctx)
-		if r.res.Waits == 0 {
+		if waits == 0 {
 			since = now
 		}
-		if r.res.Waits >= maxRefetchWaits || now.Sub(since)+d > budget {
+		if waits >= maxRefetchWaits || now.Sub(since)+d > budget {
 			return r.res, r.failed(fmt.Errorf("waited for the platform's rate %d time(s) over %s, within rate_limit_wait %s: %s",
-				r.res.Waits, now.Sub(since).Round(time.Second), budget, rootMessage(err)))
+				waits, now.Sub(since).Round(time.Second), budget, rootMessage(err)))
 		}
+		waits++
 		r.res.Waits++
 		used = min(used+counted, maxAttempts-1)
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("waiting %s for the rate of %s (wait %d)", d.Round(time.Millisecond), p.Name, r.res.Waits))

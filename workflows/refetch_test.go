@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
@@ -203,4 +204,74 @@ func TestRefetchRefusesBadInput(t *testing.T) {
 		require.Error(t, err, "%+v", in)
 		require.Empty(t, log.all())
 	}
+}
+
+// mockSlowRefetch answers every RefetchOrder with outcome updated after
+// took on the workflow's clock, recording when each call started.
+func mockSlowRefetch(env *testsuite.TestWorkflowEnvironment, took time.Duration) *refetchLog {
+	l := &refetchLog{}
+	env.OnActivity(acts.RefetchOrder, mock.Anything, mock.Anything).After(took).Return(
+		func(ctx context.Context, in activities.RefetchOrderInput) (api.RefetchResult, error) {
+			l.mu.Lock()
+			l.calls = append(l.calls, refetchCall{At: env.Now().UTC(), OrderID: in.OrderID})
+			l.mu.Unlock()
+			return api.RefetchResult{Platform: in.Platform.Name, OrderID: in.OrderID, Outcome: api.RefetchUpdated}, nil
+		}).Maybe()
+	return l
+}
+
+// TestRefetchAgainSignalDuringTheFetchFetchesOnceMore: a burst of again
+// signals (webhook events) while the fetch is in flight is exactly one
+// more fetch after it, the fetch that may have read the order before the
+// latest change.
+func TestRefetchAgainSignalDuringTheFetchFetchesOnceMore(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	log := mockSlowRefetch(env, 5*time.Second)
+	for _, at := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second} {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.RefetchSignalAgain, nil) }, at)
+	}
+	res, err := runRefetch(t, env, api.RefetchInput{Platform: p, OrderID: "1000000042"})
+	require.NoError(t, err)
+	require.Equal(t, api.RefetchUpdated, res.Outcome)
+	require.Equal(t, 2, res.Fetches)
+	require.Len(t, log.all(), 2, "three events during one fetch: one more fetch")
+}
+
+// TestRefetchAgainSignalBeforeTheFetchIsCoveredByIt: an again signal that
+// arrives while the refetch waits for the platform's rate, before its
+// call, asks for nothing more: that call reads the order after it.
+func TestRefetchAgainSignalBeforeTheFetchIsCoveredByIt(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	log := mockRefetch(env, func(n int, in activities.RefetchOrderInput) (api.RefetchResult, error) {
+		if n == 0 {
+			return api.RefetchResult{}, slotBusy(10 * time.Second)
+		}
+		return api.RefetchResult{Platform: in.Platform.Name, OrderID: in.OrderID, Outcome: api.RefetchCreated}, nil
+	})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.RefetchSignalAgain, nil) }, 5*time.Second)
+	res, err := runRefetch(t, env, api.RefetchInput{Platform: p, OrderID: "1000000042"})
+	require.NoError(t, err)
+	require.Equal(t, api.RefetchCreated, res.Outcome)
+	require.Zero(t, res.Fetches)
+	require.Equal(t, 1, res.Waits)
+	require.Len(t, log.all(), 2, "one wait, one call")
+}
+
+// TestRefetchAgainSignalsWithoutEndContinueAsNew: events that keep coming
+// during every fetch make at most maxRefetchFetches fetches in one run,
+// then the run continues as new, so its history stays bounded.
+func TestRefetchAgainSignalsWithoutEndContinueAsNew(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	log := mockSlowRefetch(env, 5*time.Second)
+	for i := 1; i < 60; i++ {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.RefetchSignalAgain, nil) }, time.Duration(i)*time.Second)
+	}
+	env.ExecuteWorkflow(api.RefetchWorkflowType, api.RefetchInput{Platform: p, OrderID: "1000000042"})
+	require.True(t, env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	require.Len(t, log.all(), 10)
 }

@@ -247,6 +247,16 @@ const (
 	// replays its verdict. Can go after release v0.9, once no Delivery run
 	// begun before it is open.
 	versionDestinationByRef = "destination-settings-by-reference"
+
+	// versionRefetchAgain guards the Refetch workflow's answer to the
+	// api.RefetchSignalAgain signal (a webhook event for an order whose
+	// refetch is in flight): from this version a signal received after a
+	// fetch started makes the workflow fetch once more when it ends;
+	// before it the signal was ignored. Asked lazily, only when a fetch
+	// ended with such a signal pending, so the recorded refetch histories
+	// (no signal) replay unchanged. Can go after release v0.10, once no
+	// Refetch run begun before it is open (a refetch lasts minutes).
+	versionRefetchAgain = "refetch-again"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

@@ -27,6 +27,10 @@
 //     temporal_workflow_task_schedule_to_start_latency_seconds, ...),
 //     bridged from OpenTelemetry into the same registry.
 //
+// Serve's webhook intake counts its events in a registry of its own
+// (webhooks.go, ServeRegistry), exposed by `ordersync serve` at GET
+// /metrics behind its bearer token.
+//
 // The same server answers /readyz (Readiness): 200 once every task queue
 // of the process has a workflow and an activity poll accepted by Temporal,
 // 503 before that, while draining, and after a fatal worker error.
