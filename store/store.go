@@ -47,6 +47,8 @@ type Store interface {
 	Feed
 	// OrderSearch finds orders and an order's changes (search.go).
 	OrderSearch
+	// Reconciliation counts windows for count reconciliation (reconcile.go).
+	Reconciliation
 	// Close releases the database handle.
 	Close() error
 }
