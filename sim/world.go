@@ -36,14 +36,15 @@ type world struct {
 	shape    shape
 	orders   []order // by sequence number - 1, i.e. in creation order
 	index    *btree.BTreeG[entry]
-	pending  []event // min-heap by at: each order's next invisible version
-	now      int64   // µs the world has advanced to
-	stopAt   int64   // versions updated at or after this do not exist
-	gen      rng     // creation times and order seeds
-	liveRate float64 // orders per second
-	next     int64   // µs of the next live creation
-	versions int64   // versions that have become visible
-	visible  int     // orders with a visible version
+	pending  []event    // min-heap by at: each order's next invisible version
+	now      int64      // µs the world has advanced to
+	stopAt   int64      // versions updated at or after this do not exist
+	gen      rng        // creation times and order seeds
+	liveRate float64    // orders per second
+	next     int64      // µs of the next live creation
+	versions int64      // versions that have become visible
+	visible  int        // orders with a visible version
+	hides    []listHide // orders hidden from list responses for a while (hidden.go)
 }
 
 func newWorld(cfg Config, shop string, start int64) *world {
@@ -153,6 +154,9 @@ func (w *world) page(from, to int64, after entry, limit int) (out []listed, more
 	w.index.Ascend(entry{after.upd, after.seq + 1}, func(e entry) bool {
 		if e.upd >= to {
 			return false
+		}
+		if len(w.hides) > 0 && w.hidden(e.seq) {
+			return true
 		}
 		if len(out) == limit {
 			more = true
