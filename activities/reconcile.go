@@ -39,6 +39,8 @@ type ReconcileCountResult struct {
 	// or api.ReconcileWaitReprocess (a reprocess of the window is queued
 	// or running).
 	Gate string `json:"gate,omitempty"`
+	// Watermark is the cursor's watermark, when its status was read.
+	Watermark time.Time `json:"watermark,omitzero"`
 	// Unsupported: the platform has no count call (ErrCountUnsupported).
 	Unsupported bool                `json:"unsupported,omitempty"`
 	Result      api.ReconcileResult `json:"result"`
@@ -50,8 +52,9 @@ type ReconcileCountResult struct {
 // window), and decides the check's outcome (api.ReconcileMatch, ...). A
 // first count that finds the platform ahead says api.ReconcileReprocessing:
 // the workflow has the cursor fetch the window again, then asks for the
-// recount (First set), whose outcome is closed or open. A finished outcome
-// is kept in the store (reconcile report) and counted in the metrics.
+// recount (First set), whose outcome is closed or open. Every outcome is
+// kept in the store (reconcile report; reprocessing until its recount
+// replaces it), and a decided one is counted in the metrics.
 //
 // Nothing is counted before the cursor passed the window: its status
 // (query) must show a watermark at or after To, not paused; a recount
@@ -67,7 +70,8 @@ func (a *Activities) ReconcileCount(ctx context.Context, in ReconcileCountInput)
 	if !ok {
 		return res, temporal.NewNonRetryableApplicationError("reconcile: the store cannot count windows", ErrPermanent, nil)
 	}
-	gate, err := a.reconcileGate(ctx, in)
+	gate, watermark, err := a.reconcileGate(ctx, in)
+	res.Watermark = watermark
 	if err != nil || gate != "" {
 		res.Gate = gate
 		return res, err
@@ -102,14 +106,15 @@ func (a *Activities) ReconcileCount(ctx context.Context, in ReconcileCountInput)
 		return res, temporal.NewApplicationErrorWithCause(textclip.Message(err.Error()), ErrStore, boundedCause(err))
 	}
 	res.Result = reconcileOutcome(in, n, stored, time.Now().UTC())
-	if res.Result.Outcome == api.ReconcileReprocessing {
-		return res, nil // decided by the recount
-	}
 	r := res.Result
+	// A difference is kept as reprocessing until its recount replaces it.
 	if err := rs.SaveReconcileResult(ctx, store.ReconcileResult{Platform: in.Platform.Name, From: r.From, To: r.To, Check: r.Check,
 		PlatformCount: r.PlatformCount, Precision: r.Precision, StoreCount: r.StoreCount, Outcome: r.Outcome, Reprocessed: r.Reprocessed,
 		RecountPlatform: r.RecountPlatform, RecountStore: r.RecountStore, CheckedAt: r.CheckedAt}); err != nil {
 		return res, temporal.NewApplicationErrorWithCause(textclip.Message(err.Error()), ErrStore, boundedCause(err))
+	}
+	if r.Outcome == api.ReconcileReprocessing {
+		return res, nil // counted in the metrics once its recount decided it
 	}
 	diff := r.PlatformCount - r.StoreCount
 	if r.Reprocessed {
@@ -157,37 +162,37 @@ func reconcileOutcome(in ReconcileCountInput, platform connectors.Count, stored 
 }
 
 // reconcileGate reads the cursor's status: "" when the window may be
-// counted now.
-func (a *Activities) reconcileGate(ctx context.Context, in ReconcileCountInput) (string, error) {
+// counted now, and the cursor's watermark.
+func (a *Activities) reconcileGate(ctx context.Context, in ReconcileCountInput) (string, time.Time, error) {
 	if in.First != nil && in.Force {
-		return "", nil
+		return "", time.Time{}, nil
 	}
 	if a.Client == nil {
-		return "", temporal.NewNonRetryableApplicationError("reconcile: the worker has no Temporal client to read the cursor", ErrPermanent, nil)
+		return "", time.Time{}, temporal.NewNonRetryableApplicationError("reconcile: the worker has no Temporal client to read the cursor", ErrPermanent, nil)
 	}
 	v, err := a.Client.QueryWorkflow(ctx, api.CursorWorkflowID(in.Platform.Name), "", api.QueryStatus)
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
-		return api.ReconcileWaitCursor, nil
+		return api.ReconcileWaitCursor, time.Time{}, nil
 	case err != nil:
-		return "", temporal.NewApplicationError(textclip.Message(fmt.Sprintf("reconcile %s: query the cursor's status: %v", in.Platform.Name, err)), ErrTransient)
+		return "", time.Time{}, temporal.NewApplicationError(textclip.Message(fmt.Sprintf("reconcile %s: query the cursor's status: %v", in.Platform.Name, err)), ErrTransient)
 	}
 	var st api.CursorStatus
 	if err := v.Get(&st); err != nil {
-		return "", temporal.NewApplicationError(textclip.Message(fmt.Sprintf("reconcile %s: read the cursor's status: %v", in.Platform.Name, err)), ErrTransient)
+		return "", time.Time{}, temporal.NewApplicationError(textclip.Message(fmt.Sprintf("reconcile %s: read the cursor's status: %v", in.Platform.Name, err)), ErrTransient)
 	}
 	if st.Paused || st.Watermark.Before(in.To) {
-		return api.ReconcileWaitCursor, nil
+		return api.ReconcileWaitCursor, st.Watermark, nil
 	}
 	if in.First != nil {
 		for _, s := range append(st.InFlight, st.Queued...) {
 			if s.Kind == "reprocess" && s.Start.Before(in.To) && in.From.Before(s.End) {
-				return api.ReconcileWaitReprocess, nil
+				return api.ReconcileWaitReprocess, st.Watermark, nil
 			}
 		}
 	}
-	return "", nil
+	return "", st.Watermark, nil
 }
 
 // ReconcileReprocessInput asks the cursor to fetch one window again.

@@ -30,6 +30,8 @@ platforms:
     retries: 5
     retry_interval: 200ms
     rate_limit: {rps: 20, burst: 10}
+    page_size: 20
+    options: {restore_rate: 2000, max_cost_available: 20000, line_items_page_size: 2}
     task_queue: orders-e2e-rec
     reconcile_window: 1m
     reconcile_recheck: 0s
@@ -64,7 +66,6 @@ func TestReconcileFindsOrdersTheListHid(t *testing.T) {
 	// Hide three orders early enough in a minute window that polling
 	// passes them hidden (a slice is fetched within 14 s of its orders)
 	// and they show again before the window is counted, just after its end.
-	s.waitWatermark(platform, time.Now().Add(-12*time.Second), time.Minute)
 	now := time.Now()
 	end := now.Truncate(time.Minute).Add(time.Minute)
 	if end.Sub(now) < 30*time.Second {
@@ -82,7 +83,7 @@ func TestReconcileFindsOrdersTheListHid(t *testing.T) {
 
 	// Reconciliation: the window's difference, its reprocess, its recount.
 	var res store.ReconcileResult
-	deadline := time.Now().Add(45 * time.Second)
+	deadline := time.Now().Add(75 * time.Second)
 	for {
 		rs, err := s.store.ReconcileResults(ctx, platform, 0)
 		require.NoError(t, err)
@@ -92,10 +93,16 @@ func TestReconcileFindsOrdersTheListHid(t *testing.T) {
 				res, found = r, true
 			}
 		}
-		if found {
+		if found && res.Outcome != api.ReconcileReprocessing {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "no reconcile result for %v within 45 s: %+v", window, rs)
+		if time.Now().After(deadline) {
+			v, err := s.client.QueryWorkflow(ctx, api.ReconcileWorkflowID(platform), "", api.QueryReconcile)
+			require.NoError(t, err)
+			var rst api.ReconcileStatus
+			require.NoError(t, v.Get(&rst))
+			t.Fatalf("no reconcile result for %v within 75 s: %+v\nreconcile: %+v\ncursor: %+v", window, rs, rst, s.status(platform))
+		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	require.Equal(t, api.ReconcileClosed, res.Outcome, "%+v", res)

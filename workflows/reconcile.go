@@ -113,7 +113,7 @@ func (r *reconcileRun) check(ctx workflow.Context, cfg workflow.ReceiveChannel, 
 		return false, err
 	}
 	if wait != "" {
-		return false, r.sleep(ctx, cfg, wait, r.waitFor(wait))
+		return false, r.sleep(ctx, cfg, wait, r.waitFor(wait, w.End, res.Watermark))
 	}
 	if res.Unsupported {
 		workflow.GetLogger(ctx).Warn("reconcile: the platform has no count call; reconciliation ends", "platform", r.p.Name, "kind", r.p.Kind)
@@ -240,14 +240,21 @@ func (r *reconcileRun) configure(ctx workflow.Context, s api.Settings) {
 	r.stop = !s.ReconcileOn()
 }
 
-// waitFor is how long to wait for a reason: the cursor and failures are
-// looked at again after a quarter window (between 10 s and an hour), the
-// rate as the platform said.
-func (r *reconcileRun) waitFor(why string) time.Duration {
-	if why == api.ReconcileWaitRate && r.rateWait > 0 {
+// waitFor is how long to wait for a reason. The rate: as the platform
+// said. A cursor about to pass the window (its watermark within a window
+// of the end, or unknown): an interval and its settle, between 5 s and 15
+// minutes. A cursor further behind (a backfill) and a failed count: a
+// quarter window, between 10 s and an hour, so a long backfill costs a few
+// actions an hour.
+func (r *reconcileRun) waitFor(why string, end, watermark time.Time) time.Duration {
+	w := r.p.ReconcileWindowOrDefault()
+	switch {
+	case why == api.ReconcileWaitRate && r.rateWait > 0:
 		return r.rateWait
+	case why == api.ReconcileWaitCursor && (watermark.IsZero() || end.Sub(watermark) <= w):
+		return min(max(r.p.Interval.D()+r.p.Settle.D(), 5*time.Second), 15*time.Minute, max(w/4, 10*time.Second))
 	}
-	return min(max(r.p.ReconcileWindowOrDefault()/4, 10*time.Second), time.Hour)
+	return min(max(w/4, 10*time.Second), time.Hour)
 }
 
 // recountWait is the wait before a recount: an interval of the cursor
