@@ -110,7 +110,9 @@ func TestWooCommerceCount(t *testing.T) {
 	t.Cleanup(ts.Close)
 	conn := newWooConn(t, ts.URL, "basic")
 
-	answer = func(w http.ResponseWriter) { writeBody(w, http.StatusOK, []byte(`[{"id":1}]`), "X-WP-Total", "42", "X-WP-TotalPages", "42") }
+	answer = func(w http.ResponseWriter) {
+		writeBody(w, http.StatusOK, []byte(`[{"id":1}]`), "X-WP-Total", "42", "X-WP-TotalPages", "42")
+	}
 	n, err := connectors.CountOrders(context.Background(), conn, connectors.CountRequest{From: wooFrom, To: wooTo})
 	require.NoError(t, err)
 	require.Equal(t, connectors.Count{N: 42, Precision: connectors.CountExact}, n)
