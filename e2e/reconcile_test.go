@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/sim"
@@ -122,6 +123,23 @@ func TestReconcileFindsOrdersTheListHid(t *testing.T) {
 	require.EqualValues(t, 1, rst.Counts.Closed)
 	require.Zero(t, rst.Counts.Open)
 	require.Equal(t, "1m0s", rst.Window)
+
+	// What the reconciliation cost on the engine (docs/reconcile.md).
+	events, timers, activities := 0, 0, 0
+	iter := s.client.GetWorkflowHistory(ctx, api.ReconcileWorkflowID(platform), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		e, err := iter.Next()
+		require.NoError(t, err)
+		events++
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_TIMER_STARTED:
+			timers++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			activities++
+		}
+	}
+	t.Logf("reconcile history: %d events, %d timers, %d activities for %d checks (%d with a difference)",
+		events, timers, activities, rst.Counts.Checks, rst.Counts.Differences)
 
 	code, out, errOut := s.runCLI("reconcile", "report", "--platform", platform, "-o", "json")
 	require.Zero(t, code, "%s%s", out, errOut)
