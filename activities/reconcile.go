@@ -122,7 +122,11 @@ func (a *Activities) ReconcileCount(ctx context.Context, in ReconcileCountInput)
 	}
 	a.Metrics.ReconcileChecked(in.Platform.Name, r.Check, r.Outcome, diff)
 	if r.Outcome != api.ReconcileMatch {
-		a.logger().Warn("reconcile: the platform's count of a window differs from the store's", "platform", in.Platform.Name,
+		log := a.logger().Warn
+		if r.Outcome == api.ReconcileClosed {
+			log = a.logger().Info
+		}
+		log("reconcile: the platform's count of a window differed from the store's", "platform", in.Platform.Name,
 			"from", r.From, "to", r.To, "check", r.Check, "outcome", r.Outcome, "platform_count", r.PlatformCount, "store_count", r.StoreCount,
 			"recount_platform", r.RecountPlatform, "recount_store", r.RecountStore)
 	}
