@@ -80,6 +80,17 @@ func (r *reconcileRun) run(ctx workflow.Context) error {
 	for turn := 0; ; turn++ {
 		if turn >= maxReconcileTurns || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			if r.alerts.mayContinue(ctx) {
+				// Settings that arrived meanwhile travel on, not lost.
+				for {
+					var s api.Settings
+					if !cfg.ReceiveAsync(&s) {
+						break
+					}
+					r.configure(ctx, s)
+				}
+				if r.stop {
+					return nil
+				}
 				st := r.st
 				st.Runs++
 				return workflow.NewContinueAsNewError(ctx, api.ReconcileWorkflowType, api.ReconcileInput{

@@ -9,8 +9,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersync/ordersync/activities"
 	"github.com/ordersync/ordersync/api"
@@ -271,4 +273,56 @@ func TestReconcileRateLimitWaitsOnATimer(t *testing.T) {
 	for _, c := range got.counts[:3] {
 		require.Equal(t, at("-2h"), c.From, "the same window")
 	}
+}
+
+// TestReconcileOldHistoryIsCheckedOnce: windows already older than the
+// recheck delay at their first check are not checked again; the first
+// window young enough is.
+func TestReconcileOldHistoryIsCheckedOnce(t *testing.T) {
+	env := newEnv(t)
+	log := mockReconcile(env, func(_ int, in activities.ReconcileCountInput) (activities.ReconcileCountResult, error) {
+		return matched(in, 1), nil
+	})
+	var st api.ReconcileStatus
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(api.QueryReconcile)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&st))
+		env.CancelWorkflow()
+	}, 90*time.Minute)
+	env.ExecuteWorkflow(api.ReconcileWorkflowType, api.ReconcileInput{Platform: reconcilePlatform(t, 2*time.Hour), Start: at("-5h")})
+	var rechecked []time.Time
+	for _, c := range log.snapshot().counts {
+		if c.Check == api.ReconcileRecheck {
+			rechecked = append(rechecked, c.From)
+		}
+	}
+	// 7:00 to 10:00 ended 2 h or more before their first check at noon:
+	// checked once. 10:00-11:00 is rechecked at 13:00; 11:00's recheck
+	// (14:00) is after the run's end at 13:30.
+	require.Equal(t, []time.Time{at("-2h")}, rechecked)
+	require.EqualValues(t, 7, st.Counts.Checks, "7:00 to 12:00 first, 10:00 again, 12:00 at 13:01")
+}
+
+// TestReconcileContinuesAsNewWithItsPlace: after maxReconcileTurns checks
+// the workflow continues as new, carrying where it stands.
+func TestReconcileContinuesAsNewWithItsPlace(t *testing.T) {
+	env := newEnv(t)
+	mockReconcile(env, func(_ int, in activities.ReconcileCountInput) (activities.ReconcileCountResult, error) {
+		return matched(in, 1), nil
+	})
+	p := reconcilePlatform(t, 0)
+	p.ReconcileWindow = tuning.Duration(time.Minute)
+	p.Settle = 0
+	env.ExecuteWorkflow(api.ReconcileWorkflowType, api.ReconcileInput{Platform: p, Start: at("-10h")})
+	require.True(t, env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next api.ReconcileInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.State)
+	require.Equal(t, at("-10h").Add(300*time.Minute), next.State.NextFirst, "300 minute windows checked")
+	require.EqualValues(t, 300, next.State.Counts.Checks)
+	require.Equal(t, 1, next.State.Runs)
+	require.Len(t, next.State.Results, 20, "the last 20 results travel")
 }
