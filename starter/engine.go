@@ -45,7 +45,7 @@ func (e Engine) Reconfigure(ctx context.Context, p config.Platform, revision int
 	if err := e.signal(ctx, api.CursorWorkflowID(p.Name), api.SignalConfig, s); err != nil {
 		return err
 	}
-	if err := e.signal(ctx, api.ReconcileWorkflowID(p.Name), api.SignalReconcileConfig, s); err != nil {
+	if err := e.reconfigureReconcile(ctx, p, revision, s); err != nil {
 		return err
 	}
 	return e.signal(ctx, api.DeadLetterWorkflowID(p.Name), api.SignalDeadLetterConfig, s)
