@@ -45,7 +45,9 @@ func (e Engine) Reconfigure(ctx context.Context, p config.Platform, revision int
 	if err := e.signal(ctx, api.CursorWorkflowID(p.Name), api.SignalConfig, s); err != nil {
 		return err
 	}
-	if err := e.reconfigureReconcile(ctx, p, revision, s); err != nil {
+	// Reconciliation ends itself on reconcile: false; one turned on again
+	// starts with the cursor (platform start, apply of a stopped platform).
+	if err := e.signal(ctx, api.ReconcileWorkflowID(p.Name), api.SignalReconcileConfig, s); err != nil {
 		return err
 	}
 	return e.signal(ctx, api.DeadLetterWorkflowID(p.Name), api.SignalDeadLetterConfig, s)

@@ -47,24 +47,3 @@ func stopReconcile(ctx context.Context, c client.Client, name string) error {
 	}
 	return nil
 }
-
-// reconfigureReconcile starts the platform's reconciliation if it was off
-// (or is new to this release) and is on now, ends it when it is off now,
-// and sends it the settings.
-func (e Engine) reconfigureReconcile(ctx context.Context, p config.Platform, revision int64, s api.Settings) error {
-	now := time.Now
-	if e.Now != nil {
-		now = e.Now
-	}
-	start, err := p.ResolveStart(now())
-	if err != nil {
-		return fmt.Errorf("platform %s: start: %w", p.Name, err)
-	}
-	if err := ensureReconcile(ctx, e.Client, p, revision, start); err != nil {
-		return err
-	}
-	if !connectors.CountSupported(p) || !s.ReconcileOn() {
-		return nil
-	}
-	return e.signal(ctx, api.ReconcileWorkflowID(p.Name), api.SignalReconcileConfig, s)
-}
