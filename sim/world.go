@@ -34,17 +34,17 @@ type event struct {
 // the shop's mutex guards it.
 type world struct {
 	shape    shape
-	orders   []order // by sequence number - 1, i.e. in creation order
+	orders   []order    // by sequence number - 1, i.e. in creation order
+	hides    []listHide // hidden from list responses for a while (hidden.go)
 	index    *btree.BTreeG[entry]
-	pending  []event    // min-heap by at: each order's next invisible version
-	now      int64      // µs the world has advanced to
-	stopAt   int64      // versions updated at or after this do not exist
-	gen      rng        // creation times and order seeds
-	liveRate float64    // orders per second
-	next     int64      // µs of the next live creation
-	versions int64      // versions that have become visible
-	visible  int        // orders with a visible version
-	hides    []listHide // orders hidden from list responses for a while (hidden.go)
+	pending  []event // min-heap by at: each order's next invisible version
+	now      int64   // µs the world has advanced to
+	stopAt   int64   // versions updated at or after this do not exist
+	gen      rng     // creation times and order seeds
+	liveRate float64 // orders per second
+	next     int64   // µs of the next live creation
+	versions int64   // versions that have become visible
+	visible  int     // orders with a visible version
 }
 
 func newWorld(cfg Config, shop string, start int64) *world {
