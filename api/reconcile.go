@@ -20,6 +20,21 @@ const QueryReconcile = "reconcile"
 // as JSON, as the cursor's `config`); reconcile: false ends it.
 const SignalReconcileConfig = "config"
 
+// SignalReconcileCheck asks for one window to be checked now, beside the
+// grid (`ordersync reconcile run`). Payload: Range ({"start","end"}), at
+// most MaxReconcileCheckSpan long; the cursor must have passed its end, as
+// for every check. At most MaxReconcileChecksQueued wait; more are dropped.
+const SignalReconcileCheck = "check"
+
+// Bounds of a requested check.
+const (
+	MaxReconcileCheckSpan    = 7 * 24 * time.Hour
+	MaxReconcileChecksQueued = 20
+)
+
+// ReconcileManual is the check of a window asked for by SignalReconcileCheck.
+const ReconcileManual = "manual"
+
 // AlertReconcile: a window's count still differs after its reprocess
 // (once per window and check).
 const AlertReconcile = "reconcile"
@@ -79,7 +94,10 @@ type ReconcileState struct {
 	NextRecheck time.Time `json:"next_recheck"`
 	// Results are the last checks, oldest first, at most a few dozen.
 	Results []ReconcileResult `json:"results,omitempty"`
-	Counts  ReconcileCounts   `json:"counts"`
+	// Requested are the windows asked for by SignalReconcileCheck, not
+	// checked yet, oldest first.
+	Requested []Range         `json:"requested,omitempty"`
+	Counts    ReconcileCounts `json:"counts"`
 	// LastError is the last failure to count, clipped.
 	LastError string `json:"last_error,omitempty"`
 	Runs      int    `json:"runs"`
@@ -134,13 +152,15 @@ type ReconcileStatus struct {
 	Platform string `json:"platform"`
 	Kind     string `json:"kind"`
 	// Window and Recheck are the settings in force ("0s": no recheck).
-	Window      string          `json:"window"`
-	Recheck     string          `json:"recheck"`
-	NextFirst   time.Time       `json:"next_first"`
-	NextRecheck time.Time       `json:"next_recheck"`
-	Waiting     string          `json:"waiting,omitempty"`
-	WaitUntil   time.Time       `json:"wait_until,omitzero"`
-	Counts      ReconcileCounts `json:"counts"`
+	Window      string    `json:"window"`
+	Recheck     string    `json:"recheck"`
+	NextFirst   time.Time `json:"next_first"`
+	NextRecheck time.Time `json:"next_recheck"`
+	Waiting     string    `json:"waiting,omitempty"`
+	WaitUntil   time.Time `json:"wait_until,omitzero"`
+	// Requested are the windows asked for that wait for their check.
+	Requested []Range         `json:"requested,omitempty"`
+	Counts    ReconcileCounts `json:"counts"`
 	// Results are the last checks, newest last.
 	Results   []ReconcileResult `json:"results,omitempty"`
 	LastError string            `json:"last_error,omitempty"`

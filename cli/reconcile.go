@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,81 @@ the cursor reprocesses exactly that window; a difference that stays after
 the reprocess raises a "reconcile" alert. Amazon and the http kind have no
 count call: they are not reconciled. See docs/reconcile.md.`,
 	}
-	cmd.AddCommand(newReconcileReportCommand(app))
+	cmd.AddCommand(newReconcileReportCommand(app), newReconcileRunCommand(app))
+	return cmd
+}
+
+func newReconcileRunCommand(app *App) *cobra.Command {
+	var platform, from, to string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Check one window now: the platform's count against the store's, reprocessed if they differ",
+		Long: `Asks the platform's Reconcile workflow to check [from, to) now, beside its
+windows (its "check" signal): the same count, reprocess and recount as a
+scheduled check, within the platform's rate limit, once the cursor has
+passed the window's end. The window must have ended and be at most 7 days
+long; at most 20 requests wait. The result shows in ` + "`reconcile report`" + `
+(check "manual").`,
+		Example: "  ordersync reconcile run --platform shopify-acme --from 2026-11-20T00:00:00Z --to 2026-11-21T00:00:00Z\n" +
+			"  ordersync reconcile run --platform shopify-acme --from -2d --to -1d",
+		Args: ordersArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if platform == "" || from == "" || to == "" {
+				return Usage(fmt.Errorf("--platform, --from and --to are required"))
+			}
+			now := time.Now()
+			fromT, err := parseTime("from", from, now)
+			if err != nil {
+				return err
+			}
+			toT, err := parseTime("to", to, now)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !fromT.Before(toT):
+				return Usage(fmt.Errorf("--from %s is not before --to %s", fromT.Format(time.RFC3339), toT.Format(time.RFC3339)))
+			case toT.After(now):
+				return Usage(fmt.Errorf("--to %s has not passed yet: only a closed window can be counted", toT.Format(time.RFC3339)))
+			case toT.Sub(fromT) > api.MaxReconcileCheckSpan:
+				return Usage(fmt.Errorf("[--from, --to) is %s long; at most %s", toT.Sub(fromT), api.MaxReconcileCheckSpan))
+			}
+			f, err := app.LoadPlatforms()
+			if err != nil {
+				return err
+			}
+			selected, err := app.selectKnown(cmd.Context(), f, []string{platform})
+			if err != nil {
+				return err
+			}
+			p := selected[0]
+			if !connectors.CountSupported(p) {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("platform %s (kind %s) is not reconciled: its API has no order count call", p.Name, p.Kind)}
+			}
+			c, err := app.Dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			id := api.ReconcileWorkflowID(p.Name)
+			err = c.SignalWorkflow(cmd.Context(), id, "", api.SignalReconcileCheck, api.Range{Start: fromT.UTC(), End: toT.UTC()})
+			if isNotFound(err) {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s is not running (reconcile: false, or the platform is not started: ordersync platform start %s)", id, p.Name)}
+			}
+			if err != nil {
+				return fmt.Errorf("signal check to %s: %w", id, err)
+			}
+			if app.Output == "json" {
+				return writeJSON(app, map[string]any{"platform": p.Name, "from": fromT.UTC(), "to": toT.UTC(), "workflow_id": id})
+			}
+			fmt.Fprintf(app.Out, "%s: check of %s .. %s asked; see ordersync reconcile report --platform %s\n", p.Name,
+				fromT.UTC().Format(time.RFC3339), toT.UTC().Format(time.RFC3339), p.Name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&platform, "platform", "p", "", "the platform")
+	cmd.Flags().StringVar(&from, "from", "", "window start: RFC3339 or relative (-2d)")
+	cmd.Flags().StringVar(&to, "to", "", "window end (exclusive): RFC3339 or relative (-1d)")
 	return cmd
 }
 
@@ -97,7 +172,7 @@ Exit status 1 when a shown check is open.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&platform, "platform", "", "only this platform's checks")
+	cmd.Flags().StringVarP(&platform, "platform", "p", "", "only this platform's checks")
 	cmd.Flags().IntVar(&limit, "limit", 50, "how many checks to show, newest first")
 	return cmd
 }

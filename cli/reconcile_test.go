@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/store"
@@ -77,4 +79,69 @@ platforms:
 
 	code, _, errOut = runCommand(t, nil, "reconcile", "report", "--limit", "0", "-f", file)
 	require.Equal(t, ExitUsage, code, errOut)
+}
+
+// checkClient records the check signals sent to reconcile workflows; a
+// workflow it does not know is not found.
+type checkClient struct {
+	client.Client
+	running map[string]bool
+	sent    []api.Range
+}
+
+func (c *checkClient) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
+	if !c.running[id] || name != api.SignalReconcileCheck {
+		return serviceerror.NewNotFound("workflow not found")
+	}
+	c.sent = append(c.sent, arg.(api.Range))
+	return nil
+}
+
+func (c *checkClient) Close() {}
+
+// TestReconcileRunCommand: `reconcile run` asks the platform's Reconcile
+// workflow to check exactly the window; an open or over-long window, a
+// kind without a count and a reconciliation that does not run are refused.
+func TestReconcileRunCommand(t *testing.T) {
+	t.Setenv("ORDERSYNC_LOG_LEVEL", "error")
+	file := writePlatforms(t, `
+default: {start: -24h}
+platforms:
+  shop-a:
+    kind: shopify
+    endpoint: https://a.myshopify.com
+    credentials: {env: ORDERSYNC_TEST_A_TOKEN}
+  shop-off:
+    kind: shopify
+    endpoint: https://off.myshopify.com
+    credentials: {env: ORDERSYNC_TEST_A_TOKEN}
+    reconcile: false
+  amz-c:
+    kind: amazon
+    endpoint: https://sellingpartnerapi-eu.amazon.com
+    credentials: {file: /dev/null}
+    options: {marketplace_ids: [A1PA6795UKMFR9]}
+`)
+	c := &checkClient{running: map[string]bool{api.ReconcileWorkflowID("shop-a"): true}}
+	code, out, errOut := runCommand(t, c, "reconcile", "run", "-p", "shop-a", "--from", "2026-11-20T00:00:00Z", "--to", "2026-11-21T00:00:00Z", "-f", file)
+	require.Zero(t, code, errOut)
+	require.Contains(t, out, "shop-a: check of 2026-11-20T00:00:00Z .. 2026-11-21T00:00:00Z asked")
+	require.Equal(t, []api.Range{{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}}, c.sent)
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-p", "shop-a", "--from", "-1h", "--to", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, ExitUsage, "has not passed yet"},
+		{[]string{"-p", "shop-a", "--from", "-30d", "--to", "-1d"}, ExitUsage, "at most 168h0m0s"},
+		{[]string{"-p", "shop-a", "--from", "-1d"}, ExitUsage, "--platform, --from and --to are required"},
+		{[]string{"-p", "amz-c", "--from", "-2d", "--to", "-1d"}, ExitFailure, "amz-c (kind amazon) is not reconciled"},
+		{[]string{"-p", "shop-off", "--from", "-2d", "--to", "-1d"}, ExitFailure, "reconcile/shop-off is not running"},
+	} {
+		code, _, errOut := runCommand(t, c, append(append([]string{"reconcile", "run"}, tc.args...), "-f", file)...)
+		require.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+	require.Len(t, c.sent, 1, "nothing else was sent")
 }

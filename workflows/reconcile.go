@@ -66,7 +66,8 @@ type reconcileRun struct {
 	waiting string
 	until   time.Time
 	alerts  alertSender
-	stop    bool // reconcile: false arrived
+	stop    bool                    // reconcile: false arrived
+	checks  workflow.ReceiveChannel // SignalReconcileCheck
 	// rateWait is the platform's last stated wait (a 429, a booked-out slot).
 	rateWait time.Duration
 }
@@ -77,6 +78,7 @@ func (r *reconcileRun) run(ctx workflow.Context) error {
 	}
 	r.alerts.resume(ctx, r.bookkeeping(ctx), r.in.Alerts, nil)
 	cfg := workflow.GetSignalChannel(ctx, api.SignalReconcileConfig)
+	r.checks = workflow.GetSignalChannel(ctx, api.SignalReconcileCheck)
 	for turn := 0; ; turn++ {
 		if turn >= maxReconcileTurns || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			if r.alerts.mayContinue(ctx) {
@@ -88,6 +90,7 @@ func (r *reconcileRun) run(ctx workflow.Context) error {
 					}
 					r.configure(ctx, s)
 				}
+				r.takeChecks(ctx)
 				if r.stop {
 					return nil
 				}
@@ -100,8 +103,12 @@ func (r *reconcileRun) run(ctx workflow.Context) error {
 		if r.stop {
 			return nil
 		}
+		r.takeChecks(ctx)
 		now := workflow.Now(ctx)
 		w, check, due := reconcileNext(r.st, r.p, now)
+		if len(r.st.Requested) > 0 {
+			w, check, due = r.st.Requested[0], api.ReconcileManual, now
+		}
 		if due.After(now) {
 			if err := r.sleep(ctx, cfg, api.ReconcileWaitDue, due.Sub(now)); err != nil {
 				return err
@@ -131,7 +138,11 @@ func (r *reconcileRun) check(ctx workflow.Context, cfg workflow.ReceiveChannel, 
 		return true, nil
 	}
 	now := workflow.Now(ctx)
-	r.st = reconcileAdvance(r.st, r.p, w, check, now)
+	if check == api.ReconcileManual {
+		r.st.Requested = r.st.Requested[1:]
+	} else {
+		r.st = reconcileAdvance(r.st, r.p, w, check, now)
+	}
 	r.st.Counts.Checks++
 	result := res.Result
 	if result.Outcome == api.ReconcileReprocessing {
@@ -236,8 +247,41 @@ func (r *reconcileRun) sleep(ctx workflow.Context, cfg workflow.ReceiveChannel, 
 		c.Receive(ctx, &s)
 		r.configure(ctx, s)
 	})
+	if why == api.ReconcileWaitDue {
+		// A requested check ends the wait for the grid's next window.
+		sel.AddReceive(r.checks, func(c workflow.ReceiveChannel, _ bool) {
+			var w api.Range
+			c.Receive(ctx, &w)
+			r.takeCheck(ctx, w)
+		})
+	}
 	sel.Select(ctx)
 	return timerErr
+}
+
+// takeChecks queues the windows SignalReconcileCheck asked for: a window
+// that is empty, longer than api.MaxReconcileCheckSpan or not yet ended is
+// dropped (logged), as are requests beyond api.MaxReconcileChecksQueued.
+func (r *reconcileRun) takeChecks(ctx workflow.Context) {
+	for {
+		var w api.Range
+		if !r.checks.ReceiveAsync(&w) {
+			return
+		}
+		r.takeCheck(ctx, w)
+	}
+}
+
+func (r *reconcileRun) takeCheck(ctx workflow.Context, w api.Range) {
+	switch {
+	case w.Start.IsZero() || !w.Start.Before(w.End) || w.End.Sub(w.Start) > api.MaxReconcileCheckSpan || w.End.After(workflow.Now(ctx)):
+		workflow.GetLogger(ctx).Warn("reconcile: a requested check is not a closed window of at most 7 days; dropped",
+			"platform", r.p.Name, "start", w.Start, "end", w.End)
+	case len(r.st.Requested) >= api.MaxReconcileChecksQueued:
+		workflow.GetLogger(ctx).Warn("reconcile: too many requested checks wait; dropped", "platform", r.p.Name, "start", w.Start, "end", w.End)
+	default:
+		r.st.Requested = append(r.st.Requested, api.Range{Start: w.Start.UTC(), End: w.End.UTC()})
+	}
 }
 
 // configure takes new settings of the same platform; reconcile: false
@@ -277,7 +321,7 @@ func (r *reconcileRun) recountWait() time.Duration {
 func (r *reconcileRun) status() api.ReconcileStatus {
 	return api.ReconcileStatus{Platform: r.p.Name, Kind: r.p.Kind, Window: r.p.ReconcileWindowOrDefault().String(),
 		Recheck: r.p.ReconcileRecheckOrDefault().String(), NextFirst: r.st.NextFirst, NextRecheck: r.st.NextRecheck,
-		Waiting: r.waiting, WaitUntil: r.until, Counts: r.st.Counts, Results: r.st.Results, LastError: r.st.LastError, Runs: r.st.Runs}
+		Waiting: r.waiting, WaitUntil: r.until, Requested: r.st.Requested, Counts: r.st.Counts, Results: r.st.Results, LastError: r.st.LastError, Runs: r.st.Runs}
 }
 
 // activity is the count's options: the platform's task queue, fairness

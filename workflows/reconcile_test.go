@@ -213,7 +213,7 @@ func TestReconcileWaitsForTheCursorAndRechecks(t *testing.T) {
 		}
 		return matched(in, 1), nil
 	})
-	runReconcile(t, env, reconcilePlatform(t, 2*time.Hour), 4*time.Hour)
+	runReconcile(t, env, reconcilePlatform(t, 2*time.Hour), 4*time.Hour-30*time.Second)
 	got := log.snapshot()
 	type check struct {
 		from  time.Time
@@ -325,4 +325,28 @@ func TestReconcileContinuesAsNewWithItsPlace(t *testing.T) {
 	require.EqualValues(t, 300, next.State.Counts.Checks)
 	require.Equal(t, 1, next.State.Runs)
 	require.Len(t, next.State.Results, 20, "the last 20 results travel")
+}
+
+// TestReconcileCheckOnRequest: a requested window is checked at once
+// (not waiting for the grid's next one), once, as a manual check that
+// moves no pointer; a window not yet ended is dropped.
+func TestReconcileCheckOnRequest(t *testing.T) {
+	env := newEnv(t)
+	log := mockReconcile(env, func(_ int, in activities.ReconcileCountInput) (activities.ReconcileCountResult, error) {
+		return matched(in, 2), nil
+	})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(api.SignalReconcileCheck, api.Range{Start: at("-30h"), End: at("-6h")})
+		env.SignalWorkflow(api.SignalReconcileCheck, api.Range{Start: at("-1h"), End: at("1h")}) // not ended
+	}, 10*time.Minute)
+	st := runReconcile(t, env, reconcilePlatform(t, 0), 20*time.Minute)
+	got := log.snapshot()
+	require.Len(t, got.counts, 3, "10:00 and 11:00 at once, the requested window at 12:10")
+	manual := got.counts[2]
+	require.Equal(t, api.ReconcileManual, manual.Check)
+	require.Equal(t, at("-30h"), manual.From)
+	require.Equal(t, at("-6h"), manual.To)
+	require.Equal(t, t0.Add(10*time.Minute), got.countAt[2], "checked when asked, not at the next window")
+	require.Equal(t, at("0h"), st.NextFirst, "the grid's place is unchanged")
+	require.Empty(t, st.Requested)
 }
