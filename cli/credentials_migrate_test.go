@@ -193,7 +193,7 @@ func TestMigrateShopifyMovesAPlatformOffItsStaticToken(t *testing.T) {
 	p, after := w.platform("shopify-acme")
 	require.Equal(t, config.CredentialRef{Stored: "shopify-acme"}, p.Credentials)
 	require.Greater(t, after, before)
-	require.Equal(t, []string{"config cursor/shopify-acme", "config deadletter/shopify-acme"}, signalNames(w.temp))
+	require.Equal(t, []string{"config cursor/shopify-acme", "config reconcile/shopify-acme", "config deadletter/shopify-acme"}, signalNames(w.temp))
 
 	require.Equal(t, http.StatusUnauthorized, w.shopStatus("acme", acmeStatic), "the migrated static token no longer opens the API")
 	require.Equal(t, http.StatusOK, w.shopStatus("globex", globexStatic), "another shop is left alone")

@@ -91,6 +91,7 @@ with Go's units and days (-6h, -2d, -1d12h); durations likewise (90s, 7d).
 	root.AddCommand(newServeCommand(app), newWebhooksCommand(app))
 	root.AddCommand(newCredentialsCommand(app))
 	root.AddCommand(newOrdersCommand(app))
+	root.AddCommand(newReconcileCommand(app))
 	return root
 }
 

@@ -72,6 +72,14 @@ type Platform struct {
 	// on a backoff schedule (deadletter_retry.go); the zero value is on,
 	// with the default schedule.
 	DeadLetterRetry DeadLetterRetry `json:"dead_letter_retry,omitzero" yaml:"dead_letter_retry"`
+	// Reconcile turns count reconciliation off when false (unset: on, for
+	// the kinds with a count call). ReconcileWindow is the window the
+	// platform's count is compared with the store's in (0: a day);
+	// ReconcileRecheck is how long after a window's end it is checked
+	// again (unset: 3 days; 0: never). See docs/reconcile.md.
+	Reconcile        *bool     `json:"reconcile,omitempty" yaml:"reconcile"`
+	ReconcileWindow  Duration  `json:"reconcile_window,omitempty" yaml:"reconcile_window"`
+	ReconcileRecheck *Duration `json:"reconcile_recheck,omitempty" yaml:"reconcile_recheck"`
 	// Windows restrict when the platform may be pulled, e.g. "MON-FRI 00:00-06:00 Europe/Berlin".
 	Windows   []string `json:"windows,omitempty" yaml:"windows"`
 	TaskQueue string   `json:"task_queue" yaml:"task_queue"`

@@ -40,6 +40,7 @@ func (p Platform) tuning() tuning.Settings {
 		BackfillMaxSpan: p.BackfillMaxSpan, ResweepDelay: p.ResweepDelay, BreakerFailures: p.BreakerFailures,
 		LagAlert: p.LagAlert, StallAlert: p.StallAlert, DeadLetterRetry: p.DeadLetterRetry,
 		Windows: p.Windows, TaskQueue: p.TaskQueue,
+		Reconcile: p.Reconcile, ReconcileWindow: p.ReconcileWindow, ReconcileRecheck: p.ReconcileRecheck,
 	}
 }
 
@@ -52,6 +53,7 @@ func (p Platform) WithTuning(s tuning.Settings) Platform {
 	p.BackfillMaxSpan, p.ResweepDelay, p.BreakerFailures = s.BackfillMaxSpan, s.ResweepDelay, s.BreakerFailures
 	p.LagAlert, p.StallAlert, p.DeadLetterRetry = s.LagAlert, s.StallAlert, s.DeadLetterRetry
 	p.Windows, p.TaskQueue = s.Windows, s.TaskQueue
+	p.Reconcile, p.ReconcileWindow, p.ReconcileRecheck = s.Reconcile, s.ReconcileWindow, s.ReconcileRecheck
 	return p
 }
 

@@ -186,6 +186,7 @@ var workflowOf = map[string]string{
 	"cursor.go":     "cursor/",
 	"deadletter.go": "deadletter/",
 	"delivery.go":   "delivery/",
+	"reconcile.go":  "reconcile/",
 }
 
 // notSentByHand are messages only ordersync itself sends; they must still

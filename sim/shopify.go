@@ -319,6 +319,9 @@ func parseShopifyRequest(op, query string, vars map[string]any, shop uint64) (sh
 	if eerr != nil {
 		return fail("BAD_REQUEST", "%v", eerr)
 	}
+	if len(sel) == 1 && sel[0].name == shopifyCountRoot {
+		return parseShopifyCount(op, sel[0], vars) // shopify_count.go
+	}
 	if len(sel) != 1 || (sel[0].name != "orders" && sel[0].name != "order") {
 		return fail("UNSUPPORTED", "the simulator serves queries of orders(...) or order(id:) alone, as ordersync's shopify connector sends them, got %q", op)
 	}
@@ -461,6 +464,9 @@ func (s *Simulator) shopifyData(sh *shop, req shopifyRequest) (any, int, int, *s
 			a = shopifyErrors(fe.code, "%s", fe.msg)
 		}
 		return nil, 0, 0, &a
+	}
+	if req.root == shopifyCountRoot {
+		return s.shopifyCountData(sh, req)
 	}
 	if req.root == "order" {
 		it, ok := shownOrder(sh.world, req.orderSeq)

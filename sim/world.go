@@ -34,7 +34,8 @@ type event struct {
 // the shop's mutex guards it.
 type world struct {
 	shape    shape
-	orders   []order // by sequence number - 1, i.e. in creation order
+	orders   []order    // by sequence number - 1, i.e. in creation order
+	hides    []listHide // hidden from list responses for a while (hidden.go)
 	index    *btree.BTreeG[entry]
 	pending  []event // min-heap by at: each order's next invisible version
 	now      int64   // µs the world has advanced to
@@ -160,6 +161,9 @@ func (w *world) page(from, to int64, after entry, limit int) (out []listed, more
 	w.index.Ascend(entry{after.upd, after.seq + 1}, func(e entry) bool {
 		if e.upd >= to {
 			return false
+		}
+		if len(w.hides) > 0 && w.hidden(e.seq) {
+			return true
 		}
 		if len(out) == limit {
 			more = true

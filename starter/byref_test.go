@@ -75,6 +75,9 @@ func TestStartersSendSettingsByReference(t *testing.T) {
 	var input any
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, api.CursorWorkflowType, mock.Anything).
 		Run(func(args mock.Arguments) { input = args.Get(3) }).Return(run, nil).Once()
+	var reconcileInput any
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, api.ReconcileWorkflowType, mock.Anything).
+		Run(func(args mock.Arguments) { reconcileInput = args.Get(3) }).Return(run, nil).Once()
 	var signals []any
 	c.On("SignalWorkflow", mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).
 		Run(func(args mock.Arguments) { signals = append(signals, args.Get(4)) }).Return(nil)
@@ -89,8 +92,14 @@ func TestStartersSendSettingsByReference(t *testing.T) {
 	require.Equal(t, &api.Bulk{Enabled: true, MinSpan: api.Duration(2 * time.Hour), PollInterval: api.Duration(7 * time.Second)},
 		in.Platform.Bulk, "the bulk tuning derived from the options")
 
+	rin, ok := reconcileInput.(api.ReconcileInput)
+	require.True(t, ok, "%T", reconcileInput)
+	requireNoIdentity(t, "reconcile input", rin, p)
+	require.Equal(t, in.Start, rin.Start, "reconciliation starts where the backfill does")
+	require.Equal(t, int64(5), rin.Platform.Revision)
+
 	require.NoError(t, starter.Engine{Client: c}.Reconfigure(context.Background(), p, 7))
-	require.Len(t, signals, 2, "the cursor's and the dead-letter workflow's config signal")
+	require.Len(t, signals, 3, "the cursor's, the reconciliation's and the dead-letter workflow's config signal")
 	for _, s := range signals {
 		requireNoIdentity(t, "config signal", s, p)
 		require.Equal(t, int64(7), s.(api.Settings).Revision, "the registry revision the settings were read at")

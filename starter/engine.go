@@ -45,6 +45,11 @@ func (e Engine) Reconfigure(ctx context.Context, p config.Platform, revision int
 	if err := e.signal(ctx, api.CursorWorkflowID(p.Name), api.SignalConfig, s); err != nil {
 		return err
 	}
+	// Reconciliation ends itself on reconcile: false; one turned on again
+	// starts with the cursor (platform start, apply of a stopped platform).
+	if err := e.signal(ctx, api.ReconcileWorkflowID(p.Name), api.SignalReconcileConfig, s); err != nil {
+		return err
+	}
 	return e.signal(ctx, api.DeadLetterWorkflowID(p.Name), api.SignalDeadLetterConfig, s)
 }
 
@@ -67,6 +72,9 @@ func (e Engine) Resume(ctx context.Context, name string) error {
 func (e Engine) Stop(ctx context.Context, name string, discardDeadLetters bool) error {
 	if err := e.Client.CancelWorkflow(ctx, api.CursorWorkflowID(name), ""); err != nil && !isNotFound(err) {
 		return fmt.Errorf("cancel %s: %w", api.CursorWorkflowID(name), err)
+	}
+	if err := stopReconcile(ctx, e.Client, name); err != nil {
+		return err
 	}
 	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s = '%s'",
 		api.SliceWorkflowType, searchattr.Platform.GetName(), name)

@@ -38,13 +38,17 @@ func EnsureCursor(ctx context.Context, c client.Client, p config.Platform, now t
 // holds it at revision.
 func EnsureRegisteredCursor(ctx context.Context, c client.Client, p config.Platform, revision int64, now time.Time) (Result, error) {
 	id := api.CursorWorkflowID(p.Name)
-	if desc, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil &&
-		desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return Result{WorkflowID: id, RunID: desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()}, nil
-	}
 	start, err := p.ResolveStart(now)
 	if err != nil {
 		return Result{}, fmt.Errorf("platform %s: start: %w", p.Name, err)
+	}
+	// Count reconciliation runs beside the cursor (reconcile.go).
+	if err := ensureReconcile(ctx, c, p, revision, start); err != nil {
+		return Result{}, err
+	}
+	if desc, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil &&
+		desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return Result{WorkflowID: id, RunID: desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()}, nil
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,

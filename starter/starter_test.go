@@ -40,11 +40,36 @@ func TestEnsureCursorStartsWithTheFairnessKey(t *testing.T) {
 	p := config.BuiltinDefaults()
 	p.Name, p.Kind, p.TaskQueue, p.Start = "shop-eu", "shopify", "orders-shopify", "-24h"
 	c, got := startCapturing(t, api.CursorWorkflowID(p.Name), api.CursorWorkflowType)
+	run := &mocks.WorkflowRun{}
+	rec := &client.StartWorkflowOptions{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, api.ReconcileWorkflowType, mock.Anything).
+		Run(func(args mock.Arguments) { *rec = args.Get(1).(client.StartWorkflowOptions) }).Return(run, nil).Once()
 	res, err := starter.EnsureCursor(context.Background(), c, p, time.Now())
 	require.NoError(t, err)
 	require.True(t, res.Started)
 	require.Equal(t, "orders-shopify", got.TaskQueue)
 	require.Equal(t, fairness.Priority("shop-eu"), got.Priority)
+	// The count reconciliation beside it: same queue and fairness key,
+	// after backfill.
+	require.Equal(t, api.ReconcileWorkflowID("shop-eu"), rec.ID)
+	require.Equal(t, "orders-shopify", rec.TaskQueue)
+	require.Equal(t, fairness.Key("shop-eu"), rec.Priority.FairnessKey)
+	require.Equal(t, api.ReconcilePriority, rec.Priority.PriorityKey)
+}
+
+// TestEnsureCursorWithoutCountEndsReconcile: a kind without a count call
+// (or reconcile: false) starts no reconciliation and ends one that runs.
+func TestEnsureCursorWithoutCountEndsReconcile(t *testing.T) {
+	off := false
+	for _, p := range []config.Platform{
+		{Name: "amz", Kind: "amazon", TaskQueue: "orders-amazon", Start: "-24h"},
+		{Name: "shop-off", Kind: "shopify", TaskQueue: "orders-shopify", Start: "-24h", Reconcile: &off},
+	} {
+		c, _ := startCapturing(t, api.CursorWorkflowID(p.Name), api.CursorWorkflowType)
+		c.On("CancelWorkflow", mock.Anything, api.ReconcileWorkflowID(p.Name), "").Return(serviceerror.NewNotFound("not found")).Once()
+		_, err := starter.EnsureCursor(context.Background(), c, p, time.Now())
+		require.NoError(t, err, p.Name)
+	}
 }
 
 // TestEnsureDeliveryStartsWithTheFairnessKey: a Delivery's key is its

@@ -43,6 +43,8 @@ type Store interface {
 	// CountOrders counts the orders of one platform, or of all platforms
 	// when platform is empty.
 	CountOrders(ctx context.Context, platform string) (int, error)
+	// Reconciliation counts windows for count reconciliation (reconcile.go).
+	Reconciliation
 	// Feed is the change feed UpsertOrders appends to.
 	Feed
 	// OrderSearch finds orders and an order's changes (search.go).

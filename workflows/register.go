@@ -30,6 +30,7 @@ var registered = []struct {
 	{DeadLetter, api.DeadLetterWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
 	{Delivery, api.DeliveryWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
 	{Refetch, api.RefetchWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
+	{Reconcile, api.ReconcileWorkflowType, workflow.VersioningBehaviorAutoUpgrade},
 }
 
 // Register registers the workflows under their stable type names.

@@ -13,7 +13,7 @@ import (
 func TestEveryWorkflowAutoUpgrades(t *testing.T) {
 	rec := &recordingRegistry{}
 	Register(rec)
-	require.Len(t, rec.options, 5)
+	require.Len(t, rec.options, 6)
 	for _, o := range rec.options {
 		require.Equal(t, workflow.VersioningBehaviorAutoUpgrade, o.VersioningBehavior, "%s", o.Name)
 	}

@@ -51,6 +51,7 @@ type Recorder struct {
 	learnedRate     *prometheus.GaugeVec
 	credRefresh     *prometheus.CounterVec // credentials.go
 	points          pointsWaits
+	reconcile       reconcileMetrics // reconcile.go
 	readiness       *Readiness
 }
 
@@ -92,10 +93,11 @@ func New() *Recorder {
 			Help: "Refreshes of stored credentials this process made, by outcome (ok; failed: no usable answer; refused: the refresh token was refused, re-authorize).",
 		}, []string{"credential", "kind", "outcome"}),
 		points:    newPointsWaits(),
+		reconcile: newReconcileMetrics(),
 		readiness: &Readiness{},
 	}
 	r.registry.MustRegister(r.ordersUpserted, r.ordersNotStored, r.pages, r.apiErrors, r.rateLimited, r.requests, r.learnedRate, r.credRefresh,
-		r.points.waits, r.points.seconds,
+		r.points.waits, r.points.seconds, r.reconcile.checks, r.reconcile.difference,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }

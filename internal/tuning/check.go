@@ -144,6 +144,8 @@ var durationRanges = []struct {
 	{"resweep_delay", func(p Settings) Duration { return p.ResweepDelay }, 0, 7 * day},
 	{"lag_alert", func(p Settings) Duration { return p.LagAlert }, 0, 30 * day},
 	{"stall_alert", func(p Settings) Duration { return p.StallAlert }, 0, 30 * day},
+	{"reconcile_window", func(p Settings) Duration { return p.ReconcileWindow }, 0, MaxReconcileWindow},
+	{"reconcile_recheck", reconcileRecheckValue, 0, MaxReconcileRecheck},
 }
 
 // numberRanges bound the numeric settings, as durationRanges do.
@@ -164,6 +166,9 @@ var numberRanges = []struct {
 
 // CheckRanges reports settings outside their range.
 func (p Settings) CheckRanges(bad Bad) {
+	if w := p.ReconcileWindow.D(); w > 0 && w < MinReconcileWindow {
+		bad("reconcile_window", "must be 0 (a day) or at least %s, got %s", ShortDuration(MinReconcileWindow), w)
+	}
 	for _, r := range durationRanges {
 		v := r.value(p).D()
 		switch {

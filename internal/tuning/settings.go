@@ -61,6 +61,13 @@ type Settings struct {
 	StallAlert Duration `json:"stall_alert,omitempty"`
 	// DeadLetterRetry retries dead-lettered slices whose cause is transient.
 	DeadLetterRetry DeadLetterRetry `json:"dead_letter_retry,omitzero"`
+	// Reconcile, ReconcileWindow and ReconcileRecheck tune count
+	// reconciliation (workflows, reconcile.go): off with reconcile: false;
+	// a window of reconcile_window (0: a day), checked once it settled
+	// and again reconcile_recheck after its end (unset: 3 days, 0: never).
+	Reconcile        *bool     `json:"reconcile,omitempty"`
+	ReconcileWindow  Duration  `json:"reconcile_window,omitempty"`
+	ReconcileRecheck *Duration `json:"reconcile_recheck,omitempty"`
 	// Windows restrict when the platform may be pulled.
 	Windows   []string `json:"windows,omitempty"`
 	TaskQueue string   `json:"task_queue"`
