@@ -52,6 +52,10 @@ type Options struct {
 	// to a file instead of stderr.
 	LogLevel string
 	LogFile  string
+	// ClusterAddress, when set, makes this server one node of several on
+	// the same databases (nodes.go): the address clients reach them
+	// all at, a load balancer in front of their frontends.
+	ClusterAddress string
 }
 
 // ServicePorts are the internal gRPC and membership (ringpop) ports. A
@@ -144,8 +148,9 @@ func buildConfig(o *Options) tserver.Options {
 		// The server's defaults but for fairness across the accounts of
 		// a task queue, which an operator's cluster needs too
 		// (deploy/README.md, "Fairness across accounts").
-		DynamicConfig: tserver.FairnessDynamicConfig(),
-		LogLevel:      o.LogLevel,
-		LogFile:       o.LogFile,
+		DynamicConfig:  tserver.FairnessDynamicConfig(),
+		LogLevel:       o.LogLevel,
+		LogFile:        o.LogFile,
+		ClusterAddress: o.ClusterAddress,
 	}
 }
