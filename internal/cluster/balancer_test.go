@@ -100,4 +100,3 @@ func TestBalancerClosesAConnectionWhenItsFrontendDies(t *testing.T) {
 	var ne net.Error
 	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the client's connection must close, not hang: %v", err)
 }
-
