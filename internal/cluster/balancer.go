@@ -20,15 +20,15 @@ import (
 // a connection is skipped for a while (a passive health check), so a dead
 // node costs one refused dial, not one per connection.
 type Balancer struct {
-	ln       net.Listener
-	backends []string
-	next     atomic.Uint64
+	ln   net.Listener
+	next atomic.Uint64
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	down   map[string]time.Time // frontend -> skipped until
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	backends []string
+	conns    map[net.Conn]struct{}
+	down     map[string]time.Time // frontend -> skipped until
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 // Balancer timings: how long a dial to a frontend may take, and how long a
@@ -39,16 +39,16 @@ const (
 )
 
 // StartBalancer listens on listen (host:port; port 0 takes one from the
-// kernel) and forwards every connection to one of frontends.
+// kernel) and forwards every connection to one of frontends. With none
+// yet (the nodes need the balancer's address before they start), a
+// connection is closed at once until SetFrontends names some.
 func StartBalancer(listen string, frontends []string) (*Balancer, error) {
-	if len(frontends) == 0 {
-		return nil, errors.New("load balancer: no frontend to forward to")
-	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
 	}
-	b := &Balancer{ln: ln, backends: append([]string(nil), frontends...), conns: map[net.Conn]struct{}{}, down: map[string]time.Time{}}
+	b := &Balancer{ln: ln, conns: map[net.Conn]struct{}{}, down: map[string]time.Time{}}
+	b.SetFrontends(frontends)
 	b.wg.Add(1)
 	go b.serve()
 	return b, nil
@@ -57,8 +57,19 @@ func StartBalancer(listen string, frontends []string) (*Balancer, error) {
 // Addr is the address clients dial.
 func (b *Balancer) Addr() string { return b.ln.Addr().String() }
 
+// SetFrontends replaces the addresses it forwards new connections to.
+func (b *Balancer) SetFrontends(frontends []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.backends = append([]string(nil), frontends...)
+}
+
 // Frontends are the addresses it forwards to.
-func (b *Balancer) Frontends() []string { return append([]string(nil), b.backends...) }
+func (b *Balancer) Frontends() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.backends...)
+}
 
 // Close stops accepting and closes every forwarded connection.
 func (b *Balancer) Close() error {
@@ -138,14 +149,18 @@ func (b *Balancer) forward(client net.Conn) {
 // dial connects to the next frontend round robin, skipping those that
 // refused lately unless every one did.
 func (b *Balancer) dial() (net.Conn, error) {
-	n := len(b.backends)
+	backends := b.Frontends()
+	n := len(backends)
+	if n == 0 {
+		return nil, errors.New("load balancer: no frontend to forward to yet")
+	}
 	start := int(b.next.Add(1) % uint64(n))
 	var last error
 	tried := make([]bool, n)
 	for pass := 0; pass < 2; pass++ {
 		for i := range n {
 			j := (start + i) % n
-			addr := b.backends[j]
+			addr := backends[j]
 			if tried[j] || (pass == 0 && b.skipped(addr)) {
 				continue
 			}
