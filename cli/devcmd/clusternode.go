@@ -30,9 +30,10 @@ import (
 // no single server process is a point of failure. See docs/production.md,
 // "Several server nodes".
 
-// maxServerNodes bounds --server-nodes: node n lays its ports out around
-// --port+10n as a single server does around --port (cluster.StandardPorts),
-// and ten or more would reach into the next block's membership ports.
+// maxServerNodes bounds --server-nodes: one machine's worth. Node n lays
+// its ports out around --port+10n as a single server does around --port
+// (cluster.StandardPorts); up to 9 nodes the blocks stay clear of each
+// other and of Temporal's usual ports above (TestServerNodePortsNeverCollide).
 const maxServerNodes = 9
 
 // nodeReadyPrefix starts the line a node prints on stdout once its

@@ -89,11 +89,16 @@ func (b *Balancer) serve() {
 	for {
 		c, err := b.ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			b.mu.Lock()
+			closed := b.closed
+			b.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return // closed
+			// Out of file descriptors, say: clients dial again, and
+			// accepting may work in a moment.
+			time.Sleep(50 * time.Millisecond)
+			continue
 		}
 		if !b.track(c) {
 			c.Close()
