@@ -243,7 +243,7 @@ func startServerNodes(ctx context.Context, app *cli.App, o clusterOptions, dir s
 	var frontends []string
 	for _, n := range s.nodes {
 		frontends = append(frontends, n.info.Frontend)
-		go s.watch(n)
+		go s.watch(ctx, n)
 	}
 	lb.SetFrontends(frontends)
 	if o.uiPort > 0 {
@@ -283,7 +283,7 @@ func (s *serverNodes) startNode(n, port, maxConns int, postgres, dir string) (*s
 		"--log-file", node.tlog, "--max-conns", strconv.Itoa(maxConns))
 	node.cmd.Env = append(os.Environ(), "ORDERSYNC_CLUSTER_POSTGRES_DSN="+postgres)
 	node.cmd.Stderr = logFile
-	setParentDeathSignal(node.cmd) // a cluster command killed outright takes its nodes along
+	setNodeProcAttr(node.cmd) // stopped by this process only, and with it
 	stdout, err := node.cmd.StdoutPipe()
 	if err != nil {
 		logFile.Close()
@@ -330,9 +330,9 @@ func (n *serverNode) waitReady(ctx context.Context, timeout time.Duration) error
 // watch says when a node exits while the cluster runs: the others carry
 // on (they take its shards and task queues), and nobody restarts it here,
 // as a supervisor (systemd, Kubernetes) would in a deployment.
-func (s *serverNodes) watch(n *serverNode) {
+func (s *serverNodes) watch(ctx context.Context, n *serverNode) {
 	<-n.done
-	if s.stopping.Load() {
+	if s.stopping.Load() || ctx.Err() != nil {
 		return
 	}
 	alive := 0

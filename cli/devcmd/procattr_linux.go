@@ -5,8 +5,11 @@ import (
 	"syscall"
 )
 
-// setParentDeathSignal has the kernel send cmd SIGTERM when this process
-// dies, even by SIGKILL, so no server node outlives its cluster command.
-func setParentDeathSignal(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+// setNodeProcAttr puts a server node in a process group of its own, so a
+// terminal's Ctrl-C (sent to the whole foreground group) reaches only the
+// cluster command, which stops the nodes after the workers drained; and
+// has the kernel send the node SIGTERM when the cluster command dies, even
+// by SIGKILL, so no node outlives it.
+func setNodeProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }

@@ -4,6 +4,7 @@ package devcmd
 
 import "os/exec"
 
-// setParentDeathSignal: only Linux has a parent-death signal; elsewhere a
-// node outlives a cluster command killed outright.
-func setParentDeathSignal(*exec.Cmd) {}
+// setNodeProcAttr: the process group and the parent-death signal are
+// Linux's; elsewhere a node shares the terminal's Ctrl-C and outlives a
+// cluster command killed outright.
+func setNodeProcAttr(*exec.Cmd) {}
