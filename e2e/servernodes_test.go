@@ -205,7 +205,7 @@ func TestServerNodeKilledMidBackfillAndDelivery(t *testing.T) {
 		bulk, dst, head = b, d, h.LastSeq
 		why := fmt.Sprintf("live caught up %v; bulk watermark %s behind, %d pages; delivered %d of %d", live.CaughtUp,
 			time.Since(b.Watermark).Round(time.Second), b.Counts.Pages, d.State.Acked, head)
-		return live.CaughtUp && b.Counts.Pages >= 10 && time.Since(b.Watermark) > 2*time.Minute && d.State.Acked > 0 && d.State.Acked < head, why
+		return live.CaughtUp && !b.CaughtUp && b.Counts.Pages >= 10 && time.Since(b.Watermark) > time.Minute && d.State.Acked > 0 && d.State.Acked < head, why
 	})
 	owners, err := adm.ShardOwners(context.Background(), cluster.DefaultHistoryShards)
 	require.NoError(t, err)
