@@ -9,10 +9,13 @@
 //
 // The end-to-end tests run ordersync on it beside the embedded SQLite
 // server (package devserver), and `ordersync cluster` starts it for a person
-// to look at. It differs from a production cluster only in running the four
-// services (frontend, history, matching, worker) in one process on one host;
-// the persistence, the schema tooling, the task-queue partitions and the
-// way clients see it are the production ones.
+// to look at. Each server runs the four services (frontend, history,
+// matching, worker) in one process; several such processes on the same
+// databases form one cluster (Options.ClusterAddress, nodes.go) behind a
+// Balancer, as `ordersync cluster --server-nodes N` runs them. It differs
+// from a production cluster only in running on one host; the persistence,
+// the schema tooling, the membership, the task-queue partitions and the way
+// clients see it are the production ones.
 package cluster
 
 import (
