@@ -3,10 +3,11 @@
 // for development and the embedded end-to-end tests) and package
 // internal/cluster (PostgreSQL, the production shape). Both are one cluster
 // named ClusterName with its four services (frontend, history, matching,
-// worker) in one process (several processes on the same databases are
-// one cluster when each is told the ClusterAddress they share), Prometheus metrics, archival off, the server's logs
-// in a file or on stderr, and the Web UI beside it. What differs, the
-// persistence and the dynamic config, is the caller's.
+// worker) in one process, Prometheus metrics, archival off, the server's
+// logs in a file or on stderr, and the Web UI beside it (or apart, StartUI).
+// Several processes on the same databases are one cluster when each is
+// given the ClusterAddress they share. What differs, the persistence and
+// the dynamic config, is the caller's.
 //
 // It is the one place besides those two that imports go.temporal.io/server,
 // whose first build takes minutes.
