@@ -187,7 +187,7 @@ func nodePort(frontendPort, n int) int {
 	return frontendPort + 10*n
 }
 
-// nodeListenPorts are node n's fixed ports, for the check before anything
+// nodeListenPorts are every node's fixed ports, for the check before anything
 // starts; none when they are picked.
 func nodeListenPorts(frontendPort, nodes int) []listenPort {
 	if frontendPort == 0 {
