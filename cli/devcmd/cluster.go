@@ -41,6 +41,10 @@ Everything stays in PostgreSQL across restarts; logs go to $ORDERSYNC_DATA_DIR/c
 --server-only stops after ` + "`ordersync setup`" + `: the schema, the server and the
 namespace, no simulator, workers or cursors (the benchmark's PostgreSQL case
 runs the server so, to measure its process apart).
+--server-nodes N (2 to 9) runs the server as N processes on the same databases,
+one ring through the cluster_membership table, behind a TCP load balancer on
+--port that every client dials: node n listens around --port+10n (--port 0 picks
+every port), and when one dies the others take its shards and task queues.
 ` + "`make cluster`" + ` runs it on the PostgreSQL that .ci/postgres.sh sets up.`,
 		Example: "  ordersync cluster --postgres postgres://temporal:temporal@127.0.0.1:5432/temporal -f examples/demo-platforms.yaml",
 		Args:    cobra.NoArgs,
@@ -51,6 +55,12 @@ runs the server so, to measure its process apart).
 			if o.workers < 1 {
 				return cli.Usage(fmt.Errorf("--workers %d: want at least 1", o.workers))
 			}
+			if o.serverNodes < 1 || o.serverNodes > maxServerNodes {
+				return cli.Usage(fmt.Errorf("--server-nodes %d: want 1 to %d", o.serverNodes, maxServerNodes))
+			}
+			if o.frontendPort == 0 && o.serverNodes == 1 {
+				return cli.Usage(errors.New("--port 0 (pick a port) needs --server-nodes 2 or more: a single server keeps its ports across restarts"))
+			}
 			ctx, stop := cli.SignalContext()
 			defer stop()
 			return runCluster(ctx, app, o)
@@ -60,6 +70,8 @@ runs the server so, to measure its process apart).
 	o.stackFlags.register(cmd, "simulator address")
 	cmd.Flags().IntVar(&o.workers, "workers", 3, "how many ordersync worker processes to run")
 	cmd.Flags().BoolVar(&o.serverOnly, "server-only", false, "run only the schema setup, the Temporal server (and Web UI) and ordersync setup; no simulator, store, workers or cursors")
+	cmd.Flags().IntVar(&o.serverNodes, "server-nodes", 1, "how many Temporal server processes to run, behind a load balancer on --port (1: the server in this process)")
+	cmd.AddCommand(newClusterNode(app))
 	return cmd
 }
 
@@ -88,6 +100,9 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 	}
 
 	ports := listenPorts(app, o.stackFlags, o.serverOnly, false)
+	if o.serverNodes > 1 {
+		ports = append(ports, nodeListenPorts(o.frontendPort, o.serverNodes)...)
+	}
 	if err := checkPorts(ports); err != nil {
 		return err
 	}
@@ -96,16 +111,29 @@ func runCluster(ctx context.Context, app *cli.App, o clusterOptions) error {
 		return err
 	}
 	fmt.Fprintf(app.Out, "Temporal schema:   %s and %s on %s, up to date (%s)\n", pg.Database, pg.VisibilityDatabase, pg.Addr, time.Since(began).Round(time.Millisecond))
-	srv, err := cluster.Start(cluster.Options{Postgres: pg, FrontendPort: o.frontendPort, UIPort: o.uiPort,
-		Ports:            cluster.StandardPorts(o.frontendPort), // a restart finds its own membership entries
-		DefaultNamespace: app.Process.TemporalNamespace, LogFile: filepath.Join(dir, "temporal.log")})
-	if err != nil {
-		return serverPortError(err, ports, "--port (the services' ports follow it: history --port+1, matching +2, worker +6, membership --port-300 to -294, metrics +767)")
+	var srv temporalServer
+	if o.serverNodes > 1 {
+		nodes, err := startServerNodes(ctx, app, o, dir)
+		if err != nil {
+			return err
+		}
+		defer stopServer(app, nodes, "Temporal server nodes")
+		useServer(app, nodes, fmt.Sprintf("a load balancer in front of %d server nodes; 4 partitions per task queue, %d history shards", o.serverNodes, cluster.DefaultHistoryShards))
+		nodes.print(ctx)
+		srv = nodes
+	} else {
+		one, err := cluster.Start(cluster.Options{Postgres: pg, FrontendPort: o.frontendPort, UIPort: o.uiPort,
+			Ports:            cluster.StandardPorts(o.frontendPort), // a restart finds its own membership entries
+			DefaultNamespace: app.Process.TemporalNamespace, LogFile: filepath.Join(dir, "temporal.log")})
+		if err != nil {
+			return serverPortError(err, ports, "--port (the services' ports follow it: history --port+1, matching +2, worker +6, membership --port-300 to -294, metrics +767)")
+		}
+		defer stopServer(app, one, "Temporal server")
+		useServer(app, one, fmt.Sprintf("4 partitions per task queue, %d history shards", cluster.DefaultHistoryShards))
+		fmt.Fprintf(app.Out, "Temporal metrics:  %s\n", one.MetricsAddress())
+		fmt.Fprintf(app.Out, "Temporal log:      %s\n", filepath.Join(dir, "temporal.log"))
+		srv = one
 	}
-	defer stopServer(app, srv, "Temporal server")
-	useServer(app, srv, fmt.Sprintf("4 partitions per task queue, %d history shards", cluster.DefaultHistoryShards))
-	fmt.Fprintf(app.Out, "Temporal metrics:  %s\n", srv.MetricsAddress())
-	fmt.Fprintf(app.Out, "Temporal log:      %s\n", filepath.Join(dir, "temporal.log"))
 
 	// The operator's step, as against any cluster.
 	if err := app.RunSetup(ctx, tsetup.Options{Namespace: app.Process.TemporalNamespace}); err != nil {

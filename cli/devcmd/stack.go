@@ -41,6 +41,9 @@ type clusterOptions struct {
 	postgres   string
 	workers    int
 	serverOnly bool
+	// serverNodes is how many Temporal server processes run (1: the
+	// server in the command's own process).
+	serverNodes int
 }
 
 // register adds the flags to cmd; simHelp says what an empty --sim-listen means.

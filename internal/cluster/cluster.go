@@ -9,10 +9,13 @@
 //
 // The end-to-end tests run ordersync on it beside the embedded SQLite
 // server (package devserver), and `ordersync cluster` starts it for a person
-// to look at. It differs from a production cluster only in running the four
-// services (frontend, history, matching, worker) in one process on one host;
-// the persistence, the schema tooling, the task-queue partitions and the
-// way clients see it are the production ones.
+// to look at. Each server runs the four services (frontend, history,
+// matching, worker) in one process; several such processes on the same
+// databases form one cluster (Options.ClusterAddress, nodes.go) behind a
+// Balancer, as `ordersync cluster --server-nodes N` runs them. It differs
+// from a production cluster only in running on one host; the persistence,
+// the schema tooling, the membership, the task-queue partitions and the way
+// clients see it are the production ones.
 package cluster
 
 import (
@@ -52,6 +55,10 @@ type Options struct {
 	// to a file instead of stderr.
 	LogLevel string
 	LogFile  string
+	// ClusterAddress, when set, makes this server one node of several on
+	// the same databases (nodes.go): the address clients reach them
+	// all at, a load balancer in front of their frontends.
+	ClusterAddress string
 }
 
 // ServicePorts are the internal gRPC and membership (ringpop) ports. A
@@ -144,8 +151,9 @@ func buildConfig(o *Options) tserver.Options {
 		// The server's defaults but for fairness across the accounts of
 		// a task queue, which an operator's cluster needs too
 		// (deploy/README.md, "Fairness across accounts").
-		DynamicConfig: tserver.FairnessDynamicConfig(),
-		LogLevel:      o.LogLevel,
-		LogFile:       o.LogFile,
+		DynamicConfig:  tserver.FairnessDynamicConfig(),
+		LogLevel:       o.LogLevel,
+		LogFile:        o.LogFile,
+		ClusterAddress: o.ClusterAddress,
 	}
 }

@@ -160,22 +160,43 @@ func (st *fatalState) metricsNotServed(o Options, picked map[string]bool) *PortI
 	return &PortInUseError{What: "metrics", IP: o.IP, Port: o.Ports.Metrics, Picked: picked["metrics"], Err: err}
 }
 
-// startUI serves the Web UI on a listener bound here: the UI server's own
-// Start binds its port itself and, when it cannot, ends the process
-// (echo's Logger.Fatal), so a taken UI port would end `ordersync dev` or a
-// test binary with no word.
+// startUI starts the server's Web UI, talking to its frontend.
 func (s *Server) startUI() error {
-	addr := net.JoinHostPort(s.opts.IP, strconv.Itoa(s.opts.UIPort))
-	ln, err := net.Listen("tcp", addr)
+	ui, err := StartUI(s.opts.IP, s.opts.UIPort, s.FrontendAddress(), s.opts.UINamespace)
 	if err != nil {
 		return err
 	}
+	s.ui = ui
+	return nil
+}
+
+// UI is a Web UI served apart from any one server: in front of several
+// nodes it talks to the address that reaches them all, so it outlives any
+// one of them.
+type UI struct {
+	ui *uiserver.Server
+}
+
+// Stop stops serving the UI.
+func (u *UI) Stop() { u.ui.Stop() }
+
+// StartUI serves the Web UI on ip:port, talking to the Temporal frontend
+// at frontend, opening namespace. It serves on a listener bound here: the
+// UI server's own Start binds its port itself and, when it cannot, ends
+// the process (echo's Logger.Fatal), so a taken UI port would end
+// `ordersync dev` or a test binary with no word.
+func StartUI(ip string, port int, frontend, namespace string) (*UI, error) {
+	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
 	ui := uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
-		TemporalGRPCAddress: s.FrontendAddress(),
-		Host:                s.opts.IP,
-		Port:                s.opts.UIPort,
+		TemporalGRPCAddress: frontend,
+		Host:                ip,
+		Port:                port,
 		EnableUI:            true,
-		DefaultNamespace:    s.opts.UINamespace,
+		DefaultNamespace:    namespace,
 		DisableNewsFetch:    true, // the machine may have no internet; the UI must not wait on it
 		CORS:                uiconfig.CORS{CookieInsecure: true},
 		// No banner and no access-log line per request on our stdout: they
@@ -185,12 +206,11 @@ func (s *Server) startUI() error {
 	e, err := uiEcho(ui)
 	if err != nil {
 		ln.Close()
-		return err
+		return nil, err
 	}
 	e.Listener = ln // echo serves on a listener it is given rather than binding
-	s.ui = ui
 	go func() { _ = e.Start(addr) }()
-	return nil
+	return &UI{ui: ui}, nil
 }
 
 // uiEcho is the UI server's HTTP server (its unexported httpServer): the

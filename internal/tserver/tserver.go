@@ -3,9 +3,11 @@
 // for development and the embedded end-to-end tests) and package
 // internal/cluster (PostgreSQL, the production shape). Both are one cluster
 // named ClusterName with its four services (frontend, history, matching,
-// worker) on one host, Prometheus metrics, archival off, the server's logs
-// in a file or on stderr, and the Web UI beside it. What differs, the
-// persistence and the dynamic config, is the caller's.
+// worker) in one process, Prometheus metrics, archival off, the server's
+// logs in a file or on stderr, and the Web UI beside it (or apart, StartUI).
+// Several processes on the same databases are one cluster when each is
+// given the ClusterAddress they share. What differs, the persistence and
+// the dynamic config, is the caller's.
 //
 // It is the one place besides those two that imports go.temporal.io/server,
 // whose first build takes minutes.
@@ -19,7 +21,6 @@ import (
 	"strconv"
 	"time"
 
-	uiserver "github.com/temporalio/ui-server/v2/server"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -76,13 +77,22 @@ type Options struct {
 	// PickPort picks the ports set to Pick (default FreePort); tests
 	// inject one to take a port between the pick and the bind.
 	PickPort PortPicker
+	// ClusterAddress, when set, makes this server one node of several on
+	// the same databases: it is the address clients reach the cluster at
+	// (a load balancer in front of every node's frontend), kept in the
+	// cluster metadata every node must agree on (a node writing its own
+	// frontend there would overwrite the others' at each start), and the
+	// system workers reach a frontend through membership rather than this
+	// node's own. Empty: a server alone, whose frontend is the cluster's
+	// address.
+	ClusterAddress string
 }
 
 // Server is a running server and its Web UI.
 type Server struct {
 	opts     Options // every port resolved
 	temporal startStopper
-	ui       *uiserver.Server
+	ui       *UI
 }
 
 // Options are the options the server runs with, every port resolved.
@@ -145,6 +155,10 @@ func buildConfig(o Options) *config.Config {
 		return config.Service{RPC: config.RPC{GRPCPort: grpcPort, MembershipPort: membershipPort, BindOnIP: o.IP}}
 	}
 	frontendAddr := net.JoinHostPort(o.IP, strconv.Itoa(o.FrontendPort))
+	clusterAddr := frontendAddr
+	if o.ClusterAddress != "" {
+		clusterAddr = o.ClusterAddress
+	}
 	cfg := &config.Config{}
 	cfg.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: o.IP}
 	cfg.Global.Metrics = &metrics.Config{Prometheus: &metrics.PrometheusConfig{
@@ -158,7 +172,7 @@ func buildConfig(o Options) *config.Config {
 		MasterClusterName:        ClusterName,
 		CurrentClusterName:       ClusterName,
 		ClusterInformation: map[string]cluster.ClusterInformation{
-			ClusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontendAddr},
+			ClusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: clusterAddr},
 		},
 	}
 	cfg.DCRedirectionPolicy = config.DCRedirectionPolicy{Policy: "noop"}
@@ -176,7 +190,12 @@ func buildConfig(o Options) *config.Config {
 		History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
 		Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
 	}}
-	cfg.PublicClient = config.PublicClient{HostPort: frontendAddr}
+	if o.ClusterAddress == "" {
+		cfg.PublicClient = config.PublicClient{HostPort: frontendAddr}
+	}
+	// else empty: the worker service finds the frontends through
+	// membership (the server's own recommendation without an authorizer),
+	// so it keeps working when another node, or the balancer, is gone.
 	return cfg
 }
 
