@@ -60,7 +60,7 @@ generate:
 histories:
 	@if [ -z "$(RELEASE)" ]; then echo "usage: make histories RELEASE=<new release, e.g. v0.3>"; ls testdata/histories; exit 2; fi
 	@if [ -e testdata/histories/$(RELEASE) ]; then echo "testdata/histories/$(RELEASE) exists; recorded histories are never rewritten: pick a new RELEASE"; exit 2; fi
-	ORDERSYNC_RECORD_HISTORIES=$(CURDIR)/testdata/histories/$(RELEASE) $(GO) test -count=1 -timeout 15m -run 'TestRecordHistories(Delivery|DeliveryLanes|Refetch)?$$' -v ./e2e/
+	ORDERSYNC_RECORD_HISTORIES=$(CURDIR)/testdata/histories/$(RELEASE) $(GO) test -count=1 -timeout 15m -run 'TestRecordHistories(Delivery|DeliveryLanes|Refetch|Reconcile)?$$' -v ./e2e/
 
 ## chaos: the chaos soak: faults, 429s, worker processes killed with SIGKILL,
 ## a Temporal server restart, then `ordersync verify` (0 missing, 0 stale).

@@ -49,6 +49,26 @@ func TestReconcileFindsOrdersTheListHid(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	reconcileHiddenOrders(t)
+}
+
+// TestRecordHistoriesReconcile records the Reconcile workflow's replay
+// history from the run above (reconcile_difference_closed.json: windows
+// without a difference, and one whose difference a reprocess closed). Like
+// TestRecordHistories it runs only under ORDERSYNC_RECORD_HISTORIES (make
+// histories), into the same new release folder.
+func TestRecordHistoriesReconcile(t *testing.T) {
+	write := releaseWriter(t)
+	s := reconcileHiddenOrders(t)
+	id := api.ReconcileWorkflowID("e2e-rec")
+	desc, err := s.client.DescribeWorkflowExecution(context.Background(), id, "")
+	require.NoError(t, err)
+	write("reconcile_difference_closed.json", exportHistory(t, s.client, id, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()))
+}
+
+// reconcileHiddenOrders runs TestReconcileFindsOrdersTheListHid's story
+// and returns its system, its Reconcile workflow still running.
+func reconcileHiddenOrders(t *testing.T) *system {
 	cfg := sim.DefaultConfig()
 	cfg.Seed = 41
 	cfg.Shops = []sim.ShopConfig{{Name: "rec", Token: "rec-token"}}
@@ -159,6 +179,7 @@ func TestReconcileFindsOrdersTheListHid(t *testing.T) {
 	require.True(t, shown, out)
 	require.Len(t, rep.Platforms, 1)
 	require.True(t, rep.Platforms[0].Reconciled)
+	return s
 }
 
 // missingIn counts the orders the simulator shows with updated_at in

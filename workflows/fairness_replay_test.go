@@ -99,6 +99,10 @@ func accountOf(t *testing.T, started *historypb.WorkflowExecutionStartedEventAtt
 		var in api.RefetchInput
 		mustDecode(started.GetInput(), &in)
 		return in.Platform.Name
+	case api.ReconcileWorkflowType:
+		var in api.ReconcileInput
+		mustDecode(started.GetInput(), &in)
+		return in.Platform.Name
 	}
 	t.Fatalf("unknown workflow type %s", started.GetWorkflowType().GetName())
 	return ""
@@ -148,7 +152,7 @@ func TestReplayGivesEveryTaskItsFairnessKey(t *testing.T) {
 	}
 	// The histories must exercise the commands this test is about, or it
 	// proves nothing.
-	for _, k := range []string{"child FetchSlice", "activity FetchPage", "activity RecordDeadLetter", "activity NextBatch", "activity DeliverChanges", "activity RefetchOrder"} {
+	for _, k := range []string{"child FetchSlice", "activity FetchPage", "activity RecordDeadLetter", "activity NextBatch", "activity DeliverChanges", "activity RefetchOrder", "activity ReconcileCount"} {
 		require.True(t, kinds[k], "no recorded history asks for %s; the check covers less than it claims", k)
 	}
 }

@@ -120,6 +120,10 @@ func workflowIDOf(t *testing.T, started *historypb.WorkflowExecutionStartedEvent
 		var in api.RefetchInput
 		mustDecode(started.GetInput(), &in)
 		return api.RefetchWorkflowID(in.Platform.Name, in.OrderID)
+	case api.ReconcileWorkflowType:
+		var in api.ReconcileInput
+		mustDecode(started.GetInput(), &in)
+		return api.ReconcileWorkflowID(in.Platform.Name)
 	}
 	t.Fatalf("unknown workflow type %s", started.GetWorkflowType().GetName())
 	return ""
