@@ -72,6 +72,11 @@ type Platform struct {
 	// on a backoff schedule (deadletter_retry.go); the zero value is on,
 	// with the default schedule.
 	DeadLetterRetry DeadLetterRetry `json:"dead_letter_retry,omitzero" yaml:"dead_letter_retry"`
+	// WebhookInterval is how often the cursor polls while the account's
+	// webhooks are live (an event accepted within twice this): hybrid
+	// pacing, docs/webhooks.md. 0 (off): always interval. A whole multiple
+	// of interval.
+	WebhookInterval Duration `json:"webhook_interval,omitempty" yaml:"webhook_interval"`
 	// Windows restrict when the platform may be pulled, e.g. "MON-FRI 00:00-06:00 Europe/Berlin".
 	Windows   []string `json:"windows,omitempty" yaml:"windows"`
 	TaskQueue string   `json:"task_queue" yaml:"task_queue"`
