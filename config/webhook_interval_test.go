@@ -15,9 +15,9 @@ import (
 func TestWebhookIntervalIsAMultipleOfInterval(t *testing.T) {
 	for setting, want := range map[string]string{
 		"interval: 1m\n    overlap: 30s\n    webhook_interval: 90s": `platform "x": field "webhook_interval": must be a whole multiple of interval (1m0s) so slices stay on the grid, got 1m30s`,
-		"interval: 15m\n    webhook_interval: 5m":                    `platform "x": field "webhook_interval": must be 0 (off) or at least interval (15m0s), got 5m0s`,
-		"interval: 1m\n    overlap: 30s\n    webhook_interval: 25h":  `platform "x": field "webhook_interval": must be at most 24h, got 25h0m0s`,
-		"webhook_interval: -15m":                                     `platform "x": field "webhook_interval": must be at least 0s, got -15m0s`,
+		"interval: 15m\n    webhook_interval: 5m":                   `platform "x": field "webhook_interval": must be 0 (off) or at least interval (15m0s), got 5m0s`,
+		"interval: 1m\n    overlap: 30s\n    webhook_interval: 25h": `platform "x": field "webhook_interval": must be at most 24h, got 25h0m0s`,
+		"webhook_interval: -15m":                                    `platform "x": field "webhook_interval": must be at least 0s, got -15m0s`,
 	} {
 		t.Run(setting, func(t *testing.T) {
 			_, err := Parse([]byte(onePlatform + "    " + setting + "\n"))
