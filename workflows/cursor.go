@@ -187,6 +187,7 @@ func (c *cursor) run(ctx workflow.Context) error {
 		if !c.draining {
 			c.pace(ctx)
 			c.launch(ctx)
+			c.paceMoved()
 		}
 		c.checkLag(ctx)
 		c.checkStall(ctx)

@@ -70,6 +70,16 @@ func (c *cursor) pace(ctx workflow.Context) {
 	}
 }
 
+// paceMoved drops a batch whose decision was for a Next that launch has
+// since moved: the loop then wakes when the new Next's first interval
+// settles, and decides again, even while the slice it just started runs.
+func (c *cursor) paceMoved() {
+	if c.batch > 1 && !c.pacing.decidedFor.Equal(c.q.Next()) {
+		c.batch = 1
+		c.q.SetRules(c.rules())
+	}
+}
+
 // decisionDue says whether the next regular slice's pacing matters now:
 // its first interval has settled, the whole batch has not (a cursor far
 // behind fetches what settled without asking), and the cursor may start

@@ -198,3 +198,35 @@ func TestNoWebhookIntervalNoCheck(t *testing.T) {
 	require.Equal(t, []string{"0s-1m0s", "1m0s-2m0s", "2m0s-3m0s", "3m0s-4m0s", "4m0s-5m0s", "5m0s-20m0s"}, run.windows())
 	require.Equal(t, []time.Time{at("6m10s"), at("21m10s")}, run.checks)
 }
+
+// TestHybridPacingDecidesWhileASliceRuns: a wide slice that takes three
+// minutes does not delay the next decision: the cursor asks when the next
+// slice's first minute settles (16m10s), not when the running one reports.
+func TestHybridPacingDecidesWhileASliceRuns(t *testing.T) {
+	env := newEnv(t)
+	p := hybridPlatform(t, 15*time.Minute)
+	run := &hybridRun{}
+	env.OnWorkflow(api.SliceWorkflowType, mock.Anything, mock.Anything).Return(
+		func(ctx workflow.Context, in api.SliceInput) (api.SliceResult, error) {
+			run.slices = append(run.slices, pacedSlice{Start: in.Start.UTC(), End: in.End.UTC(), At: workflow.Now(ctx).UTC()})
+			if err := workflow.Sleep(ctx, 3*time.Minute); err != nil {
+				return api.SliceResult{}, err
+			}
+			return api.SliceResult{Outcome: api.SliceCompleted, Pages: 1}, nil
+		})
+	env.OnActivity(acts.WebhookActivity, mock.Anything, mock.Anything).Return(
+		func(context.Context, string) (api.WebhookActivity, error) {
+			now := env.Now().UTC()
+			run.mu.Lock()
+			run.checks = append(run.checks, now)
+			run.mu.Unlock()
+			return api.WebhookActivity{LastEventAt: now.Add(-time.Minute), Events: 3}, nil
+		})
+	stopAt(env, 20*time.Minute, nil)
+
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+
+	require.Equal(t, []string{"0s-15m0s"}, run.windows())
+	require.Equal(t, []time.Time{at("1m10s"), at("16m10s")}, run.checks)
+}
