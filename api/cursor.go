@@ -275,4 +275,36 @@ type CursorStatus struct {
 	// the cursor's life because too many waited (workflows, alerts.go).
 	AlertsPending int   `json:"alerts_pending,omitempty"`
 	AlertsDropped int64 `json:"alerts_dropped,omitempty"`
+	// Pacing says which interval the cursor polls at and why; set only
+	// for a platform with webhook_interval (hybrid pacing).
+	Pacing *Pacing `json:"pacing,omitempty"`
+}
+
+// Pacing is the hybrid pacing of a cursor whose platform sets
+// webhook_interval: it polls every webhook_interval while the account's
+// webhooks are live (an event accepted within LiveFor), else every interval.
+type Pacing struct {
+	// Interval is the interval in force: webhook_interval or interval.
+	Interval string `json:"interval"`
+	// Live says the webhooks were live at the last check.
+	Live bool `json:"live"`
+	// Reason says why, in words ("webhooks live: last event ... ").
+	Reason string `json:"reason"`
+	// LastEventAt is the last accepted webhook event the check saw (zero:
+	// none ever), Events how many were accepted, CheckedAt when the cursor
+	// last asked (zero: not yet, the next slice is not due).
+	LastEventAt time.Time `json:"last_event_at,omitzero"`
+	Events      int64     `json:"events,omitempty"`
+	CheckedAt   time.Time `json:"checked_at,omitzero"`
+	// LiveFor is how recent the last event must be to count as live.
+	LiveFor string `json:"live_for"`
+}
+
+// WebhookActivity is what the cursor's pacing check learns from the store
+// (activity WebhookActivity): the time of the platform's last accepted
+// webhook event and how many were accepted. Counts and times only, no
+// order data.
+type WebhookActivity struct {
+	LastEventAt time.Time `json:"last_event_at,omitzero"`
+	Events      int64     `json:"events,omitempty"`
 }

@@ -310,10 +310,32 @@ func describeState(st *api.CursorStatus) string {
 		// Paced below the setting: the platform's own statement rules.
 		state += fmt.Sprintf("; platform states %g req/s", r)
 	}
+	if pc := st.Pacing; pc != nil {
+		state += "; " + describePacing(pc)
+	}
 	if st.AlertsPending > 0 {
 		state += fmt.Sprintf("; %d alert(s) not delivered", st.AlertsPending)
 	}
 	return state
+}
+
+// describePacing says, for a platform with webhook_interval, which
+// interval the cursor polls at and why (hybrid pacing, docs/webhooks.md).
+func describePacing(pc *api.Pacing) string {
+	const stamp = "01-02 15:04:05Z"
+	why := pc.Reason
+	switch {
+	case pc.Live:
+		why = "webhooks live, last event " + pc.LastEventAt.UTC().Format(stamp)
+	case pc.CheckedAt.IsZero():
+	case pc.LastEventAt.IsZero():
+		why = "webhooks not live: no event yet"
+	case pc.LiveFor != "":
+		if d, err := time.ParseDuration(pc.LiveFor); err == nil {
+			why = "webhooks not live since " + pc.LastEventAt.Add(d).UTC().Format(stamp)
+		}
+	}
+	return "polling every " + pc.Interval + " (" + why + ")"
 }
 
 func describeWait(st *api.CursorStatus) string {

@@ -78,3 +78,20 @@ func TestLaggingOnlyKeepsLaggardsAndUnreadRows(t *testing.T) {
 	require.Equal(t, []string{"behind", "unread"}, names(laggingOnly(rows, time.Hour)))
 	require.Len(t, laggingOnly(rows, 0), 4, "no filter")
 }
+
+// TestStatusStateSaysTheIntervalInForce: a platform with webhook_interval
+// shows which interval its cursor polls at and why.
+func TestStatusStateSaysTheIntervalInForce(t *testing.T) {
+	last := time.Date(2026, 11, 26, 10, 8, 31, 0, time.UTC)
+	st := &api.CursorStatus{PlatformState: "caught_up", Waiting: api.WaitSettling, Pacing: &api.Pacing{
+		Interval: "15m0s", Live: true, LastEventAt: last, Events: 24, CheckedAt: last.Add(time.Minute), LiveFor: "30m0s"}}
+	require.Equal(t, "caught_up, settling; polling every 15m0s (webhooks live, last event 11-26 10:08:31Z)", describeState(st))
+	st.Pacing.Live, st.Pacing.Interval = false, "1m0s"
+	require.Equal(t, "caught_up, settling; polling every 1m0s (webhooks not live since 11-26 10:38:31Z)", describeState(st))
+	st.Pacing.LastEventAt = time.Time{}
+	require.Equal(t, "caught_up, settling; polling every 1m0s (webhooks not live: no event yet)", describeState(st))
+	st.Pacing.CheckedAt, st.Pacing.Reason = time.Time{}, "webhooks not checked yet (checked when the next slice settles)"
+	require.Equal(t, "caught_up, settling; polling every 1m0s (webhooks not checked yet (checked when the next slice settles))", describeState(st))
+	st.Pacing = nil
+	require.Equal(t, "caught_up, settling", describeState(st))
+}

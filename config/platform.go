@@ -80,6 +80,11 @@ type Platform struct {
 	Reconcile        *bool     `json:"reconcile,omitempty" yaml:"reconcile"`
 	ReconcileWindow  Duration  `json:"reconcile_window,omitempty" yaml:"reconcile_window"`
 	ReconcileRecheck *Duration `json:"reconcile_recheck,omitempty" yaml:"reconcile_recheck"`
+	// WebhookInterval is how often the cursor polls while the account's
+	// webhooks are live (an event accepted within twice this): hybrid
+	// pacing, docs/webhooks.md. 0 (off): always interval. A whole multiple
+	// of interval.
+	WebhookInterval Duration `json:"webhook_interval,omitempty" yaml:"webhook_interval"`
 	// Windows restrict when the platform may be pulled, e.g. "MON-FRI 00:00-06:00 Europe/Berlin".
 	Windows   []string `json:"windows,omitempty" yaml:"windows"`
 	TaskQueue string   `json:"task_queue" yaml:"task_queue"`

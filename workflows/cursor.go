@@ -69,6 +69,10 @@ type cursor struct {
 	stallAlert bool
 	// in is the input the queue is built from once the run knows its versions.
 	in api.CursorInput
+	// batch is how many intervals the next regular slice waits for (hybrid
+	// pacing, cursor_pacing.go); 0 or 1: one.
+	batch  int
+	pacing pacing
 
 	children       map[string]workflow.ChildWorkflowFuture // running slices, by ID
 	alerts         alertSender                             // alerts in flight (alerts.go)
@@ -142,6 +146,7 @@ func (c *cursor) rules() slicequeue.Rules {
 		Phase:         slicequeue.PhaseOf(c.platform.Name, c.platform.Interval.D()),
 		DensityGrowth: c.densityGrowth,
 		ProbeFirst:    c.densityGrowth,
+		Batch:         c.batch,
 	}
 }
 
@@ -180,7 +185,9 @@ func (c *cursor) run(ctx workflow.Context) error {
 		}
 		c.idleIsProgress() // before launch: a slice started now starts the clock
 		if !c.draining {
+			c.pace(ctx)
 			c.launch(ctx)
+			c.paceMoved()
 		}
 		c.checkLag(ctx)
 		c.checkStall(ctx)

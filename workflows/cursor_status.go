@@ -70,6 +70,7 @@ func (c *cursor) status() api.CursorStatus {
 		CaughtUp:            c.q.CaughtUp(),
 		AlertsPending:       c.alerts.pending(),
 		AlertsDropped:       c.alerts.dropped,
+		Pacing:              c.pacingStatus(),
 	}
 	for _, sl := range c.q.Slices() {
 		switch sl.State {

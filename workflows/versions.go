@@ -257,6 +257,16 @@ const (
 	// (no signal) replay unchanged. Can go after release v0.10, once no
 	// Refetch run begun before it is open (a refetch lasts minutes).
 	versionRefetchAgain = "refetch-again"
+
+	// versionHybridPacing guards the cursor's hybrid pacing
+	// (cursor_pacing.go): a platform with webhook_interval asks the store
+	// (local activity WebhookActivity) whether its webhooks are live when
+	// its next regular slice's first interval settles, and while they are
+	// holds that slice until webhook_interval has settled. Asked lazily,
+	// only then, so a platform without webhook_interval records nothing
+	// and every history recorded before it replays unchanged. Can go after
+	// release v0.11, once no cursor run begun before it is open.
+	versionHybridPacing = "hybrid-pacing"
 )
 
 // Input versions: fields of a workflow's input that tell the workflow which

@@ -13,7 +13,9 @@
 // whole intervals (span.go). With Rules.Aligned they lie on the platform's
 // grid (grid.go): whole intervals shifted by a per-platform phase, the
 // start rounded down to it, and a Next off the grid bridged by one shorter
-// slice up to the next grid point. Reprocess slices fetch a range again at an
+// slice up to the next grid point. With Rules.Batch (hybrid pacing) a
+// regular slice near the present waits until Batch grid intervals have
+// settled and covers them all. Reprocess slices fetch a range again at an
 // operator's request, cut at the grid's points when it is aligned (so a
 // regular slice's window gets its ID again). Resweep slices fetch a recent regular slice's window
 // once more when it is resweep_delay old. Only regular slices hold the

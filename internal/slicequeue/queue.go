@@ -33,6 +33,12 @@ type Rules struct {
 	// while the first one of a run whose span is not learned yet runs
 	// (span.go). A version check, asked only when it would hold one back.
 	ProbeFirst func() bool
+	// Batch, when above 1, holds a new regular slice until Batch intervals
+	// from Next have settled and then fetches them as one slice (hybrid
+	// pacing: the cursor sets it while the account's webhooks are live).
+	// The grid stays Interval's, so changing Batch never moves a slice
+	// boundary. 0 or 1: a slice starts as soon as one interval settled.
+	Batch int
 }
 
 // IDFunc names the slice [start, end): its child workflow ID.
@@ -125,10 +131,27 @@ func (q *Queue) Watermark() time.Time {
 func (q *Queue) Next() time.Time { return q.next }
 
 // NextSettles is when the next regular slice of one interval (on an
-// aligned grid: up to the next grid point) may start.
+// aligned grid: up to the next grid point) may start; with Rules.Batch,
+// when the whole batch has settled.
 func (q *Queue) NextSettles() time.Time {
-	return q.firstEnd().Add(q.rules.Settle)
+	return q.BatchSettles(q.batch())
 }
+
+// BatchSettles is when n intervals from Next (the first a bridge when
+// Next is off the grid) have settled: where the cursor decides its pacing
+// (n = 1) and how long a batch of n would hold.
+func (q *Queue) BatchSettles(n int) time.Time {
+	return q.batchEndOf(n).Add(q.rules.Settle)
+}
+
+// batchEnd is where a held batch ends.
+func (q *Queue) batchEnd() time.Time { return q.batchEndOf(q.batch()) }
+
+func (q *Queue) batchEndOf(n int) time.Time {
+	return q.firstEnd().Add(time.Duration(max(n, 1)-1) * q.rules.Interval)
+}
+
+func (q *Queue) batch() int { return max(q.rules.Batch, 1) }
 
 // firstEnd is the end of the next regular slice of one interval: on an
 // aligned grid the first grid point after Next, which bridges a Next that
@@ -187,9 +210,11 @@ func (q *Queue) Launch(now time.Time, open bool, limit int) []Slice {
 		if !open {
 			break
 		}
-		if end.After(now.Add(-q.rules.Settle)) {
-			// Caught up once every backfill slice has finished, not when
-			// the last one starts: the lag alert applies from then on.
+		if end.After(now.Add(-q.rules.Settle)) || end.Before(q.batchEnd()) {
+			// Not settled, or a batch not settled whole (nextEnd covers at
+			// least the batch once it has). Caught up once every backfill
+			// slice has finished, not when the last one starts: the lag
+			// alert applies from then on.
 			if !q.hasRegular() {
 				q.caughtUp = true
 			}

@@ -55,12 +55,13 @@ func (q *Queue) maxSpan() int { return max(q.rules.MaxSpan, 1) }
 // Span is how many intervals the next regular slice may cover.
 func (q *Queue) Span() int { return min(max(q.span, 1), q.maxSpan()) }
 
-// nextEnd is the end of the next regular slice: the current span, cut to
-// the intervals that have settled, but at least one interval (Launch waits
-// until that one has settled).
+// nextEnd is the end of the next regular slice: the current span (at
+// least Rules.Batch), cut to the intervals that have settled, but at least
+// one interval (Launch waits until that one, or the whole batch, has
+// settled).
 func (q *Queue) nextEnd(now time.Time) time.Time {
 	iv := q.rules.Interval
-	n := q.Span()
+	n := max(q.Span(), q.batch())
 	if !q.rules.Aligned {
 		if n > 1 {
 			settled := int(now.Add(-q.rules.Settle).Sub(q.next) / iv)
@@ -71,11 +72,11 @@ func (q *Queue) nextEnd(now time.Time) time.Time {
 	// On the grid: up to the next grid point (a bridge when Next is off
 	// it), then whole intervals.
 	first := q.firstEnd()
-	if n > 1 {
+	if want := n; want > 1 {
 		settled := now.Add(-q.rules.Settle).Sub(first)
 		n = 1
 		if settled > 0 {
-			n = min(q.Span(), 1+int(settled/iv))
+			n = min(want, 1+int(settled/iv))
 		}
 	}
 	return first.Add(time.Duration(n-1) * iv)

@@ -146,6 +146,7 @@ var durationRanges = []struct {
 	{"stall_alert", func(p Settings) Duration { return p.StallAlert }, 0, 30 * day},
 	{"reconcile_window", func(p Settings) Duration { return p.ReconcileWindow }, 0, MaxReconcileWindow},
 	{"reconcile_recheck", reconcileRecheckValue, 0, MaxReconcileRecheck},
+	{"webhook_interval", func(p Settings) Duration { return p.WebhookInterval }, 0, day},
 }
 
 // numberRanges bound the numeric settings, as durationRanges do.
@@ -186,6 +187,21 @@ func (p Settings) CheckRanges(bad Bad) {
 		case v > r.max || v != v: // v != v: NaN
 			bad(r.field, "must be at most %g, got %g", r.max, v)
 		}
+	}
+	p.checkWebhookInterval(bad)
+}
+
+// checkWebhookInterval: a webhook_interval must be a whole multiple of
+// interval, so a poll while the webhooks are live covers whole grid
+// intervals and the slice grid never moves when the pacing changes.
+func (p Settings) checkWebhookInterval(bad Bad) {
+	wi, iv := p.WebhookInterval.D(), p.Interval.D()
+	switch {
+	case wi <= 0 || wi > day || iv <= 0: // off, or reported by its range
+	case wi < iv:
+		bad("webhook_interval", "must be 0 (off) or at least interval (%s), got %s", iv, wi)
+	case wi%iv != 0:
+		bad("webhook_interval", "must be a whole multiple of interval (%s) so slices stay on the grid, got %s", iv, wi)
 	}
 }
 

@@ -68,6 +68,10 @@ type Settings struct {
 	Reconcile        *bool     `json:"reconcile,omitempty"`
 	ReconcileWindow  Duration  `json:"reconcile_window,omitempty"`
 	ReconcileRecheck *Duration `json:"reconcile_recheck,omitempty"`
+	// WebhookInterval is how often the cursor polls while the account's
+	// webhooks are live (hybrid pacing, LiveFor); 0: always Interval. A
+	// whole multiple of Interval, so slices stay on the grid.
+	WebhookInterval Duration `json:"webhook_interval,omitempty"`
 	// Windows restrict when the platform may be pulled.
 	Windows   []string `json:"windows,omitempty"`
 	TaskQueue string   `json:"task_queue"`
@@ -129,6 +133,28 @@ func (s Settings) RateLimitWaitOrDefault() time.Duration {
 		return d
 	}
 	return DefaultRateLimitWait
+}
+
+// WebhookLiveFactor: an account's webhooks are live while an event was
+// accepted within this many webhook_intervals (LiveFor).
+const WebhookLiveFactor = 2
+
+// LiveFor is how recent the last accepted webhook event must be for the
+// fast path to count as live: WebhookLiveFactor x webhook_interval, so a
+// dead fast path is noticed within one webhook_interval of the pacing
+// check after it; 0 when webhook_interval is off.
+func (s Settings) LiveFor() time.Duration {
+	return WebhookLiveFactor * s.WebhookInterval.D()
+}
+
+// WebhookSpan is how many intervals one poll covers while the webhooks are
+// live: webhook_interval / interval, 1 (off) when unset or not longer.
+func (s Settings) WebhookSpan() int {
+	iv, wi := s.Interval.D(), s.WebhookInterval.D()
+	if iv <= 0 || wi <= iv {
+		return 1
+	}
+	return int(wi / iv)
 }
 
 const day = 24 * time.Hour

@@ -21,6 +21,11 @@
 //	B10 registry     100,000 registered accounts, one worker process: add,
 //	                 first slice, remove, list, status, apply, worker memory
 //	                 (-cases b10; not in the default set; registry.go)
+//	B11 webhooks     Shopify accounts with webhooks and hybrid pacing (polling
+//	                 every 15 minutes while live) beside accounts polled every
+//	                 minute: update -> confirmed by a webhook destination, and
+//	                 platform requests per order (-cases b11; not in the
+//	                 default set: about 17 minutes; webhooks.go)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -133,6 +138,8 @@ func main() {
 	fp.register(flag.CommandLine)
 	var rp registryParams
 	rp.register(flag.CommandLine)
+	var wp webhooksParams
+	wp.register(flag.CommandLine)
 	flag.Parse()
 
 	env := &benchEnv{gcPercent: gcPercent, profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
@@ -276,12 +283,26 @@ func main() {
 		}
 		registry = &r
 	}
+	var hooks *webhooksResult
+	if want["b11"] || want["webhooks"] {
+		r, err := runWebhooksBench(ctx, env, &wp)
+		if err != nil {
+			r.Note = failure("B11", err)
+		}
+		hooks = &r
+	}
 	rep.finish()
-	// B9 and B10 alone write only their own files: latest.json keeps the
-	// last run of the other cases.
+	// B9, B10 and B11 alone write only their own files: latest.json keeps
+	// the last run of the other cases.
 	onlyFairness := len(want) > 0
 	for c := range want {
-		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry")
+		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks")
+	}
+	if hooks != nil {
+		printWebhooks(os.Stdout, *hooks)
+		if err := writeWebhooks(*out, *hooks); err != nil {
+			fatal(err)
+		}
 	}
 	if registry != nil {
 		printRegistry(os.Stdout, *registry)

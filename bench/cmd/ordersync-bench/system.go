@@ -151,6 +151,10 @@ type systemOptions struct {
 	// postgres, when set, runs the production-shaped stack instead of the
 	// embedded server and SQLite (needs childBin).
 	postgres *pgStackOptions
+	// platformsFile, when set, writes the whole platforms file for the
+	// simulator at url instead of the sim-kind template (B11's Shopify
+	// accounts); extraYAML is still appended.
+	platformsFile func(url string) ([]byte, error)
 }
 
 func startSystem(ctx context.Context, dir string, o systemOptions) (*system, error) {
@@ -233,7 +237,12 @@ func (s *system) storeDSN() string      { return s.storeURL }
 // startStore writes the platforms file and opens the store.
 func (s *system) startStore(ctx context.Context, o systemOptions) error {
 	var err error
-	if s.fileRaw, err = platformsYAML(o.settings, s.simSrv.URL, shopNames(o.sim)); err != nil {
+	if o.platformsFile != nil {
+		s.fileRaw, err = o.platformsFile(s.simSrv.URL)
+	} else {
+		s.fileRaw, err = platformsYAML(o.settings, s.simSrv.URL, shopNames(o.sim))
+	}
+	if err != nil {
 		return err
 	}
 	s.fileRaw = append(s.fileRaw, o.extraYAML...)
