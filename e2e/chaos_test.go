@@ -95,6 +95,7 @@ func chaosSim(seed int64) sim.Config {
 // the chaos lasts (`make chaos` soaks for longer), ORDERSYNC_CHAOS_SEED
 // replays a run's choices, ORDERSYNC_CHAOS_REPORT=<file> writes the numbers.
 func TestChaosNoLoss(t *testing.T) {
+	parallel(t, heavy)
 	testChaos(t, embeddedStack, chaosDuration)
 }
 
@@ -102,6 +103,7 @@ func TestChaosNoLoss(t *testing.T) {
 // Temporal on PostgreSQL with 4 task-queue partitions, a PostgreSQL store;
 // the server restart stops and starts it on the same databases.
 func TestChaosNoLossPostgres(t *testing.T) {
+	parallel(t, heavy)
 	testChaos(t, postgresStack, chaosPostgresDuration)
 }
 

@@ -32,6 +32,7 @@ import (
 // the refresh is refused, the credential says it needs reauthorization,
 // and a second install mends it with no worker restarted.
 func TestRotatingShopifyTokens(t *testing.T) {
+	parallel(t, heavy)
 	st := onboardingStack(t, postgresStack)
 	const (
 		clientID     = "e2e-public-app"
@@ -40,8 +41,8 @@ func TestRotatingShopifyTokens(t *testing.T) {
 	)
 	key, err := credentials.NewKeyEntry(time.Now())
 	require.NoError(t, err)
-	t.Setenv(credentials.KeysEnv, key) // the workers, serve and the CLI share the key, never the store
-	t.Setenv("ORDERSYNC_E2E_APP_SECRET", clientSecret)
+	setenv(t, credentials.KeysEnv, key) // the workers, serve and the CLI share the key, never the store
+	setenv(t, "ORDERSYNC_E2E_APP_SECRET", clientSecret)
 
 	cfg := sim.DefaultConfig()
 	cfg.Seed = 26

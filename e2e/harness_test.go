@@ -91,7 +91,7 @@ func startSystemOn(t *testing.T, st stack, simCfg sim.Config, platformsYAML stri
 
 	simCfg.AdminToken = adminToken
 	for _, shop := range simCfg.Shops {
-		t.Setenv("ORDERSYNC_E2E_"+strings.ToUpper(shop.Name)+"_TOKEN", shop.Token)
+		setenv(t, "ORDERSYNC_E2E_"+strings.ToUpper(shop.Name)+"_TOKEN", shop.Token)
 	}
 	var err error
 	s.sim, err = sim.New(simCfg)

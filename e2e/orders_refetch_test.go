@@ -74,6 +74,7 @@ destinations:
 // `orders get` then shows the version delivered to the webhook; and two
 // requests for one order at once are one refetch, one platform call.
 func TestOrdersRefetchAheadOfBackfill(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -92,11 +93,11 @@ func TestOrdersRefetchAheadOfBackfill(t *testing.T) {
 	bigSrv, err := bigSim.Start("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = bigSrv.Close() })
-	t.Setenv("ORDERSYNC_E2E_BIG_TOKEN", "big-token")
+	setenv(t, "ORDERSYNC_E2E_BIG_TOKEN", "big-token")
 
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(hook.Close)
-	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	setenv(t, "ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 
 	// The small account's platform: 2 requests/s, new orders every second.
 	cfg := sim.DefaultConfig()

@@ -100,6 +100,7 @@ const (
 // each moved from A to B while running, and every change reached the
 // webhook.
 func TestRollingUpgradeMidBackfill(t *testing.T) {
+	parallel(t, heavy)
 	if testing.Short() {
 		t.Skip("end-to-end: worker processes for minutes")
 	}
