@@ -25,7 +25,7 @@ import (
 // nothing else: no store (a SQLite DSN and no platforms file are fine), no
 // simulator, no workers. It runs until SIGTERM and then exits cleanly.
 func TestClusterServerOnly(t *testing.T) {
-	parallel(t, heavy)
+	parallel(t, heavyPostgres)
 	if testing.Short() {
 		t.Skip("starts a Temporal server on PostgreSQL")
 	}

@@ -5,14 +5,16 @@
 //
 // Tests run side by side (parallel_test.go). A new test starts with
 //
-//	parallel(t, light) // or heavy
+//	parallel(t, light) // or heavy, or heavyPostgres
 //
 // light: one embedded server, a simulator, a SQLite store, in-process
-// workers (startSystem). heavy: worker or server OS processes, the
-// PostgreSQL stack (postgresStack), tens of thousands of orders. A heavy
-// test runs next to light ones only. A test that must have the machine to
-// itself (chaos, anything that measures throughput or latency against a
-// bound) does not call parallel: serial tests all run first, one at a time.
+// workers (startSystem). heavy: worker or server OS processes, tens of
+// thousands of orders. heavyPostgres: heavy, with Temporal on PostgreSQL
+// (postgresStack, startPostgresCluster), of which one runs at a time. A
+// test whose busy part ends early gives the rest back with lighten(t,
+// light). A test that must have the machine to itself (one that measures
+// throughput or latency against a bound, as the rate-limit tests do) does
+// not call parallel: serial tests all run first, one at a time.
 //
 // A parallel test must not:
 //   - call t.Setenv, os.Setenv or t.Chdir: use setenv (a variable a parallel

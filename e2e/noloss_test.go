@@ -48,7 +48,7 @@ func TestNoLossEndToEnd(t *testing.T) {
 // stack: Temporal on PostgreSQL with 4 task-queue partitions, a PostgreSQL
 // store and three `ordersync worker` processes.
 func TestNoLossEndToEndPostgres(t *testing.T) {
-	parallel(t, heavy)
+	parallel(t, heavyPostgres)
 	testNoLoss(t, postgresStack)
 }
 

@@ -42,7 +42,7 @@ func TestDestinationOnboardingAtRuntime(t *testing.T) {
 // production-shaped stack: `ordersync worker` processes and a PostgreSQL
 // store, feed and registry.
 func TestDestinationOnboardingAtRuntimePostgres(t *testing.T) {
-	parallel(t, heavy)
+	parallel(t, heavyPostgres)
 	testDestinationOnboarding(t, postgresStack)
 }
 

@@ -69,7 +69,7 @@ func TestOnboardingAtRuntime(t *testing.T) {
 // stack: `ordersync worker` processes (which register the file's platform
 // themselves) and a PostgreSQL store and registry.
 func TestOnboardingAtRuntimePostgres(t *testing.T) {
-	parallel(t, heavy)
+	parallel(t, heavyPostgres)
 	testOnboarding(t, postgresStack)
 }
 

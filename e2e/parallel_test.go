@@ -16,31 +16,40 @@ import (
 
 // Running e2e tests side by side (see doc.go for the rules a test follows).
 //
-// parallel(t, weight) is t.Parallel plus a share of the machine: the Go
-// test runner starts every parallel test at once (TestMain lifts
-// -test.parallel), and each then waits, first come first served, until its
-// weight fits in loadCapacity. So a heavy test runs next to at most light
-// ones, and an "alone" test next to nothing.
-const (
+// parallel(t, share) is t.Parallel plus a share of the machine: the Go test
+// runner starts every parallel test at once (TestMain lifts
+// -test.parallel), and each then waits until its weight fits in the
+// capacity (2 a core). Most tests spend most of their time waiting for the
+// clock (settle times, intervals, retry schedules), so a light one counts
+// 1, a heavy one 2, a chaos run 3 as long as its chaos lasts.
+type share struct {
+	weight int
+	// postgres: the test runs Temporal on PostgreSQL (postgresStack,
+	// startPostgresCluster, `ordersync cluster`). One such test at a time:
+	// a server's pools may open 48 connections, and two of them with their
+	// workers could exhaust Debian's 100.
+	postgres bool
+}
+
+var (
 	// light: one embedded server, a simulator, a SQLite store and workers in
 	// the test process (most tests).
-	light = 1
-	// heavy: worker or server OS processes, the PostgreSQL-backed Temporal
-	// stack, or a lot of orders.
-	heavy = 2
-	// alone: chaos and anything that measures time under load; it runs by
-	// itself.
-	alone = 1 << 20
+	light = share{weight: 1}
+	// heavy: worker or server OS processes, or a lot of orders.
+	heavy = share{weight: 2}
+	// heavyPostgres: heavy, with Temporal on PostgreSQL.
+	heavyPostgres = share{weight: 2, postgres: true}
 )
 
-// loadCapacityEnv overrides loadCapacity (e.g. 1: one test at a time).
+// loadCapacityEnv overrides the capacity (e.g. 1: one test at a time).
 const loadCapacityEnv = "ORDERSYNC_E2E_CAPACITY"
 
-// defaultCapacity was measured on the 2-core CI machine kind: 3 light tests
-// (or a heavy and a light one) keep both cores busy without pushing any
-// test's own deadlines (docs/development.md has the numbers).
+// defaultCapacity: 2 a core (measured on the 2-core CI machine kind, see
+// docs/development.md): four light tests, or two heavy ones, or a chaos run
+// and a light one, keep both cores busy without pushing any test past its
+// own deadlines.
 func defaultCapacity() int {
-	return runtime.NumCPU() + 1
+	return 2 * runtime.NumCPU()
 }
 
 // TestMain lets every parallel test start (each then waits in parallel for
@@ -65,64 +74,111 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// parallel marks t parallel and waits until weight (light, heavy or alone)
-// fits next to the tests already running. Call it first thing in the test.
-func parallel(t *testing.T, weight int) {
+// parallel marks t parallel and waits until its share fits next to the
+// tests already running. Call it first thing in the test.
+func parallel(t *testing.T, sh share) {
 	t.Helper()
 	t.Parallel()
-	waited := load.acquire(weight)
-	t.Cleanup(func() { load.release(weight) })
+	sh.weight = min(sh.weight, load.capacity)
+	waited := load.acquire(sh)
+	load.mu.Lock()
+	load.held[t] = sh
+	load.mu.Unlock()
+	t.Cleanup(func() { load.release(load.drop(t)) })
 	if waited > time.Second {
-		t.Logf("waited %s for a share of the machine (weight %d of %d)", waited.Round(time.Second), min(weight, load.capacity), load.capacity)
+		t.Logf("waited %s for a share of the machine (%d of %d)", waited.Round(time.Second), sh.weight, load.capacity)
 	}
+}
+
+// lighten gives back part of a parallel test's share once its busy part is
+// over (e.g. chaos, once the simulator is quiet and what is left is waiting
+// for Amazon's 2-minute rule): sh.weight is what it needs from here on (a
+// postgres share stays one). A no-op in a serial test.
+func lighten(t *testing.T, sh share) {
+	load.mu.Lock()
+	defer load.mu.Unlock()
+	held, ok := load.held[t]
+	if !ok || sh.weight >= held.weight {
+		return
+	}
+	load.used -= held.weight - sh.weight
+	held.weight = sh.weight
+	load.held[t] = held
+	load.grant()
 }
 
 // load is a weighted semaphore. Waiting tests go heaviest first (the heavy
 // ones are the long ones: started late, they would run on alone at the
-// end), in order of arrival within a weight; a test at the head of the
-// queue is not overtaken by lighter ones behind it.
-var load loadGate
+// end), in order of arrival within a weight; a test is not overtaken by
+// lighter ones behind it, except while it waits for the one postgres
+// share.
+var load = loadGate{held: map[*testing.T]share{}}
 
 type loadGate struct {
 	mu       sync.Mutex
 	capacity int
 	used     int
+	postgres bool // a postgres share is held
 	queue    []loadWaiter
+	held     map[*testing.T]share // by test, as parallel and lighten leave it
 }
 
 type loadWaiter struct {
-	weight int
-	ready  chan struct{}
+	share
+	ready chan struct{}
 }
 
-func (g *loadGate) acquire(weight int) time.Duration {
+func (g *loadGate) acquire(sh share) time.Duration {
 	began := time.Now()
+	w := loadWaiter{share: sh, ready: make(chan struct{})}
 	g.mu.Lock()
-	weight = min(weight, g.capacity)
-	if len(g.queue) == 0 && g.used+weight <= g.capacity {
-		g.used += weight
-		g.mu.Unlock()
-		return 0
-	}
-	w := loadWaiter{weight: weight, ready: make(chan struct{})}
 	i := len(g.queue)
-	for i > 0 && g.queue[i-1].weight < weight {
+	for i > 0 && g.queue[i-1].weight < sh.weight {
 		i--
 	}
 	g.queue = slices.Insert(g.queue, i, w)
+	g.grant()
 	g.mu.Unlock()
 	<-w.ready
 	return time.Since(began)
 }
 
-func (g *loadGate) release(weight int) {
+func (g *loadGate) release(sh share) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.used -= min(weight, g.capacity)
-	for len(g.queue) > 0 && g.used+g.queue[0].weight <= g.capacity {
-		g.used += g.queue[0].weight
-		close(g.queue[0].ready)
-		g.queue = g.queue[1:]
+	g.used -= sh.weight
+	if sh.postgres {
+		g.postgres = false
+	}
+	g.grant()
+}
+
+// drop forgets t's share and returns it.
+func (g *loadGate) drop(t *testing.T) share {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sh := g.held[t]
+	delete(g.held, t)
+	return sh
+}
+
+// grant starts the waiting tests that fit, in the queue's order: the first
+// that does not fit stops the rest, but one that waits only for the
+// postgres share is passed over.
+func (g *loadGate) grant() {
+	for i := 0; i < len(g.queue); {
+		w := g.queue[i]
+		if w.postgres && g.postgres {
+			i++
+			continue
+		}
+		if g.used+w.weight > g.capacity {
+			return
+		}
+		g.used += w.weight
+		g.postgres = g.postgres || w.postgres
+		close(w.ready)
+		g.queue = slices.Delete(g.queue, i, i+1)
 	}
 }
 
@@ -208,16 +264,17 @@ func withEnv(vars map[string]string, f func()) {
 	f()
 }
 
-// TestLoadGate: tests get their share heaviest first, and a light test
-// never overtakes the heavy one at the head of the queue.
+// TestLoadGate: tests get their share heaviest first, a light test never
+// overtakes the heavy one at the head of the queue, and one postgres share
+// is held at a time.
 func TestLoadGate(t *testing.T) {
 	g := &loadGate{capacity: 3}
 	g.acquire(heavy)
 	g.acquire(light) // fits: 3 of 3
-	queue := func(weight, queued int) chan struct{} {
+	queue := func(sh share, queued int) chan struct{} {
 		started := make(chan struct{})
 		go func() {
-			g.acquire(weight)
+			g.acquire(sh)
 			close(started)
 		}()
 		waitQueued(t, g, queued) // so the order of arrival is known
@@ -245,6 +302,17 @@ func TestLoadGate(t *testing.T) {
 	g.release(heavy)
 	require.True(t, isStarted(light3))
 	require.Equal(t, 2, g.used)
+
+	// One postgres share at a time; a test waiting only for it is passed over.
+	g = &loadGate{capacity: 4}
+	g.acquire(heavyPostgres)
+	pg2 := queue(heavyPostgres, 1)
+	light4 := queue(light, 1) // pg2 alone waits
+	require.True(t, isStarted(light4), "a light test waited behind one that waits for the postgres share")
+	require.False(t, isStarted(pg2), "two postgres shares at once")
+	g.release(heavyPostgres)
+	require.True(t, isStarted(pg2))
+	require.Equal(t, 3, g.used)
 }
 
 func waitQueued(t *testing.T, g *loadGate, n int) {
