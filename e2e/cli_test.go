@@ -23,7 +23,7 @@ func (s *system) runCLI(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	// The command reads its settings from the environment, which parallel
 	// tests share: it runs with the system's, and other tests' commands wait.
-	withEnv(s.cliEnv(), func() {
+	s.cliWaited = withEnv(s.cliEnv(), func() {
 		app := &cli.App{Out: &out, Err: &errOut}
 		root := cli.NewRootCommand(app)
 		code = cli.Execute(root, append(args, "-f", s.platformsPath), &errOut)

@@ -66,6 +66,9 @@ type system struct {
 	// platformsPath and storeDSN let CLI commands see the same system.
 	platformsPath string
 	storeDSN      string
+	// cliWaited is how long the last runCLI waited for other tests' CLI
+	// commands (they share the environment).
+	cliWaited time.Duration
 }
 
 // startSystem starts everything on the embedded stack; platformsYAML may

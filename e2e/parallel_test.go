@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,14 +185,23 @@ func (g *loadGate) grant() {
 
 // The process environment is shared by every test, and t.Setenv refuses to
 // run in a parallel test. envMu guards it: setenv claims a variable for a
-// parallel test, runCLI swaps the CLI's variables in for one command, and
-// environ copies it for a child process.
+// parallel test, withEnv swaps a CLI command's variables in, and environ
+// copies it for a child process, without the swapped ones.
 var (
-	envMu     sync.RWMutex
+	envMu     sync.Mutex
 	envClaims = map[string]envClaim{} // by parallel tests, for the whole run
+	// envSwapped holds what withEnv replaced, for environ.
+	envSwapped = map[string]savedEnv{}
+	// cliMu lets one withEnv at a time swap its variables in.
+	cliMu sync.Mutex
 )
 
 type envClaim struct{ value, test string }
+
+type savedEnv struct {
+	value string
+	set   bool
+}
 
 // setenv sets an environment variable for t. In a serial test it is
 // t.Setenv. In a parallel one (or a subtest of one) the variable stays set
@@ -229,39 +239,55 @@ func serialSetenv(t *testing.T, key, value string) (ok bool) {
 	return true
 }
 
-// environ is os.Environ for a child process, never caught halfway through
-// runCLI's swap.
+// environ is os.Environ for a child process: what a CLI command of another
+// test has swapped in (withEnv) is left out.
 func environ() []string {
-	envMu.RLock()
-	defer envMu.RUnlock()
-	return os.Environ()
-}
-
-// withEnv runs f with the variables set, and puts them back after; other
-// tests wait meanwhile for the environment (not for anything else).
-func withEnv(vars map[string]string, f func()) {
 	envMu.Lock()
 	defer envMu.Unlock()
-	type old struct {
-		v  string
-		ok bool
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, swapped := envSwapped[k]; !swapped {
+			out = append(out, kv)
+		}
 	}
-	saved := map[string]old{}
+	for k, v := range envSwapped {
+		if v.set {
+			out = append(out, k+"="+v.value)
+		}
+	}
+	return out
+}
+
+// withEnv runs f with the variables set, and puts them back after. The
+// CLI commands of other tests wait meanwhile (nothing else does); waited is
+// how long this one waited for them.
+func withEnv(vars map[string]string, f func()) (waited time.Duration) {
+	began := time.Now()
+	cliMu.Lock()
+	defer cliMu.Unlock()
+	waited = time.Since(began)
+	envMu.Lock()
 	for k, v := range vars {
-		ov, ok := os.LookupEnv(k)
-		saved[k] = old{ov, ok}
+		old, set := os.LookupEnv(k)
+		envSwapped[k] = savedEnv{old, set}
 		_ = os.Setenv(k, v)
 	}
+	envMu.Unlock()
 	defer func() {
-		for k, o := range saved {
-			if o.ok {
-				_ = os.Setenv(k, o.v)
+		envMu.Lock()
+		defer envMu.Unlock()
+		for k, old := range envSwapped {
+			if old.set {
+				_ = os.Setenv(k, old.value)
 			} else {
 				_ = os.Unsetenv(k)
 			}
+			delete(envSwapped, k)
 		}
 	}()
 	f()
+	return waited
 }
 
 // TestLoadGate: tests get their share heaviest first, a light test never
