@@ -113,21 +113,32 @@ func lighten(t *testing.T, sh share) {
 // end), in order of arrival within a weight; a test is not overtaken by
 // lighter ones behind it, except while it waits for the one postgres
 // share.
-var load = loadGate{held: map[*testing.T]share{}}
+var load = loadGate{gather: gatherFor, held: map[*testing.T]share{}}
 
 type loadGate struct {
 	mu       sync.Mutex
 	capacity int
-	used     int
-	postgres bool // a postgres share is held
-	queue    []loadWaiter
-	held     map[*testing.T]share // by test, as parallel and lighten leave it
+	gather   time.Duration // gatherFor, or 0 in TestLoadGate
+	// gathering: the gate is shut, the first tests queue; opened: since
+	// when it is open.
+	gathering bool
+	opened    time.Time
+	used      int
+	postgres  bool // a postgres share is held
+	queue     []loadWaiter
+	held      map[*testing.T]share // by test, as parallel and lighten leave it
 }
 
 type loadWaiter struct {
 	share
 	ready chan struct{}
 }
+
+// gatherFor is how long the gate stays shut after the first test asks:
+// the parallel tests all resume at once when the serial ones are done, and
+// reach the gate in no particular order; shut for a moment, it sees them
+// all and starts the heaviest first.
+const gatherFor = 250 * time.Millisecond
 
 func (g *loadGate) acquire(sh share) time.Duration {
 	began := time.Now()
@@ -138,7 +149,19 @@ func (g *loadGate) acquire(sh share) time.Duration {
 		i--
 	}
 	g.queue = slices.Insert(g.queue, i, w)
-	g.grant()
+	switch {
+	case !g.gathering && g.opened.IsZero():
+		g.gathering = true
+		time.AfterFunc(g.gather, func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.gathering = false
+			g.opened = time.Now()
+			g.grant()
+		})
+	case !g.gathering:
+		g.grant()
+	}
 	g.mu.Unlock()
 	<-w.ready
 	return time.Since(began)
@@ -167,6 +190,9 @@ func (g *loadGate) drop(t *testing.T) share {
 // that does not fit stops the rest, but one that waits only for the
 // postgres share is passed over.
 func (g *loadGate) grant() {
+	if g.gathering {
+		return
+	}
 	for i := 0; i < len(g.queue); {
 		w := g.queue[i]
 		if w.postgres && g.postgres {
@@ -339,6 +365,17 @@ func TestLoadGate(t *testing.T) {
 	g.release(heavyPostgres)
 	require.True(t, isStarted(pg2))
 	require.Equal(t, 3, g.used)
+
+	// The first tests to ask are gathered: the heavy one starts first, even
+	// though a light one asked before it.
+	g = &loadGate{capacity: 2, gather: 300 * time.Millisecond}
+	light5 := queue(light, 1)
+	heavy6 := queue(heavy, 2)
+	require.Eventually(t, func() bool { return isStarted(heavy6) }, 2*time.Second, 10*time.Millisecond,
+		"the heavy test did not start when the gate opened")
+	require.False(t, isStarted(light5))
+	g.release(heavy)
+	require.True(t, isStarted(light5))
 }
 
 func waitQueued(t *testing.T, g *loadGate, n int) {
