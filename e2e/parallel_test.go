@@ -110,9 +110,9 @@ func lighten(t *testing.T, sh share) {
 
 // load is a weighted semaphore. Waiting tests go heaviest first (the heavy
 // ones are the long ones: started late, they would run on alone at the
-// end), in order of arrival within a weight; a test is not overtaken by
-// lighter ones behind it, except while it waits for the one postgres
-// share.
+// end), postgres first within a weight, then in order of arrival; a test
+// is not overtaken by the ones behind it, except while it waits for the
+// one postgres share.
 var load = loadGate{gather: gatherFor, held: map[*testing.T]share{}}
 
 type loadGate struct {
@@ -134,6 +134,12 @@ type loadWaiter struct {
 	ready chan struct{}
 }
 
+// before says sh goes ahead of w in the queue: heavier first and, at one
+// weight, postgres first (one at a time, they are the longest chain).
+func (w loadWaiter) before(sh share) bool {
+	return w.weight < sh.weight || w.weight == sh.weight && sh.postgres && !w.postgres
+}
+
 // gatherFor is how long the gate stays shut after the first test asks:
 // the parallel tests all resume at once when the serial ones are done, and
 // reach the gate in no particular order; shut for a moment, it sees them
@@ -145,7 +151,7 @@ func (g *loadGate) acquire(sh share) time.Duration {
 	w := loadWaiter{share: sh, ready: make(chan struct{})}
 	g.mu.Lock()
 	i := len(g.queue)
-	for i > 0 && g.queue[i-1].weight < sh.weight {
+	for i > 0 && g.queue[i-1].before(sh) {
 		i--
 	}
 	g.queue = slices.Insert(g.queue, i, w)
