@@ -10,7 +10,8 @@
 // light: one embedded server, a simulator, a SQLite store, in-process
 // workers (startSystem). heavy: worker or server OS processes, tens of
 // thousands of orders. heavyPostgres: heavy, with Temporal on PostgreSQL
-// (postgresStack, startPostgresCluster), of which one runs at a time. A
+// (postgresStack, startPostgresCluster), of which one or two run at once
+// (as PostgreSQL's max_connections allows). A
 // test whose busy part ends early gives the rest back with lighten(t,
 // light). A test that must have the machine to itself (one that measures
 // throughput or latency against a bound, as the rate-limit tests do) does

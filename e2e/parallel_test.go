@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,9 +28,9 @@ import (
 type share struct {
 	weight int
 	// postgres: the test runs Temporal on PostgreSQL (postgresStack,
-	// startPostgresCluster, `ordersync cluster`). One such test at a time:
-	// a server's pools may open 48 connections, and two of them with their
-	// workers could exhaust Debian's 100.
+	// startPostgresCluster, `ordersync cluster`), whose pools and workers
+	// were seen at 48 connections: as many such tests run at once as
+	// PostgreSQL's max_connections allows (postgresSlots).
 	postgres bool
 }
 
@@ -64,6 +66,7 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.parallel", "1000")
 	}
 	load.capacity = defaultCapacity()
+	load.postgresSlots = postgresSlots()
 	if v := os.Getenv(loadCapacityEnv); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -73,6 +76,29 @@ func TestMain(m *testing.M) {
 		load.capacity = n
 	}
 	os.Exit(m.Run())
+}
+
+// postgresSlots is how many PostgreSQL-backed tests may run at once: one
+// a 50 connections of the test server's max_connections, less 10 for
+// everything else, at most 2 (Debian's default of 100 allows one;
+// .ci/postgres.sh sets 200).
+func postgresSlots() int {
+	dsn := os.Getenv(postgresDSNEnv)
+	if dsn == "" {
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 1 // requirePostgres says what is wrong
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('max_connections')::int").Scan(&n); err != nil {
+		return 1
+	}
+	return min(2, max(1, (n-10)/50))
 }
 
 // parallel marks t parallel and waits until its share fits next to the
@@ -94,7 +120,7 @@ func parallel(t *testing.T, sh share) {
 // lighten gives back part of a parallel test's share once its busy part is
 // over (e.g. chaos, once the simulator is quiet and what is left is waiting
 // for Amazon's 2-minute rule): sh.weight is what it needs from here on (a
-// postgres share stays one). A no-op in a serial test.
+// postgres slot stays held). A no-op in a serial test.
 func lighten(t *testing.T, sh share) {
 	load.mu.Lock()
 	defer load.mu.Unlock()
@@ -111,8 +137,8 @@ func lighten(t *testing.T, sh share) {
 // load is a weighted semaphore. Waiting tests go heaviest first (the heavy
 // ones are the long ones: started late, they would run on alone at the
 // end), postgres first within a weight, then in order of arrival; a test
-// is not overtaken by the ones behind it, except while it waits for the
-// one postgres share.
+// is not overtaken by the ones behind it, except while it waits for a
+// postgres slot.
 var load = loadGate{gather: gatherFor, held: map[*testing.T]share{}}
 
 type loadGate struct {
@@ -124,9 +150,11 @@ type loadGate struct {
 	gathering bool
 	opened    time.Time
 	used      int
-	postgres  bool // a postgres share is held
-	queue     []loadWaiter
-	held      map[*testing.T]share // by test, as parallel and lighten leave it
+	postgres  int // postgres shares held
+	// postgresSlots is how many may be held at once (at least 1).
+	postgresSlots int
+	queue         []loadWaiter
+	held          map[*testing.T]share // by test, as parallel and lighten leave it
 }
 
 type loadWaiter struct {
@@ -135,7 +163,7 @@ type loadWaiter struct {
 }
 
 // before says sh goes ahead of w in the queue: heavier first and, at one
-// weight, postgres first (one at a time, they are the longest chain).
+// weight, postgres first (few at a time, they are the longest chain).
 func (w loadWaiter) before(sh share) bool {
 	return w.weight < sh.weight || w.weight == sh.weight && sh.postgres && !w.postgres
 }
@@ -178,7 +206,7 @@ func (g *loadGate) release(sh share) {
 	defer g.mu.Unlock()
 	g.used -= sh.weight
 	if sh.postgres {
-		g.postgres = false
+		g.postgres--
 	}
 	g.grant()
 }
@@ -201,7 +229,7 @@ func (g *loadGate) grant() {
 	}
 	for i := 0; i < len(g.queue); {
 		w := g.queue[i]
-		if w.postgres && g.postgres {
+		if w.postgres && g.postgres >= max(1, g.postgresSlots) {
 			i++
 			continue
 		}
@@ -209,7 +237,9 @@ func (g *loadGate) grant() {
 			return
 		}
 		g.used += w.weight
-		g.postgres = g.postgres || w.postgres
+		if w.postgres {
+			g.postgres++
+		}
 		close(w.ready)
 		g.queue = slices.Delete(g.queue, i, i+1)
 	}
@@ -323,8 +353,8 @@ func withEnv(vars map[string]string, f func()) (waited time.Duration) {
 }
 
 // TestLoadGate: tests get their share heaviest first, a light test never
-// overtakes the heavy one at the head of the queue, and one postgres share
-// is held at a time.
+// overtakes the heavy one at the head of the queue, and no more postgres
+// shares are held than there are slots.
 func TestLoadGate(t *testing.T) {
 	g := &loadGate{capacity: 3}
 	g.acquire(heavy)
@@ -362,7 +392,7 @@ func TestLoadGate(t *testing.T) {
 	require.Equal(t, 2, g.used)
 
 	// One postgres share at a time; a test waiting only for it is passed over.
-	g = &loadGate{capacity: 4}
+	g = &loadGate{capacity: 4, postgresSlots: 1}
 	g.acquire(heavyPostgres)
 	pg2 := queue(heavyPostgres, 1)
 	light4 := queue(light, 1) // pg2 alone waits
@@ -371,6 +401,11 @@ func TestLoadGate(t *testing.T) {
 	g.release(heavyPostgres)
 	require.True(t, isStarted(pg2))
 	require.Equal(t, 3, g.used)
+	g = &loadGate{capacity: 6, postgresSlots: 2}
+	g.acquire(heavyPostgres)
+	g.acquire(heavyPostgres)
+	pg3 := queue(heavyPostgres, 1)
+	require.False(t, isStarted(pg3), "three postgres shares in two slots")
 
 	// The first tests to ask are gathered: the heavy one starts first, even
 	// though a light one asked before it.
