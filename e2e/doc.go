@@ -5,17 +5,18 @@
 //
 // Tests run side by side (parallel_test.go). A new test starts with
 //
-//	parallel(t, light) // or heavy, or heavyPostgres
+//	parallel(t, light) // or heavy, heavyPostgres, timed, timedPostgres
 //
 // light: one embedded server, a simulator, a SQLite store, in-process
 // workers (startSystem). heavy: worker or server OS processes, tens of
 // thousands of orders. heavyPostgres: heavy, with Temporal on PostgreSQL
 // (postgresStack, startPostgresCluster), of which one or two run at once
-// (as PostgreSQL's max_connections allows). A
+// (as PostgreSQL's max_connections allows). timed: the test bounds a rate,
+// a latency or a deadline, so it runs next to one light test at most. A
 // test whose busy part ends early gives the rest back with lighten(t,
-// light). A test that must have the machine to itself (one that measures
-// throughput or latency against a bound, as the rate-limit tests do) does
-// not call parallel: serial tests all run first, one at a time.
+// light). A test that needs the process to itself (t.Chdir, a variable it
+// must change back) does not call parallel: serial tests all run first,
+// one at a time.
 //
 // A parallel test must not:
 //   - call t.Setenv, os.Setenv or t.Chdir: use setenv (a variable a parallel

@@ -73,10 +73,8 @@ destinations:
 // (no 429, at most 2 in any second, as 1/s with a burst of 1 allows);
 // `orders get` then shows the version delivered to the webhook; and two
 // requests for one order at once are one refetch, one platform call.
-//
-// Serial (doc.go): it backfills 20,000 orders at full speed and bounds the
-// refetch's latency, so it has the machine to itself.
 func TestOrdersRefetchAheadOfBackfill(t *testing.T) {
+	parallel(t, timed)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -24,7 +24,8 @@ import (
 // -test.parallel), and each then waits until its weight fits in the
 // capacity (2 a core). Most tests spend most of their time waiting for the
 // clock (settle times, intervals, retry schedules), so a light one counts
-// 1, a heavy one 2, a chaos run 3 as long as its chaos lasts.
+// 1, a heavy one 2, a chaos run 3 as long as its chaos lasts, a timed one
+// all but 1.
 type share struct {
 	weight int
 	// postgres: the test runs Temporal on PostgreSQL (postgresStack,
@@ -32,6 +33,8 @@ type share struct {
 	// were seen at 48 connections: as many such tests run at once as
 	// PostgreSQL's max_connections allows (postgresSlots).
 	postgres bool
+	// timed: weight is all the capacity but a light test's.
+	timed bool
 }
 
 var (
@@ -42,6 +45,12 @@ var (
 	heavy = share{weight: 2}
 	// heavyPostgres: heavy, with Temporal on PostgreSQL.
 	heavyPostgres = share{weight: 2, postgres: true}
+	// timed: the test bounds a rate, a latency or a deadline (the rate-limit
+	// tests, a refetch within 5 s, a lag across a kill), so it runs next to
+	// one light test at most (all the capacity but 1).
+	timed = share{timed: true}
+	// timedPostgres: timed, with Temporal on PostgreSQL.
+	timedPostgres = share{timed: true, postgres: true}
 )
 
 // loadCapacityEnv overrides the capacity (e.g. 1: one test at a time).
@@ -106,6 +115,9 @@ func postgresSlots() int {
 func parallel(t *testing.T, sh share) {
 	t.Helper()
 	t.Parallel()
+	if sh.timed {
+		sh.weight = max(1, load.capacity-light.weight)
+	}
 	sh.weight = min(sh.weight, load.capacity)
 	waited := load.acquire(sh)
 	load.mu.Lock()

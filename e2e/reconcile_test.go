@@ -45,10 +45,8 @@ platforms:
 // reconciliation finds the difference, has the cursor reprocess exactly
 // that window, counts again and reports it closed; `reconcile report`
 // shows it, and the store then holds every order the platform shows.
-//
-// Serial (doc.go): polling must pass the hidden orders within seconds, which
-// a loaded machine could delay past the hiding.
 func TestReconcileFindsOrdersTheListHid(t *testing.T) {
+	parallel(t, timed)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -103,9 +103,8 @@ var serverNodesShops = map[string]string{"nodes-bulk": "bulk", "nodes-live": "li
 // shard, fetching and delivery must go on, nothing may be missing or
 // stale, every change must reach the webhook, and the live platform's lag
 // must stay within its bound across the kill.
-//
-// Serial (doc.go): it bounds the live platform's lag across the kill.
 func TestServerNodeKilledMidBackfillAndDelivery(t *testing.T) {
+	parallel(t, timedPostgres)
 	if testing.Short() {
 		t.Skip("end-to-end: two Temporal server processes on PostgreSQL")
 	}
