@@ -56,10 +56,10 @@ var (
 // loadCapacityEnv overrides the capacity (e.g. 1: one test at a time).
 const loadCapacityEnv = "ORDERSYNC_E2E_CAPACITY"
 
-// defaultCapacity: 2 a core (measured on the 2-core CI machine kind, see
-// docs/development.md): four light tests, or two heavy ones, or a chaos run
-// and a light one, keep both cores busy without pushing any test past its
-// own deadlines.
+// defaultCapacity: 2 a core (measured on the 2-core development machine,
+// see docs/development.md): four light tests, or two heavy ones, or a chaos
+// run and a light one, kept each test's own time within a few percent of
+// its time alone.
 func defaultCapacity() int {
 	return 2 * runtime.NumCPU()
 }
@@ -88,7 +88,7 @@ func TestMain(m *testing.M) {
 }
 
 // postgresSlots is how many PostgreSQL-backed tests may run at once: one
-// a 50 connections of the test server's max_connections, less 10 for
+// per 50 connections of the test server's max_connections, less 10 for
 // everything else, at most 2 (Debian's default of 100 allows one;
 // .ci/postgres.sh sets 200).
 func postgresSlots() int {
