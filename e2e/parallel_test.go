@@ -141,6 +141,9 @@ func lighten(t *testing.T, sh share) {
 		return
 	}
 	load.used -= held.weight - sh.weight
+	if sh.weight == light.weight {
+		load.light += sh.weight
+	}
 	held.weight = sh.weight
 	load.held[t] = held
 	load.grant()
@@ -162,6 +165,7 @@ type loadGate struct {
 	gathering bool
 	opened    time.Time
 	used      int
+	light     int // of used, by light shares (lightened ones too)
 	postgres  int // postgres shares held
 	// postgresSlots is how many may be held at once (at least 1).
 	postgresSlots int
@@ -217,6 +221,9 @@ func (g *loadGate) release(sh share) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.used -= sh.weight
+	if sh.weight == light.weight {
+		g.light -= sh.weight
+	}
 	if sh.postgres {
 		g.postgres--
 	}
@@ -232,28 +239,46 @@ func (g *loadGate) drop(t *testing.T) share {
 	return sh
 }
 
-// grant starts the waiting tests that fit, in the queue's order: the first
-// that does not fit stops the rest, but one that waits only for the
-// postgres share is passed over.
+// grant starts the waiting tests that fit, in the queue's order. One that
+// waits only for a postgres slot is passed over. The first that does not
+// fit (the head) stops the heavier ones behind it; light ones behind it may
+// start only while the light shares held, theirs included, leave room for
+// the head: then only the heavier shares now held keep the head waiting,
+// as they would anyway.
 func (g *loadGate) grant() {
 	if g.gathering {
 		return
 	}
+	var head *loadWaiter
 	for i := 0; i < len(g.queue); {
 		w := g.queue[i]
-		if w.postgres && g.postgres >= max(1, g.postgresSlots) {
+		switch {
+		case w.postgres && g.postgres >= max(1, g.postgresSlots):
 			i++
 			continue
-		}
-		if g.used+w.weight > g.capacity {
-			return
+		case g.used+w.weight > g.capacity:
+			if head == nil {
+				head = &g.queue[i]
+			}
+			i++
+			continue
+		case head != nil && (w.weight != light.weight || g.light+w.weight+head.weight > g.capacity):
+			i++
+			continue
 		}
 		g.used += w.weight
 		if w.postgres {
 			g.postgres++
 		}
+		if w.weight == light.weight {
+			g.light += w.weight
+		}
 		close(w.ready)
 		g.queue = slices.Delete(g.queue, i, i+1)
+		if head != nil {
+			head = nil // the queue moved: find the head again
+			i = 0
+		}
 	}
 }
 
@@ -364,8 +389,9 @@ func withEnv(vars map[string]string, f func()) (waited time.Duration) {
 	return waited
 }
 
-// TestLoadGate: tests get their share heaviest first, a light test never
-// overtakes the heavy one at the head of the queue, and no more postgres
+// TestLoadGate: tests get their share heaviest first, a light test passes
+// a heavier one at the head of the queue only while that one still fits
+// beside the light ones once the heavier shares end, and no more postgres
 // shares are held than there are slots.
 func TestLoadGate(t *testing.T) {
 	g := &loadGate{capacity: 3}
@@ -392,16 +418,30 @@ func TestLoadGate(t *testing.T) {
 	heavy2 := queue(heavy, 2)
 	light3 := queue(light, 3)
 
-	g.release(light) // 1 free, and heavy2, at the head, needs 2
+	g.release(light) // 1 free: heavy2, at the head, needs 2; light1 may go, as heavy2 still fits beside it once the heavy one ends
 	require.False(t, isStarted(heavy2))
-	require.False(t, isStarted(light1), "a light test overtook the heavy one at the head")
-	g.release(heavy) // 3 free: heavy2, then light1
-	require.True(t, isStarted(heavy2))
 	require.True(t, isStarted(light1))
+	require.False(t, isStarted(light3))
+	g.release(heavy) // heavy2 fits beside light1
+	require.True(t, isStarted(heavy2))
 	require.False(t, isStarted(light3))
 	g.release(heavy)
 	require.True(t, isStarted(light3))
 	require.Equal(t, 2, g.used)
+
+	// Light tests pass a heavier head only as far as it still fits beside
+	// them once the heavier shares held now end.
+	g = &loadGate{capacity: 4}
+	g.acquire(heavy)
+	timed3 := queue(share{weight: 3}, 1)
+	lightA := queue(light, 1)
+	require.True(t, isStarted(lightA))
+	lightB := queue(light, 2)
+	require.False(t, isStarted(lightB), "a second light test would keep the timed one waiting after the heavy one ends")
+	require.False(t, isStarted(timed3))
+	g.release(heavy)
+	require.True(t, isStarted(timed3))
+	require.False(t, isStarted(lightB))
 
 	// One postgres share at a time; a test waiting only for it is passed over.
 	g = &loadGate{capacity: 4, postgresSlots: 1}
