@@ -62,7 +62,7 @@ platforms:
 // chaosShare is the chaos run's share of the machine while its chaos lasts
 // (parallel_test.go): three worker processes, faults, a server restart,
 // next to one light test at most.
-var chaosShare = share{weight: heavy.weight + light.weight}
+var chaosShare = share{weight: heavy.weight + light.weight, long: true}
 
 const (
 	chaosWorkers  = 3
@@ -108,7 +108,7 @@ func TestChaosNoLoss(t *testing.T) {
 // Temporal on PostgreSQL with 4 task-queue partitions, a PostgreSQL store;
 // the server restart stops and starts it on the same databases.
 func TestChaosNoLossPostgres(t *testing.T) {
-	parallel(t, share{weight: chaosShare.weight, postgres: true})
+	parallel(t, share{weight: chaosShare.weight, long: true, postgres: true})
 	testChaos(t, postgresStack, chaosPostgresDuration)
 }
 

@@ -32,7 +32,7 @@ import (
 // the refresh is refused, the credential says it needs reauthorization,
 // and a second install mends it with no worker restarted.
 func TestRotatingShopifyTokens(t *testing.T) {
-	parallel(t, heavyPostgres)
+	parallel(t, share{weight: heavyPostgres.weight, postgres: true, long: true})
 	st := onboardingStack(t, postgresStack)
 	const (
 		clientID     = "e2e-public-app"

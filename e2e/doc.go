@@ -13,8 +13,9 @@
 // (postgresStack, startPostgresCluster), of which one or two run at once
 // (as PostgreSQL's max_connections allows). timed: the test bounds a rate,
 // a latency or a deadline, so it runs next to one light test at most. A
-// test whose busy part ends early gives the rest back with lighten(t,
-// light). A test that needs the process to itself (t.Chdir, a variable it
+// share with long set (a test of minutes) starts before the others of its
+// weight. A test whose busy part ends early gives the rest back with
+// lighten(t, light). A test that needs the process to itself (t.Chdir, a variable it
 // must change back) does not call parallel: serial tests all run first,
 // one at a time.
 //

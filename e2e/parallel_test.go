@@ -35,6 +35,10 @@ type share struct {
 	postgres bool
 	// timed: weight is all the capacity but a light test's.
 	timed bool
+	// long: the test runs for minutes (chaos, the rolling upgrade, token
+	// rotation); it starts before the others of its weight, so that its
+	// end does not come after everyone else's.
+	long bool
 }
 
 var (
@@ -178,10 +182,18 @@ type loadWaiter struct {
 	ready chan struct{}
 }
 
-// before says sh goes ahead of w in the queue: heavier first and, at one
-// weight, postgres first (few at a time, they are the longest chain).
+// before says sh goes ahead of w in the queue: heavier first; at one
+// weight, long ones first, then postgres ones (few at a time, they are the
+// longest chain).
 func (w loadWaiter) before(sh share) bool {
-	return w.weight < sh.weight || w.weight == sh.weight && sh.postgres && !w.postgres
+	switch {
+	case w.weight != sh.weight:
+		return w.weight < sh.weight
+	case w.long != sh.long:
+		return sh.long
+	default:
+		return sh.postgres && !w.postgres
+	}
 }
 
 // gatherFor is how long the gate stays shut after the first test asks:
@@ -442,6 +454,21 @@ func TestLoadGate(t *testing.T) {
 	g.release(heavy)
 	require.True(t, isStarted(timed3))
 	require.False(t, isStarted(lightB))
+
+	// At one weight, a long test goes first, then a postgres one.
+	g = &loadGate{capacity: 3}
+	g.acquire(heavy)
+	g.acquire(light)
+	short4 := queue(heavy, 1)
+	pg5 := queue(heavyPostgres, 2)
+	long6 := queue(share{weight: heavy.weight, long: true}, 3)
+	g.release(heavy)
+	require.False(t, isStarted(short4))
+	require.False(t, isStarted(pg5))
+	require.True(t, isStarted(long6), "the long test did not go first")
+	g.release(heavy)
+	require.True(t, isStarted(pg5), "the postgres test did not go before the other")
+	require.False(t, isStarted(short4))
 
 	// One postgres share at a time; a test waiting only for it is passed over.
 	g = &loadGate{capacity: 4, postgresSlots: 1}

@@ -100,7 +100,7 @@ const (
 // each moved from A to B while running, and every change reached the
 // webhook.
 func TestRollingUpgradeMidBackfill(t *testing.T) {
-	parallel(t, heavy)
+	parallel(t, share{weight: heavy.weight, long: true})
 	if testing.Short() {
 		t.Skip("end-to-end: worker processes for minutes")
 	}
