@@ -32,10 +32,12 @@ cluster: build
 	./$(BIN) cluster --postgres "$$ORDERSYNC_TEST_TEMPORAL_POSTGRES_DSN" -f examples/demo-platforms.yaml $(CLUSTER_FLAGS)
 
 ## test: go vet plus every test (PostgreSQL tests need ORDERSYNC_TEST_POSTGRES_DSN;
-## .ci/run sets it up, see README).
+## .ci/run sets it up, see README). ./e2e/ is named first so that it, the
+## longest package, is built and started first; its tests run side by side
+## as e2e/doc.go describes (ORDERSYNC_E2E_CAPACITY=1: one at a time).
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(if $(filter ./...,$(PKGS)),./e2e/) $(PKGS)
 
 ## test-short: unit tests only (skips the end-to-end runs on the real server).
 test-short:

@@ -98,6 +98,28 @@ log "ready on 127.0.0.1:$PORT"
 
 psql_admin() { as_postgres psql -p "$PORT" -v ON_ERROR_STOP=1 -qtAX "$@"; }
 
+# The e2e tests run side by side, two PostgreSQL-backed Temporal stacks
+# at a time when the server allows it (about 50 connections each; Debian's
+# default max_connections is 100). Raised once; that needs a restart.
+if [ "$(psql_admin -c "SHOW max_connections")" -lt 200 ]; then
+	log "raising max_connections to 200 (restarts the cluster)"
+	psql_admin -c "ALTER SYSTEM SET max_connections = 200"
+	if ! detached as_root pg_ctlcluster "$VERSION" main restart; then
+		cat /tmp/ordersync-postgres-start.log
+		exit 1
+	fi
+	for i in $(seq 1 60); do
+		if pg_isready -q -h 127.0.0.1 -p "$PORT"; then
+			break
+		fi
+		if [ "$i" -eq 60 ]; then
+			log "PostgreSQL did not become ready on 127.0.0.1:$PORT within 60s of the restart"
+			exit 1
+		fi
+		sleep 1
+	done
+fi
+
 if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '$ROLE'")" != "1" ]; then
 	log "creating role $ROLE"
 	psql_admin -c "CREATE ROLE $ROLE LOGIN SUPERUSER PASSWORD '$PASSWORD'"

@@ -59,6 +59,7 @@ platforms:
 // `platform apply` on each broken file, and that apply, given a file with a
 // valid change next to a mistake, pushes nothing to the running cursors.
 func TestBadInputMalformedConfig(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

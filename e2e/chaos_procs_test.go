@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -75,7 +74,7 @@ func runOrdersync(t *testing.T, env []string, args ...string) (code int, stdout,
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ordersyncBinary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

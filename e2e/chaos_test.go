@@ -59,6 +59,11 @@ platforms:
     task_queue: orders-chaos-shared
 `
 
+// chaosShare is the chaos run's share of the machine while its chaos lasts
+// (parallel_test.go): three worker processes, faults, a server restart,
+// next to one light test at most.
+var chaosShare = share{weight: heavy.weight + light.weight, long: true}
+
 const (
 	chaosWorkers  = 3
 	chaosOverlap  = 5 * time.Second
@@ -95,6 +100,7 @@ func chaosSim(seed int64) sim.Config {
 // the chaos lasts (`make chaos` soaks for longer), ORDERSYNC_CHAOS_SEED
 // replays a run's choices, ORDERSYNC_CHAOS_REPORT=<file> writes the numbers.
 func TestChaosNoLoss(t *testing.T) {
+	parallel(t, chaosShare)
 	testChaos(t, embeddedStack, chaosDuration)
 }
 
@@ -102,6 +108,7 @@ func TestChaosNoLoss(t *testing.T) {
 // Temporal on PostgreSQL with 4 task-queue partitions, a PostgreSQL store;
 // the server restart stops and starts it on the same databases.
 func TestChaosNoLossPostgres(t *testing.T) {
+	parallel(t, share{weight: chaosShare.weight, long: true, postgres: true})
 	testChaos(t, postgresStack, chaosPostgresDuration)
 }
 
@@ -134,6 +141,9 @@ func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 		}
 	}
 	quiet := r.sim.StopCreating()
+	// What is left is catching up at the simulator's rate limit and then
+	// waiting out Amazon's 2-minute rule: light work.
+	lighten(t, light)
 	r.logf("simulator stopped creating; nothing changes after %s", quiet.Format(time.RFC3339Nano))
 	// Past quiet + overlap every request window covers the settled world.
 	r.waitCaughtUp(quiet.Add(chaosOverlap), 3*time.Minute+dur/4)

@@ -20,15 +20,25 @@ import (
 // returns its exit code and output.
 func (s *system) runCLI(args ...string) (code int, stdout, stderr string) {
 	s.t.Helper()
-	s.t.Setenv("ORDERSYNC_TEMPORAL_ADDRESS", s.srv.FrontendAddress())
-	s.t.Setenv("ORDERSYNC_TEMPORAL_NAMESPACE", s.stack.namespace)
-	s.t.Setenv("ORDERSYNC_STORE_DSN", s.storeDSN)
-	s.t.Setenv("ORDERSYNC_LOG_LEVEL", "error")
 	var out, errOut bytes.Buffer
-	app := &cli.App{Out: &out, Err: &errOut}
-	root := cli.NewRootCommand(app)
-	code = cli.Execute(root, append(args, "-f", s.platformsPath), &errOut)
+	// The command reads its settings from the environment, which parallel
+	// tests share: it runs with the system's, and other tests' commands wait.
+	s.cliWaited = withEnv(s.cliEnv(), func() {
+		app := &cli.App{Out: &out, Err: &errOut}
+		root := cli.NewRootCommand(app)
+		code = cli.Execute(root, append(args, "-f", s.platformsPath), &errOut)
+	})
 	return code, out.String(), errOut.String()
+}
+
+// cliEnv is the environment an ordersync command needs to act on the system.
+func (s *system) cliEnv() map[string]string {
+	return map[string]string{
+		"ORDERSYNC_TEMPORAL_ADDRESS":   s.srv.FrontendAddress(),
+		"ORDERSYNC_TEMPORAL_NAMESPACE": s.stack.namespace,
+		"ORDERSYNC_STORE_DSN":          s.storeDSN,
+		"ORDERSYNC_LOG_LEVEL":          "error",
+	}
 }
 
 const cliPlatforms = `
@@ -166,6 +176,9 @@ func TestCLICommandsAgainstTheServer(t *testing.T) {
 	// the cursor, start finds the platform in the registry; a command that
 	// needs the file says how to give one.
 	t.Chdir(t.TempDir())
+	for k, v := range s.cliEnv() {
+		t.Setenv(k, v) // as runCLI had them, but for the file
+	}
 	t.Setenv("ORDERSYNC_PLATFORMS_FILE", "")
 	os.Unsetenv("ORDERSYNC_PLATFORMS_FILE")
 	noFile := func(args ...string) (int, string, string) {

@@ -32,6 +32,7 @@ import (
 // the refresh is refused, the credential says it needs reauthorization,
 // and a second install mends it with no worker restarted.
 func TestRotatingShopifyTokens(t *testing.T) {
+	parallel(t, share{weight: heavyPostgres.weight, postgres: true, long: true})
 	st := onboardingStack(t, postgresStack)
 	const (
 		clientID     = "e2e-public-app"
@@ -40,8 +41,8 @@ func TestRotatingShopifyTokens(t *testing.T) {
 	)
 	key, err := credentials.NewKeyEntry(time.Now())
 	require.NoError(t, err)
-	t.Setenv(credentials.KeysEnv, key) // the workers, serve and the CLI share the key, never the store
-	t.Setenv("ORDERSYNC_E2E_APP_SECRET", clientSecret)
+	setenv(t, credentials.KeysEnv, key) // the workers, serve and the CLI share the key, never the store
+	setenv(t, "ORDERSYNC_E2E_APP_SECRET", clientSecret)
 
 	cfg := sim.DefaultConfig()
 	cfg.Seed = 26
@@ -121,7 +122,9 @@ shopify:
 	})
 	t.Logf("shopify-acme fetched its first slice %s after the install", time.Since(installed).Round(100*time.Millisecond))
 
-	// Rotation across three workers, with one refresh answer lost.
+	// Rotation across three workers, with one refresh answer lost. The
+	// workers follow the present meanwhile: light work.
+	lighten(t, light)
 	time.Sleep(5 * accessTTL)
 	require.NoError(t, s.sim.SetTokenFaults(sim.SurfaceShopify, sim.TokenFaults{DropAnswers: 1}))
 	time.Sleep(5 * accessTTL)

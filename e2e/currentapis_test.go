@@ -52,6 +52,7 @@ platforms:
 `
 
 func TestCurrentAPIsEndToEnd(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -18,6 +18,7 @@ import (
 // dead-lettered windows are run again by the dead-letter workflow on the
 // real server, the workflow empties, and verify finds nothing missing.
 func TestDeadLettersRetryThemselves(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -72,6 +72,7 @@ func (l *laneWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // accepted change at least once, each order's changes in order, nothing
 // missing or extra after de-duplication, no order data in history.
 func TestDeliveryInLanesEndToEnd(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -79,7 +80,7 @@ func TestDeliveryInLanesEndToEnd(t *testing.T) {
 	watch := &laneWatch{next: rcv, lanes: map[int]int{}, lanesOfEach: map[int]int{}}
 	hook := httptest.NewServer(watch)
 	t.Cleanup(hook.Close)
-	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	setenv(t, "ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 
 	cfg := sim.DefaultConfig()
 	cfg.Seed = 12

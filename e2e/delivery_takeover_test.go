@@ -79,7 +79,7 @@ func startTakeover(t *testing.T, rcv http.Handler, platforms string) (s *system,
 	t.Helper()
 	hook := httptest.NewServer(rcv)
 	t.Cleanup(hook.Close)
-	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	setenv(t, "ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	st := embeddedStack
 	st.workerProcesses = 2
 	cfg := sim.DefaultConfig()
@@ -141,6 +141,7 @@ func deliveryActivityRunnerSince(t *testing.T, s *system, activityType string, s
 // a change stored after the kill arrives within seconds, not after the
 // poll's start-to-close timeout (50s).
 func TestDeliveryPollTakenOverAfterAKill(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -219,6 +220,7 @@ func (r *stallingReceiver) stallOn(seq int64) {
 // again within seconds, not after the start-to-close timeout (the
 // destination's 30s timeout plus 5s).
 func TestDeliverySendTakenOverAfterAKill(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -109,6 +109,7 @@ func (f *flakyReceiver) record(body []byte) {
 // of each order in order, and after de-duplication by seq nothing is
 // missing or extra.
 func TestDeliveryEndToEnd(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -116,7 +117,7 @@ func TestDeliveryEndToEnd(t *testing.T) {
 	rcv := &flakyReceiver{rnd: rand.New(rand.NewPCG(1, 2)), batchIDs: map[string]int{}}
 	hook := httptest.NewServer(rcv)
 	t.Cleanup(hook.Close)
-	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	setenv(t, "ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

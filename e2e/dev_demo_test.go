@@ -51,42 +51,58 @@ var demoReceiverLine = regexp.MustCompile(`demo-receiver: ([\d,]+) changes recei
 // demo-receiver` agrees with what it got; then every command of the
 // README's walkthrough runs as written against it.
 func TestDevDemoReceiver(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end: runs ordersync dev")
 	}
 	demo, err := os.ReadFile("../examples/demo-platforms.yaml")
 	require.NoError(t, err)
 	dir := t.TempDir()
-	simAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	rcvAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
-	port := freeTCPPort(t)
-	yaml := strings.NewReplacer("127.0.0.1:8780", simAddr, "127.0.0.1:8781", rcvAddr).Replace(string(demo))
-	require.Contains(t, yaml, "http://"+rcvAddr+"/orders", "the demo file's destination points at the demo receiver")
-	file := filepath.Join(dir, "demo-platforms.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(yaml), 0o644))
-	env := []string{
-		"ORDERSYNC_DATA_DIR=" + filepath.Join(dir, "data"),
-		"ORDERSYNC_STORE_DSN=sqlite://" + filepath.Join(dir, "orders.db"),
-		"ORDERSYNC_METRICS_ADDRESS=",
-		"ORDERSYNC_TEMPORAL_ADDRESS=" + fmt.Sprintf("127.0.0.1:%d", port),
-		"ORDERSYNC_LOG_LEVEL=warn",
-	}
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "data"), 0o755))
 	// A change the demo receiver acknowledged before this start, past a
 	// retention of 1s: dev compacts the feed at start, as a worker does.
-	env = append(env, "ORDERSYNC_CHANGE_RETENTION=1s")
 	seeded := seedAckedChange(t, "sqlite://"+filepath.Join(dir, "orders.db"), "sim-acme", "demo-receiver")
 	time.Sleep(1100 * time.Millisecond)
 
-	cmd := exec.Command(ordersyncBinary(t), "dev", "-f", file, "--port", strconv.Itoa(port), "--ui-port", "0",
-		"--sim-listen", simAddr, "--receiver-listen", rcvAddr)
-	// The demo secret comes from dev itself, not from this environment.
-	cmd.Env = append(withoutEnv(os.Environ(), "ORDERSYNC_DEMO_HOOK_SECRET"), env...)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// The ports are free when picked, but another process may take one
+	// before dev listens on it: dev then stops at once, naming the port,
+	// and starts again on others.
+	var (
+		simAddr, rcvAddr, file string
+		env                    []string
+		cmd                    *exec.Cmd
+		out                    *lockedBuffer
+		exited                 chan error
+	)
+	for attempt := 1; ; attempt++ {
+		simAddr = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		rcvAddr = fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		port := freeTCPPort(t)
+		yaml := strings.NewReplacer("127.0.0.1:8780", simAddr, "127.0.0.1:8781", rcvAddr).Replace(string(demo))
+		require.Contains(t, yaml, "http://"+rcvAddr+"/orders", "the demo file's destination points at the demo receiver")
+		file = filepath.Join(dir, "demo-platforms.yaml")
+		require.NoError(t, os.WriteFile(file, []byte(yaml), 0o644))
+		env = []string{
+			"ORDERSYNC_DATA_DIR=" + filepath.Join(dir, "data"),
+			"ORDERSYNC_STORE_DSN=sqlite://" + filepath.Join(dir, "orders.db"),
+			"ORDERSYNC_METRICS_ADDRESS=",
+			"ORDERSYNC_TEMPORAL_ADDRESS=" + fmt.Sprintf("127.0.0.1:%d", port),
+			"ORDERSYNC_LOG_LEVEL=warn",
+			"ORDERSYNC_CHANGE_RETENTION=1s",
+		}
+		cmd = exec.Command(ordersyncBinary(t), "dev", "-f", file, "--port", strconv.Itoa(port), "--ui-port", "0",
+			"--sim-listen", simAddr, "--receiver-listen", rcvAddr)
+		// The demo secret comes from dev itself, not from this environment.
+		cmd.Env = append(withoutEnv(environ(), "ORDERSYNC_DEMO_HOOK_SECRET"), env...)
+		out = &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		exited = make(chan error, 1)
+		go func(cmd *exec.Cmd, exited chan error) { exited <- cmd.Wait() }(cmd, exited)
+		if devListening(t, cmd, out, exited, attempt) {
+			break
+		}
+	}
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -161,6 +177,30 @@ func TestDevDemoReceiver(t *testing.T) {
 	lines := demoReceiverLine.FindAllString(text, -1)
 	require.NotEmpty(t, lines)
 	t.Logf("last line: %s", lines[len(lines)-1])
+}
+
+// devListening waits until `ordersync dev` listens on all its ports (it
+// names the demo receiver's after the simulator's and the server's). False
+// if it stopped because another process had taken one of them, which an
+// early attempt may retry on others; any other end fails the test.
+func devListening(t *testing.T, cmd *exec.Cmd, out *lockedBuffer, exited chan error, attempt int) bool {
+	t.Helper()
+	deadline := time.After(3 * time.Minute)
+	for !strings.Contains(out.String(), "Demo receiver:") {
+		select {
+		case err := <-exited:
+			if attempt < 5 && strings.Contains(out.String(), "cannot listen on ") {
+				t.Logf("attempt %d: a port was taken, trying others:\n%s", attempt, out.String())
+				return false
+			}
+			t.Fatalf("ordersync dev exited before it listened: %v\n%s", err, out.String())
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("ordersync dev did not listen within 3 minutes:\n%s", out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // seedAckedChange stores one order of platform in the store at dsn and

@@ -29,6 +29,7 @@ func greet(ctx workflow.Context, name string) (string, error) {
 // SQLite file, runs a workflow, restarts the server on the same file and
 // finds the workflow again.
 func TestDevServerRunsWorkflowAndKeepsData(t *testing.T) {
+	parallel(t, light)
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "temporal.db")
 	srv := startServer(t, db)

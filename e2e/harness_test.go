@@ -66,6 +66,9 @@ type system struct {
 	// platformsPath and storeDSN let CLI commands see the same system.
 	platformsPath string
 	storeDSN      string
+	// cliWaited is how long the last runCLI waited for other tests' CLI
+	// commands (they share the environment).
+	cliWaited time.Duration
 }
 
 // startSystem starts everything on the embedded stack; platformsYAML may
@@ -91,7 +94,7 @@ func startSystemOn(t *testing.T, st stack, simCfg sim.Config, platformsYAML stri
 
 	simCfg.AdminToken = adminToken
 	for _, shop := range simCfg.Shops {
-		t.Setenv("ORDERSYNC_E2E_"+strings.ToUpper(shop.Name)+"_TOKEN", shop.Token)
+		setenv(t, "ORDERSYNC_E2E_"+strings.ToUpper(shop.Name)+"_TOKEN", shop.Token)
 	}
 	var err error
 	s.sim, err = sim.New(simCfg)

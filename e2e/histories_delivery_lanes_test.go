@@ -21,6 +21,7 @@ import (
 // continue-as-new. Like TestRecordHistoriesDelivery it runs only under
 // ORDERSYNC_RECORD_HISTORIES (make histories).
 func TestRecordHistoriesDeliveryLanes(t *testing.T) {
+	parallel(t, light)
 	write := releaseWriter(t)
 	// The receiver refuses any batch holding change 7 and fails the first
 	// delivery holding change 40.

@@ -25,6 +25,7 @@ import (
 // ORDERSYNC_RECORD_HISTORIES (make histories), into the same new release
 // folder.
 func TestRecordHistoriesDelivery(t *testing.T) {
+	parallel(t, light)
 	write := releaseWriter(t)
 	s := deliveryRecordingSystem(t, "rec-hook", "", 0)
 	s.startCursors()
@@ -69,7 +70,7 @@ func deliveryRecordingSystem(t *testing.T, dest, extra string, failOnce int64) *
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(hook.Close)
-	t.Setenv("ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	setenv(t, "ORDERSYNC_E2E_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	yaml := recordPlatforms + `
 destinations:
   ` + dest + `:

@@ -36,6 +36,7 @@ const refetchRecordRPS = 0.05
 // runs only under ORDERSYNC_RECORD_HISTORIES (make histories), into the
 // same new release folder.
 func TestRecordHistoriesRefetch(t *testing.T) {
+	parallel(t, light)
 	write := releaseWriter(t)
 	s := startSystem(t, recordSim(), recordPlatforms)
 	ctx := context.Background()

@@ -141,6 +141,7 @@ var (
 )
 
 func TestRecordHistories(t *testing.T) {
+	parallel(t, light)
 	write := releaseWriter(t)
 
 	cfg := recordSim()

@@ -49,6 +49,7 @@ const lateBy = 8 * time.Second
 // trailing re-sweep closes the gap and reports what it caught as late
 // arrivals in `platform status`.
 func TestLateArrivalsBeyondTheOverlap(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

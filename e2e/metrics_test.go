@@ -48,6 +48,7 @@ platforms:
 // listener, lets it backfill one platform and fail another, scrapes
 // /metrics and checks the numbers against the simulator and the cursor.
 func TestMetricsEndpointAfterRealWork(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -77,8 +78,8 @@ func TestMetricsEndpointAfterRealWork(t *testing.T) {
 	simSrv, err := s.Start("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = simSrv.Close() })
-	t.Setenv("ORDERSYNC_E2E_GOOD_TOKEN", "good-token")
-	t.Setenv("ORDERSYNC_E2E_M_BAD_TOKEN", "wrong-token")
+	setenv(t, "ORDERSYNC_E2E_GOOD_TOKEN", "good-token")
+	setenv(t, "ORDERSYNC_E2E_M_BAD_TOKEN", "wrong-token")
 
 	file, err := config.Parse([]byte(strings.ReplaceAll(metricsPlatforms, "{{SIM}}", simSrv.URL)))
 	require.NoError(t, err)

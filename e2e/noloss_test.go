@@ -40,6 +40,7 @@ platforms:
 // stops the simulator's changes and checks that the store holds the newest
 // visible version of every order (invariants 1 and 2).
 func TestNoLossEndToEnd(t *testing.T) {
+	parallel(t, light)
 	testNoLoss(t, embeddedStack)
 }
 
@@ -47,6 +48,7 @@ func TestNoLossEndToEnd(t *testing.T) {
 // stack: Temporal on PostgreSQL with 4 task-queue partitions, a PostgreSQL
 // store and three `ordersync worker` processes.
 func TestNoLossEndToEndPostgres(t *testing.T) {
+	parallel(t, heavyPostgres)
 	testNoLoss(t, postgresStack)
 }
 

@@ -34,6 +34,7 @@ func destOnboardingSim() sim.Config {
 // row is gone, nothing more is sent to it, and compaction frees the
 // changes it held.
 func TestDestinationOnboardingAtRuntime(t *testing.T) {
+	parallel(t, light)
 	testDestinationOnboarding(t, embeddedStack)
 }
 
@@ -41,6 +42,7 @@ func TestDestinationOnboardingAtRuntime(t *testing.T) {
 // production-shaped stack: `ordersync worker` processes and a PostgreSQL
 // store, feed and registry.
 func TestDestinationOnboardingAtRuntimePostgres(t *testing.T) {
+	parallel(t, heavyPostgres)
 	testDestinationOnboarding(t, postgresStack)
 }
 

@@ -61,6 +61,7 @@ func onboardingSim() sim.Config {
 // status nor list for the others; a removed one stops within 30 s and
 // nothing of it is fetched afterwards; its name is not reused by accident.
 func TestOnboardingAtRuntime(t *testing.T) {
+	parallel(t, light)
 	testOnboarding(t, embeddedStack)
 }
 
@@ -68,6 +69,7 @@ func TestOnboardingAtRuntime(t *testing.T) {
 // stack: `ordersync worker` processes (which register the file's platform
 // themselves) and a PostgreSQL store and registry.
 func TestOnboardingAtRuntimePostgres(t *testing.T) {
+	parallel(t, heavyPostgres)
 	testOnboarding(t, postgresStack)
 }
 

@@ -44,6 +44,7 @@ platforms:
 // windows missing. Once the platform is back, `dlq retry --all` fetches
 // them and verify finds nothing missing.
 func TestPlatformDownLongerThanRetries(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -51,7 +51,7 @@ func ordersyncBinary(t *testing.T) string {
 		}
 		cmd := exec.Command(gobin, "build", "-o", binPath, "./cmd/ordersync")
 		cmd.Dir = ".." // the module root; tests run in e2e/
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+		cmd.Env = append(environ(), "GOTOOLCHAIN=local")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = err
 			binPath = string(out)
@@ -83,7 +83,7 @@ func startProc(t *testing.T, name string, env []string, args ...string) *workerP
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
 	cmd := exec.Command(ordersyncBinary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
 	w := &workerProc{cmd: cmd, logPath: logPath, done: make(chan struct{})}

@@ -88,6 +88,7 @@ func testRules(t *testing.T) string {
 //   - /readyz answers 200 once the worker polls and 503 once it stopped,
 //     and then the no-poller alert fires for its task queues.
 func TestPrometheusRulesAndDashboard(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -119,8 +120,8 @@ func TestPrometheusRulesAndDashboard(t *testing.T) {
 	simSrv, err := s.Start("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = simSrv.Close() })
-	t.Setenv("ORDERSYNC_E2E_P_GOOD_TOKEN", "good-token")
-	t.Setenv("ORDERSYNC_E2E_P_BAD_TOKEN", "wrong-token")
+	setenv(t, "ORDERSYNC_E2E_P_GOOD_TOKEN", "good-token")
+	setenv(t, "ORDERSYNC_E2E_P_BAD_TOKEN", "wrong-token")
 	file, err := config.Parse([]byte(strings.ReplaceAll(promPlatforms, "{{SIM}}", simSrv.URL)))
 	require.NoError(t, err)
 	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "orders.db"))

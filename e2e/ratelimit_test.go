@@ -56,6 +56,7 @@ platforms:
 // one-second count of requests), are almost never answered 429, and still
 // use at least 90% of the quota.
 func TestRateLimitHeldAcrossWorkerProcesses(t *testing.T) {
+	parallel(t, timed)
 	testRateLimit(t, embeddedStack)
 }
 
@@ -64,6 +65,7 @@ func TestRateLimitHeldAcrossWorkerProcesses(t *testing.T) {
 // polled apart, and the store (where the request slots are booked) is
 // PostgreSQL.
 func TestRateLimitHeldAcrossWorkerProcessesPostgres(t *testing.T) {
+	parallel(t, timedPostgres)
 	testRateLimit(t, postgresStack)
 }
 

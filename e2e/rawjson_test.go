@@ -20,6 +20,7 @@ import (
 // bytes through the bare Temporal client, the way `temporal workflow signal
 // --input '{...}'` does, and checks each one's effect.
 func TestRawJSONSignalsAndUpdates(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -85,7 +85,7 @@ func runReadmeWalkthrough(t *testing.T, env []string, platformsFile, rcvAddr str
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		cmd := exec.CommandContext(ctx, "bash", "-c", shell)
-		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(environ(), env...)
 		cmd.Dir = ".." // the README's commands run from the repository's root
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		var out, errOut bytes.Buffer

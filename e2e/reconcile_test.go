@@ -46,6 +46,7 @@ platforms:
 // that window, counts again and reports it closed; `reconcile report`
 // shows it, and the store then holds every order the platform shows.
 func TestReconcileFindsOrdersTheListHid(t *testing.T) {
+	parallel(t, timed)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

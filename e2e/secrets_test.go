@@ -57,6 +57,7 @@ platforms:
 // searches it, raw and with every payload decoded, for the canary and for
 // personal data of the stored orders (invariant 4).
 func TestSecretsAndOrdersStayOutOfHistory(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -104,6 +104,7 @@ var serverNodesShops = map[string]string{"nodes-bulk": "bulk", "nodes-live": "li
 // stale, every change must reach the webhook, and the live platform's lag
 // must stay within its bound across the kill.
 func TestServerNodeKilledMidBackfillAndDelivery(t *testing.T) {
+	parallel(t, timedPostgres)
 	if testing.Short() {
 		t.Skip("end-to-end: two Temporal server processes on PostgreSQL")
 	}
@@ -356,7 +357,7 @@ func startClusterCommand(t *testing.T, dsn string, args ...string) *clusterCmd {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command(ordersyncBinary(t), append([]string{"cluster", "--postgres", dsn}, args...)...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(environ(),
 		"ORDERSYNC_DATA_DIR="+dir,
 		"ORDERSYNC_TEMPORAL_NAMESPACE="+postgresNamespace,
 		"ORDERSYNC_STORE_DSN=sqlite://"+filepath.Join(dir, "orders.db"),

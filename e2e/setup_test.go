@@ -34,6 +34,7 @@ platforms:
 // creates it, a second run changes nothing, a lost attribute is found and
 // put back, a longer retention is kept, and then the worker starts.
 func TestSetupPreparesNamespace(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end: runs the ordersync binary against a server")
 	}

@@ -24,11 +24,12 @@ import (
 // completing against the registered endpoint, nothing is dead-lettered,
 // and the other host is never asked.
 func TestConfigUpdateCannotPointCredentialsElsewhere(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	const otherSecret = "other-secret-of-the-worker"
-	t.Setenv("ORDERSYNC_E2E_OTHER_SECRET", otherSecret)
+	setenv(t, "ORDERSYNC_E2E_OTHER_SECRET", otherSecret)
 	var mu sync.Mutex
 	var asked []string
 	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

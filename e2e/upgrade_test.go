@@ -100,6 +100,7 @@ const (
 // each moved from A to B while running, and every change reached the
 // webhook.
 func TestRollingUpgradeMidBackfill(t *testing.T) {
+	parallel(t, share{weight: heavy.weight, long: true})
 	if testing.Short() {
 		t.Skip("end-to-end: worker processes for minutes")
 	}
@@ -246,6 +247,9 @@ func TestRollingUpgradeMidBackfill(t *testing.T) {
 		w.stop() // SIGTERM: running activities get --stop-timeout, then the process exits
 	}
 	logf("build A stopped")
+	// The rest is B's two workers finishing a backfill paced at 1.5
+	// pages a second: light work.
+	lighten(t, light)
 	for _, w := range fleetA {
 		require.NotContains(t, w.tail(1<<20), "level=ERROR msg=\"worker stopped\"", "a build-A worker died instead of draining")
 	}

@@ -54,6 +54,7 @@ const webhooksSecret = "shpss_e2e_0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 // none accepted; duplicates do nothing. Then polling at 5 s catches what
 // the dropped events missed: 0 missing, 0 stale.
 func TestWebhooksFastPath(t *testing.T) {
+	parallel(t, light)
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -71,6 +71,7 @@ platforms:
 // ORDERSYNC_WEBUI_SCREENSHOTS=<dir> saves webui-failed-slice.png and
 // webui-paused-cursor.png there (docs/ holds the ones the README shows).
 func TestWebUIShowsFailedSlicesAndPausedCursors(t *testing.T) {
+	parallel(t, heavy)
 	if testing.Short() {
 		t.Skip("end-to-end: embedded server with the Web UI and a browser")
 	}
@@ -94,8 +95,8 @@ func TestWebUIShowsFailedSlicesAndPausedCursors(t *testing.T) {
 	simSrv, err := s.Start("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = simSrv.Close() })
-	t.Setenv("ORDERSYNC_E2E_UI_WRONG_TOKEN", "not-the-token")
-	t.Setenv("ORDERSYNC_E2E_UI_TOKEN", "open-token")
+	setenv(t, "ORDERSYNC_E2E_UI_WRONG_TOKEN", "not-the-token")
+	setenv(t, "ORDERSYNC_E2E_UI_TOKEN", "open-token")
 
 	file, err := config.Parse([]byte(strings.ReplaceAll(webUIPlatforms, "{{SIM}}", simSrv.URL)))
 	require.NoError(t, err)
