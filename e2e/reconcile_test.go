@@ -59,6 +59,7 @@ func TestReconcileFindsOrdersTheListHid(t *testing.T) {
 // TestRecordHistories it runs only under ORDERSYNC_RECORD_HISTORIES (make
 // histories), into the same new release folder.
 func TestRecordHistoriesReconcile(t *testing.T) {
+	parallel(t, timed)
 	write := releaseWriter(t)
 	s := reconcileHiddenOrders(t)
 	id := api.ReconcileWorkflowID("e2e-rec")
