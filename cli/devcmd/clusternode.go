@@ -319,9 +319,9 @@ func (n *serverNode) waitReady(ctx context.Context, timeout time.Duration) error
 	case n.info = <-n.ready:
 		return nil
 	case <-n.done:
-		return fmt.Errorf("Temporal node %d exited before it was ready (%v):\n%s", n.n, n.exitErr, tailOf(n.logPath, 2000))
+		return fmt.Errorf("the Temporal node %d exited before it was ready (%v):\n%s", n.n, n.exitErr, tailOf(n.logPath, 2000))
 	case <-time.After(timeout):
-		return fmt.Errorf("Temporal node %d not ready within %s; log %s, server log %s", n.n, timeout, n.logPath, n.tlog)
+		return fmt.Errorf("the Temporal node %d was not ready within %s; log %s, server log %s", n.n, timeout, n.logPath, n.tlog)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
