@@ -96,21 +96,9 @@ func (c *wooConnector) ListOrders(ctx context.Context, req PageRequest) (Page, e
 		"per_page":        strconv.Itoa(size),
 		"page":            strconv.Itoa(pageNo),
 	}
-	resp, err := sendWithSecret(ctx, c.platform, c.src, func(raw string) (*resty.Response, error) {
-		secret, err := jsonSecret(c.platform, c.cred, raw, wooFields...)
-		if err != nil {
-			return nil, err
-		}
-		r := c.http.R().SetContext(ctx).SetQueryParams(q)
-		if c.inQuery {
-			r.SetQueryParams(map[string]string{"consumer_key": secret["consumer_key"], "consumer_secret": secret["consumer_secret"]})
-		} else {
-			r.SetBasicAuth(secret["consumer_key"], secret["consumer_secret"])
-		}
-		return r.Get(c.url)
-	})
+	resp, err := c.get(ctx, c.url, q)
 	if err != nil {
-		return Page{}, asTransportError(c.platform, err)
+		return Page{}, err
 	}
 	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return Page{}, err
@@ -242,21 +230,33 @@ func (c *wooConnector) GetOrder(ctx context.Context, req OrderRequest) (Order, e
 	if err := checkGetID(c.platform, req.ID); err != nil {
 		return Order{}, err
 	}
+	resp, err := c.get(ctx, orderPath(c.url, req.ID), nil)
+	if err != nil {
+		return Order{}, err
+	}
+	return decodeGotOrder(c.platform, c.cred, req.ID, resp, c.order)
+}
+
+// get sends GET url?query authenticated with the account's consumer key
+// and secret (in the query where the site needs it, else Basic auth), the
+// secret read afresh per request; a transport failure comes back as the
+// connector's error class.
+func (c *wooConnector) get(ctx context.Context, url string, query map[string]string) (*resty.Response, error) {
 	resp, err := sendWithSecret(ctx, c.platform, c.src, func(raw string) (*resty.Response, error) {
 		secret, err := jsonSecret(c.platform, c.cred, raw, wooFields...)
 		if err != nil {
 			return nil, err
 		}
-		r := c.http.R().SetContext(ctx)
+		r := c.http.R().SetContext(ctx).SetQueryParams(query)
 		if c.inQuery {
 			r.SetQueryParams(map[string]string{"consumer_key": secret["consumer_key"], "consumer_secret": secret["consumer_secret"]})
 		} else {
 			r.SetBasicAuth(secret["consumer_key"], secret["consumer_secret"])
 		}
-		return r.Get(orderPath(c.url, req.ID))
+		return r.Get(url)
 	})
 	if err != nil {
-		return Order{}, asTransportError(c.platform, err)
+		return nil, asTransportError(c.platform, err)
 	}
-	return decodeGotOrder(c.platform, c.cred, req.ID, resp, c.order)
+	return resp, nil
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-resty/resty/v2"
-
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -26,21 +24,9 @@ func (c *wooConnector) CountOrders(ctx context.Context, req CountRequest) (Count
 		"per_page":        "1",
 		"_fields":         "id", // the one order that comes along is not read
 	}
-	resp, err := sendWithSecret(ctx, c.platform, c.src, func(raw string) (*resty.Response, error) {
-		secret, err := jsonSecret(c.platform, c.cred, raw, wooFields...)
-		if err != nil {
-			return nil, err
-		}
-		r := c.http.R().SetContext(ctx).SetQueryParams(q)
-		if c.inQuery {
-			r.SetQueryParams(map[string]string{"consumer_key": secret["consumer_key"], "consumer_secret": secret["consumer_secret"]})
-		} else {
-			r.SetBasicAuth(secret["consumer_key"], secret["consumer_secret"])
-		}
-		return r.Get(c.url)
-	})
+	resp, err := c.get(ctx, c.url, q)
 	if err != nil {
-		return Count{}, asTransportError(c.platform, err)
+		return Count{}, err
 	}
 	if err := responseError(c.platform, c.cred, resp, ""); err != nil {
 		return Count{}, err
