@@ -76,14 +76,10 @@ func (a *Activities) ReconcileCount(ctx context.Context, in ReconcileCountInput)
 		res.Gate = gate
 		return res, err
 	}
-	conn, err := a.Connectors.Connector(in.Platform)
+	conn, err := a.pacedConnector(ctx, in.Platform)
 	if err != nil {
-		return res, classify(fmt.Errorf("connector for %s: %w", in.Platform.Name, err))
+		return res, err
 	}
-	if err := a.Limiters.Wait(ctx, in.Platform); err != nil {
-		return res, a.refetchWait(ctx, classify(fmt.Errorf("rate limiter wait: %w", err)))
-	}
-	a.Metrics.Request(in.Platform.Name)
 	n, err := connectors.CountOrders(ctx, conn, connectors.CountRequest{From: in.From, To: in.To, Meter: a.Limiters.Meter(in.Platform)})
 	switch {
 	case errors.Is(err, connectors.ErrCountUnsupported):

@@ -39,14 +39,10 @@ func (a *Activities) RefetchOrder(ctx context.Context, in RefetchOrderInput) (ap
 	if err := api.CheckRefetchOrderID(in.OrderID); err != nil {
 		return res, temporal.NewNonRetryableApplicationError(textclip.Message(err.Error()), ErrPermanent, nil)
 	}
-	conn, err := a.Connectors.Connector(in.Platform)
+	conn, err := a.pacedConnector(ctx, in.Platform)
 	if err != nil {
-		return res, classify(fmt.Errorf("connector for %s: %w", in.Platform.Name, err))
+		return res, err
 	}
-	if err := a.Limiters.Wait(ctx, in.Platform); err != nil {
-		return res, a.refetchWait(ctx, classify(fmt.Errorf("rate limiter wait: %w", err)))
-	}
-	a.Metrics.Request(in.Platform.Name)
 	o, err := connectors.GetOrder(ctx, conn, connectors.OrderRequest{ID: in.OrderID, Meter: a.Limiters.Meter(in.Platform)})
 	switch {
 	case errors.Is(err, connectors.ErrOrderNotFound):
@@ -124,4 +120,20 @@ func (a *Activities) refetchWait(ctx context.Context, err error) error {
 			Details: []any{SlotWaitAnswer{Attempt: int(activity.GetInfo(ctx).Attempt)}}})
 	}
 	return err
+}
+
+// pacedConnector is the platform's connector once the platform's rate
+// allows one more request, counted: what a refetch or a count sends goes
+// through the same limiter as the pages. A wait the limiter refuses comes
+// back as the rate-limit error a workflow waits out on a timer.
+func (a *Activities) pacedConnector(ctx context.Context, p api.Settings) (connectors.Connector, error) {
+	conn, err := a.Connectors.Connector(p)
+	if err != nil {
+		return nil, classify(fmt.Errorf("connector for %s: %w", p.Name, err))
+	}
+	if err := a.Limiters.Wait(ctx, p); err != nil {
+		return nil, a.refetchWait(ctx, classify(fmt.Errorf("rate limiter wait: %w", err)))
+	}
+	a.Metrics.Request(p.Name)
+	return conn, nil
 }
