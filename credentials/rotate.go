@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // RotateReport counts what RotateKey did.
@@ -69,7 +70,12 @@ func (m *Manager) reseal(ctx context.Context, r Record) (int, error) {
 	owner := leaseOwner()
 	wait := m.opt.PollMin
 	retried := 0
-	for try := 0; try < maxRotateTries; try++ {
+	// Waiting for another holder's lease is not a lost race: a refresh may
+	// hold it for as long as its token endpoint takes, and a lease whose
+	// holder died runs out after LeaseTTL. So lease waits are bounded by
+	// that, and only writes that raced count against maxRotateTries.
+	leaseDeadline := time.Now().Add(m.opt.LeaseTTL + m.opt.PollMax)
+	for try := 0; try < maxRotateTries; {
 		got, err := m.st.TryLease(ctx, r.Name, owner, m.opt.Now().Add(m.opt.LeaseTTL))
 		if errors.Is(err, ErrConflict) {
 			return retried, nil // removed meanwhile: nothing to re-seal
@@ -79,12 +85,17 @@ func (m *Manager) reseal(ctx context.Context, r Record) (int, error) {
 		}
 		if !got {
 			// A refresh is under way; it seals with the current key too.
+			if time.Now().After(leaseDeadline) {
+				return retried, fmt.Errorf("stored credential %q: its lease stayed taken for %s, longer than a lease lasts: %w",
+					r.Name, m.opt.LeaseTTL+m.opt.PollMax, ErrConflict)
+			}
 			if err := waitLease(ctx, r.Name, wait); err != nil {
 				return retried, err
 			}
 			wait = min(wait*2, m.opt.PollMax)
 			continue
 		}
+		try++
 		done, err := m.resealLeased(ctx, r.Name)
 		m.releaseLease(ctx, r.Name, owner)
 		if err != nil || done {

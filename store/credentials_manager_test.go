@@ -171,6 +171,7 @@ var credentialManagerCases = []conformanceCase{
 	{"a sealed credential opens only with its key and under its name", testManagerSealing},
 	{"RotateKey re-seals every row for the new key alone", testManagerRotate},
 	{"RotateKey while workers refresh loses no refresh", testManagerRotateWhileRefreshing},
+	{"RotateKey waits out a lease held longer than its write retries", testManagerRotateWaitsForALongLease},
 }
 
 func TestCredentialManager(t *testing.T) { runConformance(t, credentialManagerCases) }
@@ -473,6 +474,28 @@ func testManagerRotate(t *testing.T, dsn string) {
 	}
 	_, err = source(t, manager(t, dsn, keyring(t, oldKey), credentials.Options{}), "shop-a").Secret(ctx)
 	require.ErrorIs(t, err, credentials.ErrUnknownKey)
+}
+
+// A refresh may hold a row's lease for as long as its token endpoint
+// takes (and a dead holder's lease runs out only after LeaseTTL): a
+// rotation waits for it instead of giving up after its retries of lost
+// writes, which at these poll intervals last under a second.
+func testManagerRotateWaitsForALongLease(t *testing.T, dsn string) {
+	ctx := context.Background()
+	srv := newTokenServer(t, time.Hour, false)
+	oldKey, newK := newKey(t), newKey(t)
+	install(t, manager(t, dsn, keyring(t, oldKey), credentials.Options{}), srv, "shop-a", false)
+	held := 1500 * time.Millisecond
+	got, err := openCredentials(t, dsn).TryLease(ctx, "shop-a", "a-slow-refresh", time.Now().Add(held))
+	require.NoError(t, err)
+	require.True(t, got)
+	began := time.Now()
+	both := manager(t, dsn, keyring(t, newK, oldKey), credentials.Options{PollMin: 5 * time.Millisecond, PollMax: 50 * time.Millisecond})
+	rep, err := both.RotateKey(ctx)
+	require.NoError(t, err)
+	require.Empty(t, rep.Failed)
+	require.Equal(t, 2, rep.Resealed, "the token and its app")
+	require.GreaterOrEqual(t, time.Since(began), held-100*time.Millisecond, "it waited for the lease")
 }
 
 func testManagerOutage(t *testing.T, dsn string) {
