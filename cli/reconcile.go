@@ -53,17 +53,11 @@ long; at most 20 requests wait. The result shows in ` + "`reconcile report`" + `
 				return Usage(fmt.Errorf("--platform, --from and --to are required"))
 			}
 			now := time.Now()
-			fromT, err := parseTime("from", from, now)
-			if err != nil {
-				return err
-			}
-			toT, err := parseTime("to", to, now)
+			fromT, toT, err := parseRange(from, to, now)
 			if err != nil {
 				return err
 			}
 			switch {
-			case !fromT.Before(toT):
-				return Usage(fmt.Errorf("--from %s is not before --to %s", fromT.Format(time.RFC3339), toT.Format(time.RFC3339)))
 			case toT.After(now):
 				return Usage(fmt.Errorf("--to %s has not passed yet: only a closed window can be counted", toT.Format(time.RFC3339)))
 			case toT.Sub(fromT) > api.MaxReconcileCheckSpan:

@@ -29,16 +29,9 @@ newest version of each order. Work windows are honoured unless --force.
 				return Usage(fmt.Errorf("the platform (argument or --platform), --from and --to are required"))
 			}
 			now := time.Now()
-			fromT, err := parseTime("from", from, now)
+			fromT, toT, err := parseRange(from, to, now)
 			if err != nil {
 				return err
-			}
-			toT, err := parseTime("to", to, now)
-			if err != nil {
-				return err
-			}
-			if !fromT.Before(toT) {
-				return Usage(fmt.Errorf("--from %s is not before --to %s", fromT.Format(time.RFC3339), toT.Format(time.RFC3339)))
 			}
 			f, err := app.LoadPlatforms()
 			if err != nil {

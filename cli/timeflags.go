@@ -95,3 +95,20 @@ func seqBefore(ctx context.Context, f store.Feed, t time.Time) (int64, error) {
 	}
 	return hi, nil
 }
+
+// parseRange reads --from and --to (as parseTime does) and requires from
+// to come before to.
+func parseRange(from, to string, now time.Time) (time.Time, time.Time, error) {
+	fromT, err := parseTime("from", from, now)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	toT, err := parseTime("to", to, now)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	if !fromT.Before(toT) {
+		return time.Time{}, time.Time{}, Usage(fmt.Errorf("--from %s is not before --to %s", fromT.Format(time.RFC3339), toT.Format(time.RFC3339)))
+	}
+	return fromT, toT, nil
+}
