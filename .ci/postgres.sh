@@ -84,16 +84,20 @@ if [ "$STATUS" != "online" ]; then
 	fi
 fi
 
-for i in $(seq 1 60); do
-	if pg_isready -q -h 127.0.0.1 -p "$PORT"; then
-		break
-	fi
-	if [ "$i" -eq 60 ]; then
-		log "PostgreSQL did not become ready on 127.0.0.1:$PORT within 60s"
-		exit 1
-	fi
-	sleep 1
-done
+# wait_ready waits up to 60s for the server to take connections; $1 says
+# after what, in the failure message.
+wait_ready() {
+	for i in $(seq 1 60); do
+		if pg_isready -q -h 127.0.0.1 -p "$PORT"; then
+			return 0
+		fi
+		sleep 1
+	done
+	log "PostgreSQL did not become ready on 127.0.0.1:$PORT within 60s$1"
+	exit 1
+}
+
+wait_ready ""
 log "ready on 127.0.0.1:$PORT"
 
 psql_admin() { as_postgres psql -p "$PORT" -v ON_ERROR_STOP=1 -qtAX "$@"; }
@@ -108,16 +112,7 @@ if [ "$(psql_admin -c "SHOW max_connections")" -lt 200 ]; then
 		cat /tmp/ordersync-postgres-start.log
 		exit 1
 	fi
-	for i in $(seq 1 60); do
-		if pg_isready -q -h 127.0.0.1 -p "$PORT"; then
-			break
-		fi
-		if [ "$i" -eq 60 ]; then
-			log "PostgreSQL did not become ready on 127.0.0.1:$PORT within 60s of the restart"
-			exit 1
-		fi
-		sleep 1
-	done
+	wait_ready " of the restart"
 fi
 
 if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = '$ROLE'")" != "1" ]; then
