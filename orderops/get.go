@@ -159,18 +159,23 @@ func (s *Service) judge(ctx context.Context, d config.Destination, paused bool, 
 		r.State = Delivered
 		return r
 	}
-	// A set-aside change counts as acknowledged (the Delivery workflow
-	// moves past it), so the poison list is asked first.
-	poison, err := s.poison(ctx, d.Name)
+	// The Delivery workflow knows more than the store: it records its
+	// acknowledged seq in the store only when it lists the next batch, so
+	// a busy worker leaves the store's seq behind. A set-aside change
+	// counts as acknowledged (the workflow moves past it), so its poison
+	// list is asked first.
+	st, err := s.deliveryState(ctx, d.Name)
 	if err != nil {
 		r.Reason = textclip.Value("set-aside changes unknown: " + err.Error())
 	}
-	for _, p := range poison {
+	for _, p := range st.Poison {
 		if p.Seq == latest {
 			r.State, r.Reason = SetAside, textclip.Value(p.Reason)
 			return r
 		}
 	}
+	acked = max(acked, st.Acked)
+	r.Acked = acked
 	if acked >= latest {
 		r.State = Delivered
 	} else {
@@ -179,22 +184,22 @@ func (s *Service) judge(ctx context.Context, d config.Destination, paused bool, 
 	return r
 }
 
-// poison is the destination's set-aside changes, as `deliveries` reads
-// them: the Delivery workflow's poison query. No workflow: none.
-func (s *Service) poison(ctx context.Context, destination string) ([]api.PoisonChange, error) {
+// deliveryState is the Delivery workflow's state, from the status query
+// `deliveries status` reads. No workflow: an empty state.
+func (s *Service) deliveryState(ctx context.Context, destination string) (api.DeliveryState, error) {
 	if s.Temporal == nil {
-		return nil, fmt.Errorf("no Temporal connection")
+		return api.DeliveryState{}, fmt.Errorf("no Temporal connection")
 	}
-	v, err := s.Temporal.QueryWorkflow(ctx, api.DeliveryWorkflowID(destination), "", api.QueryDeliveryPoison)
+	v, err := s.Temporal.QueryWorkflow(ctx, api.DeliveryWorkflowID(destination), "", api.QueryDeliveryStatus)
 	if err != nil {
 		if isNotFound(err) || strings.Contains(err.Error(), "workflow execution already completed") {
-			return nil, nil
+			return api.DeliveryState{}, nil
 		}
-		return nil, fmt.Errorf("query %s: %w", api.DeliveryWorkflowID(destination), err)
+		return api.DeliveryState{}, fmt.Errorf("query %s: %w", api.DeliveryWorkflowID(destination), err)
 	}
-	var out []api.PoisonChange
+	var out api.DeliveryStatus
 	if err := v.Get(&out); err != nil {
-		return nil, fmt.Errorf("decode the poison list of %s: %w", destination, err)
+		return api.DeliveryState{}, fmt.Errorf("decode the status of %s: %w", destination, err)
 	}
-	return out, nil
+	return out.State, nil
 }

@@ -65,7 +65,8 @@ func orderVersion(v int) order.Order {
 }
 
 // TestGetJudgesEachDestination: the current version is delivered where
-// the destination acknowledged its change's seq, pending where not, set
+// the destination acknowledged its change's seq (in the store, or only in
+// the Delivery workflow, which is ahead of the store), pending where not, set
 // aside where the Delivery workflow's poison list holds that seq, and not
 // for a destination of other platforms; removed destinations are not
 // listed. Versions are the order's retained changes.
@@ -82,10 +83,11 @@ func TestGetJudgesEachDestination(t *testing.T) {
 	latest := changes[1].Seq
 	require.NoError(t, st.AckChanges(ctx, "acked", latest))
 	require.NoError(t, st.AckChanges(ctx, "behind", latest-1))
+	require.NoError(t, st.AckChanges(ctx, "ahead", latest-1))
 	require.NoError(t, st.AckChanges(ctx, "poisoned", latest))
 
 	reg := accounts.NewMemory()
-	for _, d := range []config.Destination{destination("acked"), destination("behind"), destination("poisoned"), destination("other", "sim-b")} {
+	for _, d := range []config.Destination{destination("acked"), destination("behind"), destination("poisoned"), destination("ahead"), destination("other", "sim-b")} {
 		e, err := accounts.DestinationEntry(d, accounts.Active)
 		register(t, reg, e, err)
 	}
@@ -93,12 +95,20 @@ func TestGetJudgesEachDestination(t *testing.T) {
 	register(t, reg, gone, err)
 
 	c := &mocks.Client{}
-	poison := &mocks.Value{}
-	poison.On("Get", mock.Anything).Run(func(args mock.Arguments) {
-		*args.Get(0).(*[]api.PoisonChange) = []api.PoisonChange{{Seq: latest, Reason: "HTTP 422"}}
-	}).Return(nil)
-	c.On("QueryWorkflow", mock.Anything, api.DeliveryWorkflowID("poisoned"), "", api.QueryDeliveryPoison).Return(poison, nil)
-	c.On("QueryWorkflow", mock.Anything, mock.Anything, "", api.QueryDeliveryPoison).Return(nil, serviceerror.NewNotFound("no such workflow"))
+	status := func(st api.DeliveryState) *mocks.Value {
+		v := &mocks.Value{}
+		v.On("Get", mock.Anything).Run(func(args mock.Arguments) {
+			*args.Get(0).(*api.DeliveryStatus) = api.DeliveryStatus{State: st}
+		}).Return(nil)
+		return v
+	}
+	c.On("QueryWorkflow", mock.Anything, api.DeliveryWorkflowID("poisoned"), "", api.QueryDeliveryStatus).
+		Return(status(api.DeliveryState{Acked: latest, Poison: []api.PoisonChange{{Seq: latest, Reason: "HTTP 422"}}}), nil)
+	// The workflow acknowledged the change; the store hears of it only at
+	// the next batch listing.
+	c.On("QueryWorkflow", mock.Anything, api.DeliveryWorkflowID("ahead"), "", api.QueryDeliveryStatus).
+		Return(status(api.DeliveryState{Acked: latest}), nil)
+	c.On("QueryWorkflow", mock.Anything, mock.Anything, "", api.QueryDeliveryStatus).Return(nil, serviceerror.NewNotFound("no such workflow"))
 
 	svc := &orderops.Service{Store: st, Registry: reg, Temporal: c}
 	o, found, err := svc.Get(ctx, "sim-a", "1000000001", orderops.GetOptions{})
@@ -117,7 +127,7 @@ func TestGetJudgesEachDestination(t *testing.T) {
 		states[d.Destination] = d.State
 	}
 	require.Equal(t, map[string]string{"acked": orderops.Delivered, "behind": orderops.Pending, "poisoned": orderops.SetAside,
-		"other": orderops.NotForPlatform}, states)
+		"ahead": orderops.Delivered, "other": orderops.NotForPlatform}, states)
 
 	o, _, err = svc.Get(ctx, "sim-a", "1000000001", orderops.GetOptions{Raw: true})
 	require.NoError(t, err)
