@@ -284,7 +284,7 @@ func (c *cursor) executeSlice(ctx workflow.Context, s slicequeue.Slice, in api.S
 	}
 	// User metadata for the Web UI; the replayer compares none of it.
 	opts.StaticSummary = sliceSummary(s.Kind.String(), s.Start, s.End)
-	opts.StaticDetails = sliceStaticDetails(s.Kind.String(), c.platform.Name, s.Start, s.End, c.platform.Overlap.D(), kindWhy[s.Kind])
+	opts.StaticDetails = sliceStaticDetails(s.Kind.String(), c.platform.Name, s.Start, s.End, c.platform.Overlap.D(), kindWhy[s.Kind]+handoverWhy(in.Handover))
 	return workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), api.SliceWorkflowType, in)
 }
 

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -46,6 +47,19 @@ func (c *cursor) inlineEligible(s slicequeue.Slice) bool {
 	}
 	probe := sliceRun{in: api.SliceInput{Platform: c.platform, Start: s.Start, End: s.End}}
 	return !probe.bulkEligible()
+}
+
+// handoverWhy says, in a handed-over slice's details, why the cursor did
+// not finish the window itself.
+func handoverWhy(h *api.Handover) string {
+	if h == nil {
+		return ""
+	}
+	why := fmt.Sprintf("\n\nThe cursor fetched this live window itself (live_windows: inline) and handed it over at page %d", h.Page)
+	if h.Attempt != nil {
+		return why + ", whose first attempt failed: " + h.Attempt.Message
+	}
+	return why + "."
 }
 
 // startInline fetches s in a coroutine of the cursor. Its future settles
