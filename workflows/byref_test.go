@@ -148,8 +148,8 @@ func TestNoInputCarriesIdentity(t *testing.T) {
 	for _, in := range seen() {
 		kinds[strings.SplitN(in, ":", 2)[0]] = true
 	}
-	require.Equal(t, map[string]bool{"FetchSlice": true, "local FetchPage": true, "continue-as-new": true}, kinds,
-		"slices, pages (of slices and of inline live windows) and the continue-as-new were seen: %v", seen())
+	require.Equal(t, map[string]bool{"FetchSlice": true, "local FetchPage": true, "FetchPage": true, "continue-as-new": true}, kinds,
+		"slices, pages (of slices, and of the cursor's inline live windows) and the continue-as-new were seen: %v", seen())
 }
 
 // TestConfigIgnoresIdentityAndRefusesOtherUnknownFields: a `config`

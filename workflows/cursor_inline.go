@@ -14,11 +14,18 @@ import (
 // Inline live windows (live_windows: inline, versionInlineLive). A
 // caught-up cursor's live window is almost always one page, often empty;
 // as a child workflow it cost a child start (two Temporal actions), the
-// child's own workflow tasks, its marker and its search attribute upsert.
-// Fetched here instead, by local activities in the cursor's workflow task,
-// it costs one marker batch beside the timer the cursor waits on anyway
+// child's own workflow tasks, its marker batch and its search attribute
+// upsert. Fetched here instead, by one FetchPage activity attempt per
+// page, it costs one activity beside the timer the cursor waits on anyway
 // (docs/performance.md, B12). The Web UI shows the fetch as the FetchPage
-// local activity in the cursor's history (window, page, counts).
+// activity in the cursor's history (window, page, counts).
+//
+// A regular activity, not a local one: a local activity would hold the
+// cursor's workflow task open while the platform answers, so status
+// queries, signals and updates would wait on a slow platform or a busy
+// store; and a regular one goes through the task queue, where the
+// worker's activities_per_second and the fairness keys apply, and may
+// wait for the platform's request slots within its attempt.
 //
 // Nothing about failures changes: the first failed attempt hands the
 // window to a child Slice workflow, which goes on from that page and
@@ -83,12 +90,12 @@ func (c *cursor) startInline(ctx workflow.Context, s slicequeue.Slice) {
 	})
 }
 
-// fetchInline pages through s with local activities, one attempt per
+// fetchInline pages through s with FetchPage activities, one attempt per
 // page. A handover says where a child Slice workflow goes on; err is only
 // the cursor's cancellation.
 func (c *cursor) fetchInline(ctx workflow.Context, s slicequeue.Slice) (res api.SliceResult, handover *api.Handover, err error) {
 	p := c.platform
-	lctx := localPageActivityContext(ctx, p)
+	actx := inlinePageActivityContext(ctx, p)
 	canSplit := s.End.Sub(s.Start) >= 2*MinSliceSpan
 	followed := tokenLog{}
 	token := ""
@@ -102,7 +109,7 @@ func (c *cursor) fetchInline(ctx workflow.Context, s slicequeue.Slice) (res api.
 		}
 		in := activities.FetchPageInput{Platform: p, SliceID: s.ID, From: s.Start.Add(-p.Overlap.D()), To: s.End, Token: token, Page: page}
 		var r activities.FetchPageResult
-		if ferr := workflow.ExecuteLocalActivity(lctx, acts.FetchPage, in).Get(ctx, &r); ferr != nil {
+		if ferr := workflow.ExecuteActivity(actx, acts.FetchPage, in).Get(ctx, &r); ferr != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return res, nil, cerr
 			}

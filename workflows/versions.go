@@ -270,7 +270,7 @@ const (
 
 	// versionInlineLive guards inline live windows (cursor_inline.go): a
 	// caught-up cursor whose live_windows is inline (the default) fetches
-	// a settled live window or re-sweep itself by local activities, and
+	// a settled live window or re-sweep itself by FetchPage activities, and
 	// starts a child Slice workflow only to hand a failed or unfinished
 	// window over. Before it every window was a child. Asked lazily, only
 	// when such a window is launched, so a history recorded before it
