@@ -17,9 +17,9 @@ import (
 // platforms file would load it (its defaults applied, its options decoded
 // and checked), must build its connector.
 func TestKindsAgree(t *testing.T) {
-	kinds := slices.Sorted(slices.Values(config.Kinds))
+	kinds := slices.Sorted(slices.Values(config.Kinds()))
 	require.Equal(t, kinds, connectors.RegisteredKinds(),
-		"the kinds config knows (config.Kinds, from its kind specs) and the kinds with a registered connector differ")
+		"the kinds config knows (config.Kinds(), from the specs registered in specs.go) and the kinds with a registered connector differ")
 
 	fixtureOf := map[string]kindFixture{}
 	for _, f := range kindFixtures {
