@@ -11,11 +11,11 @@ import (
 	"github.com/ordersync/ordersync/connectors"
 )
 
-// TestKindsAgree: a kind is one spec in config (config/kinds.go) and one
-// connector file here. Config must not accept a kind no connector serves,
-// nor a connector serve a kind config refuses; and every kind, loaded as a
-// platforms file would load it (its defaults applied, its options decoded
-// and checked), must build its connector.
+// TestKindsAgree: a kind is one spec here (spec_<kind>.go), registered
+// with config and with New at once (specs.go). Config must not accept a
+// kind no connector serves, nor a connector serve a kind config refuses;
+// and every kind, loaded as a platforms file would load it (its defaults
+// applied, its options decoded and checked), must build its connector.
 func TestKindsAgree(t *testing.T) {
 	kinds := slices.Sorted(slices.Values(config.Kinds()))
 	require.Equal(t, kinds, connectors.RegisteredKinds(),
