@@ -1,10 +1,14 @@
 package config
 
 import (
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ordersync/ordersync/internal/tuning"
 )
 
 // TestUnregisteredKindsAreAnError: a binary that does not link package
@@ -29,4 +33,39 @@ func TestUnregisteredKindsAreAnError(t *testing.T) {
 func TestRegisterKindRefusesDuplicates(t *testing.T) {
 	require.Panics(t, func() { RegisterKind(KindSpec{Name: "sim"}) })
 	require.Panics(t, func() { RegisterKind(KindSpec{}) })
+}
+
+// countedOptions counts how often options of kind "counted" are decoded.
+type countedOptions struct {
+	N int `yaml:"n"`
+}
+
+var countedDecodes int
+
+func (o *countedOptions) Finish(Platform, ProblemFunc) { countedDecodes++ }
+
+// TestKindOptionsAreDecodedOncePerUse: validating a platform decodes its
+// options once and hands that value to the kind's tuning check (Shopify's
+// check decoded them a second time); Settings and Warnings decode once
+// each and hand the value on.
+func TestKindOptionsAreDecodedOncePerUse(t *testing.T) {
+	saved, savedOptions := kindSpecs, maps.Clone(anyKindOption)
+	t.Cleanup(func() { kindSpecs, anyKindOption = saved, savedOptions })
+	var got []int
+	record := func(o OptionsSchema) { got = append(got, o.(*countedOptions).N) }
+	RegisterKind(KindSpec{Name: "counted", NewOptions: func() OptionsSchema { return &countedOptions{} },
+		CheckTuning: func(_ Platform, o OptionsSchema, _ ProblemFunc) { record(o) },
+		Derive:      func(_ Platform, o OptionsSchema, _ *tuning.Settings) { record(o) },
+		Warnings:    func(_ Platform, o OptionsSchema, _ time.Time, _ ProblemFunc) { record(o) }})
+
+	countedDecodes = 0
+	f, err := Parse([]byte("platforms:\n  x:\n    kind: counted\n    endpoint: https://x.example.com\n    credentials: {env: X}\n    options: {n: 3}\n"))
+	require.NoError(t, err)
+	require.Equal(t, 1, countedDecodes, "validation decodes the options once")
+	p, _ := f.Get("x")
+	p.Settings()
+	require.Equal(t, 2, countedDecodes)
+	require.Empty(t, p.WarningsAt(time.Now()))
+	require.Equal(t, 3, countedDecodes)
+	require.Equal(t, []int{3, 3, 3}, got, "each hook gets the decoded options")
 }
