@@ -1,6 +1,7 @@
 package connectors_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -120,4 +121,23 @@ func TestHTTPKindLinesOption(t *testing.T) {
 			require.Equal(t, tt.want, o.Lines)
 		})
 	}
+}
+
+func TestKindOptionsSurviveJSON(t *testing.T) {
+	// Workflows carry a platform as JSON: numbers come back as float64.
+	p := config.Platform{Name: "x", Kind: "http", Options: map[string]any{}}
+	require.NoError(t, json.Unmarshal([]byte(`{
+		"path": "/orders", "window": {"from_param": "from", "to_param": "to"},
+		"pagination": {"style": "page", "page_param": "p"},
+		"records_path": ".", "fields": {"id": "id", "updated_at": "meta.updated"},
+		"errors": {"retryable_status": [500, 503]}, "extra_query": {"status": "any", "n": 5}
+	}`), &p.Options))
+	o, err := config.KindOptions[connectors.HTTPOptions](p)
+	require.NoError(t, err)
+	require.Equal(t, []int{500, 503}, o.Errors.RetryableStatus)
+	require.Equal(t, []int{429}, o.Errors.RateLimitStatus)
+	require.Equal(t, 1, *o.Pagination.StartPage, "pages count from 1 unless start_page says otherwise")
+	require.Equal(t, "bearer", o.Auth.Type)
+	require.Equal(t, "rfc3339", o.Window.Format)
+	require.Equal(t, map[string]string{"status": "any", "n": "5"}, o.ExtraQuery)
 }

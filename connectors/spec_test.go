@@ -1,7 +1,6 @@
 package connectors_test
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -235,25 +234,6 @@ platforms:
     credentials: {env: AMZ}
 `))
 	require.EqualError(t, err, `platform "amz": field "options.api_version": "2026-07" is not an Amazon Orders API version (2026-01-01, or v0 until 2027-03-27); a Shopify api_version belongs on the shopify platforms, not in the default block`)
-}
-
-func TestKindOptionsSurviveJSON(t *testing.T) {
-	// Workflows carry a platform as JSON: numbers come back as float64.
-	p := config.Platform{Name: "x", Kind: "http", Options: map[string]any{}}
-	require.NoError(t, json.Unmarshal([]byte(`{
-		"path": "/orders", "window": {"from_param": "from", "to_param": "to"},
-		"pagination": {"style": "page", "page_param": "p"},
-		"records_path": ".", "fields": {"id": "id", "updated_at": "meta.updated"},
-		"errors": {"retryable_status": [500, 503]}, "extra_query": {"status": "any", "n": 5}
-	}`), &p.Options))
-	o, err := config.KindOptions[connectors.HTTPOptions](p)
-	require.NoError(t, err)
-	require.Equal(t, []int{500, 503}, o.Errors.RetryableStatus)
-	require.Equal(t, []int{429}, o.Errors.RateLimitStatus)
-	require.Equal(t, 1, *o.Pagination.StartPage, "pages count from 1 unless start_page says otherwise")
-	require.Equal(t, "bearer", o.Auth.Type)
-	require.Equal(t, "rfc3339", o.Window.Format)
-	require.Equal(t, map[string]string{"status": "any", "n": "5"}, o.ExtraQuery)
 }
 
 func TestAnotherKindsOptionOnAnEntryIsRefused(t *testing.T) {
