@@ -164,13 +164,14 @@ func (s *system) status(platform string) api.CursorStatus {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var v converter.EncodedValue
 		v, err = s.client.QueryWorkflow(ctx, api.CursorWorkflowID(platform), "", api.QueryStatus)
+		timedOut := ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)
 		cancel()
 		if err == nil {
 			var st api.CursorStatus
 			require.NoError(s.t, v.Get(&st))
 			return st
 		}
-		if !errors.Is(err, context.DeadlineExceeded) {
+		if !timedOut {
 			break
 		}
 		s.t.Logf("status of %s: try %d timed out (a busy machine); asking again", platform, try)
