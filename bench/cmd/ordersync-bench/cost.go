@@ -137,6 +137,10 @@ type costPhase struct {
 	// times in the interval; EventsByType the main kinds.
 	Events       int64            `json:"history_events"`
 	EventsByType map[string]int64 `json:"history_events_by_type"`
+	// CursorEvents are the part in the cursors' histories (the rest are
+	// the slices' and the count reconciliations'): they set how soon a
+	// cursor continues as new.
+	CursorEvents int64 `json:"cursor_history_events"`
 	// ChildSlices are slice workflows the cursors started in the interval.
 	ChildSlices int64 `json:"child_slices_started"`
 	// CPU seconds over the interval: the Temporal server process, the
@@ -148,6 +152,7 @@ type costPhase struct {
 
 	ActionsPerWindow float64 `json:"actions_per_window"`
 	EventsPerWindow  float64 `json:"history_events_per_window"`
+	PagesPerWindow   float64 `json:"pages_per_window"`
 	// Per window, ms; Net subtracts the idle baseline (the server and its
 	// PostgreSQL with the worker polling and no cursor) over the interval.
 	ServerMsPerWindow         float64 `json:"server_cpu_ms_per_window"`
@@ -574,6 +579,7 @@ func runCostPhase(ctx context.Context, env *benchEnv, p *costParams, m *costMete
 		w := float64(ph.Windows)
 		ph.ActionsPerWindow = ph.Actions / w
 		ph.EventsPerWindow = float64(ph.Events) / w
+		ph.PagesPerWindow = float64(ph.Pages) / w
 		ph.ServerMsPerWindow = 1000 * ph.ServerCPU / w
 		ph.PostgresMsPerWindow = 1000 * ph.PostgresCPU / w
 		ph.WorkerMsPerWindow = 1000 * ph.WorkerCPU / w
@@ -643,6 +649,9 @@ func countEvents(ctx context.Context, s *system, prefix string, from, to time.Ti
 				continue
 			}
 			ph.Events++
+			if strings.HasPrefix(e.id, "cursor/") {
+				ph.CursorEvents++
+			}
 			t := strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")
 			ph.EventsByType[t]++
 			if ev.GetEventType() == enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED &&
@@ -677,10 +686,10 @@ func printCost(w io.Writer, r costResult) {
 		p.Accounts, p.Interval, p.BusyRate, p.PageSize, r.Stack)
 	fmt.Fprintf(w, "idle baseline: server %.3f cores, PostgreSQL %.3f cores, %.0f actions in %.0fs\n", r.Idle.ServerCores, r.Idle.PostgresCores, r.Idle.Actions, r.Idle.Seconds)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "variant\tload\twindows\tactions/window\tevents/window\tserver ms/window\tPostgreSQL ms/window\tnet server+PG ms/window\tchild slices\tactions/account/month 1m | 10m\tUSD/1,000 accounts/month 1m | 10m")
+	fmt.Fprintln(tw, "variant\tload\twindows\tpages/window\tactions/window\tevents/window\tserver ms/window\tPostgreSQL ms/window\tnet server+PG ms/window\tchild slices\tactions/account/month 1m | 10m\tUSD/1,000 accounts/month 1m | 10m")
 	for _, ph := range r.Phases {
-		fmt.Fprintf(tw, "%s (%s)\t%s\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.0f | %.0f\t%.0f | %.0f\n",
-			ph.Variant, ph.LiveWindows, ph.Load, ph.Windows, ph.ActionsPerWindow, ph.EventsPerWindow, ph.ServerMsPerWindow,
+		fmt.Fprintf(tw, "%s (%s)\t%s\t%d\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.0f | %.0f\t%.0f | %.0f\n",
+			ph.Variant, ph.LiveWindows, ph.Load, ph.Windows, ph.PagesPerWindow, ph.ActionsPerWindow, ph.EventsPerWindow, ph.ServerMsPerWindow,
 			ph.PostgresMsPerWindow, ph.ServerPostgresNetMsWindow, ph.ChildSlices, ph.ActionsPerMonth1m, ph.ActionsPerMonth10m,
 			ph.USDPer1000Accounts1m, ph.USDPer1000Accounts10m)
 	}
@@ -699,7 +708,8 @@ func printCost(w io.Writer, r costResult) {
 		for _, k := range types {
 			parts = append(parts, fmt.Sprintf("%s %.2f", k, ph.ActionsByType[k]/max(1, float64(ph.Windows))))
 		}
-		fmt.Fprintf(w, "actions per window, %s %s: %s%s\n", ph.Variant, ph.Load, strings.Join(parts, ", "), note(ph.Note))
+		fmt.Fprintf(w, "actions per window, %s %s: %s; history events per window %.1f (cursor %.1f)%s\n", ph.Variant, ph.Load, strings.Join(parts, ", "),
+			ph.EventsPerWindow, float64(ph.CursorEvents)/max(1, float64(ph.Windows)), note(ph.Note))
 	}
 	fmt.Fprintf(w, "price: $%g per million actions (%s)\n", p.Price, p.PriceSource)
 	if r.Note != "" {
