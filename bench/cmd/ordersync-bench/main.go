@@ -26,6 +26,12 @@
 //	                 minute: update -> confirmed by a webhook destination, and
 //	                 platform requests per order (-cases b11; not in the
 //	                 default set: about 17 minutes; webhooks.go)
+//	B12 cost         issue 29's B9, cost per account: Temporal actions,
+//	                 history events and server + PostgreSQL CPU per caught-up
+//	                 live window, empty and busy, child workflow per window
+//	                 (before) against the inline path (after), and the
+//	                 projection per 1,000 accounts a month (-cases b12 or
+//	                 cost; not in the default set: about 12 minutes; cost.go)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -140,6 +146,8 @@ func main() {
 	rp.register(flag.CommandLine)
 	var wp webhooksParams
 	wp.register(flag.CommandLine)
+	var cp costParams
+	cp.register(flag.CommandLine)
 	flag.Parse()
 
 	env := &benchEnv{gcPercent: gcPercent, profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
@@ -291,16 +299,30 @@ func main() {
 		}
 		hooks = &r
 	}
+	var cost *costResult
+	if want["b12"] || want["cost"] {
+		r, err := runCost(ctx, env, &cp)
+		if err != nil {
+			r.Note = failure("B12", err)
+		}
+		cost = &r
+	}
 	rep.finish()
-	// B9, B10 and B11 alone write only their own files: latest.json keeps
+	// B9, B10, B11 and B12 alone write only their own files: latest.json keeps
 	// the last run of the other cases.
 	onlyFairness := len(want) > 0
 	for c := range want {
-		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks")
+		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks" || c == "b12" || c == "cost")
 	}
 	if hooks != nil {
 		printWebhooks(os.Stdout, *hooks)
 		if err := writeWebhooks(*out, *hooks); err != nil {
+			fatal(err)
+		}
+	}
+	if cost != nil {
+		printCost(os.Stdout, *cost)
+		if err := writeCost(*out, *cost); err != nil {
 			fatal(err)
 		}
 	}
