@@ -249,9 +249,11 @@ func (c *cursor) launch(ctx workflow.Context) {
 		return
 	}
 	for _, s := range c.q.Launch(c.now, c.windows.OpenAt(c.now), c.platform.Concurrency) {
-		if c.inlineEligible(s) && workflow.GetVersion(ctx, versionInlineLive, workflow.DefaultVersion, 1) >= 1 {
-			c.startInline(ctx, s)
-			continue
+		if c.inlineEligible(s) {
+			if v := workflow.GetVersion(ctx, versionInlineLive, workflow.DefaultVersion, inlineWindowActivity); v >= inlinePageActivities {
+				c.startInline(ctx, s, v)
+				continue
+			}
 		}
 		c.startChild(ctx, s)
 	}
