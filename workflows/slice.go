@@ -452,7 +452,6 @@ func (s *sliceRun) countPage(r activities.FetchPageResult) {
 	activities.AddPage(&s.res, r)
 }
 
-
 // fail records the slice in the dead-letter workflow before reporting it, so
 // the cursor may move its watermark past the slice only once the failure is
 // visible and reprocessable there.
@@ -573,4 +572,3 @@ func inlineAttemptError(a api.FailedAttempt) error {
 	return temporal.NewApplicationErrorWithOptions(a.Message, a.Type,
 		temporal.ApplicationErrorOptions{NonRetryable: a.NonRetryable, NextRetryDelay: a.RetryAfter})
 }
-
