@@ -249,11 +249,9 @@ func (c *cursor) launch(ctx workflow.Context) {
 		return
 	}
 	for _, s := range c.q.Launch(c.now, c.windows.OpenAt(c.now), c.platform.Concurrency) {
-		if c.inlineEligible(s) {
-			if v := workflow.GetVersion(ctx, versionInlineLive, workflow.DefaultVersion, inlineWindowActivity); v >= inlinePageActivities {
-				c.startInline(ctx, s, v)
-				continue
-			}
+		if v := c.inlineVersion(ctx, s); v > 0 {
+			c.startInline(ctx, s, v)
+			continue
 		}
 		c.startChild(ctx, s)
 	}

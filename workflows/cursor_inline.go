@@ -38,26 +38,42 @@ import (
 // window whose pages repeat a token, or that needs more than max_pages and
 // cannot split, is handed over too: the slice workflow judges those.
 
-// inlineEligible says whether s is a caught-up cursor's live window or
-// re-sweep, fetched inline when the platform's live_windows allow it. A
-// backlog of windows after an outage, a reprocess, a forced slice and a
-// bulk-sized window stay child workflows, each visible on its own.
-func (c *cursor) inlineEligible(s slicequeue.Slice) bool {
+// inlineEligible says whether s is a caught-up cursor's window or
+// re-sweep, fetched inline when the platform's live_windows allow it, and
+// whether it is live (within two intervals of now) or a backlog window
+// after an outage. A reprocess, a forced slice and a bulk-sized window
+// stay child workflows, each visible on its own.
+func (c *cursor) inlineEligible(s slicequeue.Slice) (eligible, live bool) {
 	if !c.platform.InlineLiveWindows() || !c.q.CaughtUp() || s.Force {
-		return false
+		return false, false
 	}
-	switch {
-	case s.Kind == slicequeue.Resweep:
-	case s.Kind == slicequeue.Regular:
-		live := c.platform.Settle.D() + 2*time.Duration(max(c.batch, 1))*c.platform.Interval.D()
-		if c.now.Sub(s.End) > live {
-			return false
-		}
+	switch s.Kind {
+	case slicequeue.Resweep, slicequeue.Regular:
 	default:
-		return false
+		return false, false
 	}
 	probe := sliceRun{in: api.SliceInput{Platform: c.platform, Start: s.Start, End: s.End}}
-	return !probe.bulkEligible()
+	if probe.bulkEligible() {
+		return false, false
+	}
+	bound := c.platform.Settle.D() + 2*time.Duration(max(c.batch, 1))*c.platform.Interval.D()
+	return true, s.Kind == slicequeue.Resweep || c.now.Sub(s.End) <= bound
+}
+
+// inlineVersion is how s is fetched inline (0: as a child workflow). A
+// backlog window after an outage went to a child under version 1; from
+// version 2 it is inline too, so a cursor that falls behind does not pay
+// a child workflow per window (B13 saw lag grow past the ceiling so).
+func (c *cursor) inlineVersion(ctx workflow.Context, s slicequeue.Slice) workflow.Version {
+	eligible, live := c.inlineEligible(s)
+	if !eligible {
+		return 0
+	}
+	v := workflow.GetVersion(ctx, versionInlineLive, workflow.DefaultVersion, inlineWindowActivity)
+	if v < inlinePageActivities || (!live && v < inlineWindowActivity) {
+		return 0
+	}
+	return v
 }
 
 // handoverWhy says, in a handed-over slice's details, why the cursor did

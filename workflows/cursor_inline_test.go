@@ -137,6 +137,30 @@ func runLiveWindow(t *testing.T, live func(in activities.FetchPageInput) (activi
 	return r
 }
 
+// TestInlineBacklogAfterAPause: a caught-up cursor paused for an hour has
+// a backlog of windows when resumed; they are fetched inline too, not as
+// a child workflow each, so a cursor that falls behind does not pay more
+// per window and fall further behind.
+func TestInlineBacklogAfterAPause(t *testing.T) {
+	env := newEnv(t)
+	p := testPlatform(t)
+	p.Start = at("-15m").Format(time.RFC3339)
+	pages := watchPages(env)
+	children := watchChildren(env)
+	mockPages(env, pages, onePage, nil)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalPause, api.PauseRequest{Reason: "maintenance"}) }, 20*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalResume, nil) }, 90*time.Minute)
+	var st api.CursorStatus
+	stopAt(env, 100*time.Minute, func() { st = status(t, env) })
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
+	requireStopped(t, env)
+
+	windows := gridTiles(at("-15m"), at("90m"), 15*time.Minute)
+	require.Equal(t, sortedCopy(windows), sliceIDs(pages.all()), "every window fetched")
+	require.Empty(t, children.ids(), "the backlog after the pause is inline, as the live windows are")
+	require.Equal(t, int64(len(windows)), st.Counts.SlicesCompleted)
+}
+
 // TestInlineWindowHandedOverAfterAFailedAttempt: the first attempt at a
 // live window fails (503); the window goes to a child Slice workflow that
 // goes on from that attempt: it waits retry_interval and retries as a
