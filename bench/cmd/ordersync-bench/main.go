@@ -26,6 +26,11 @@
 //	                 minute: update -> confirmed by a webhook destination, and
 //	                 platform requests per order (-cases b11; not in the
 //	                 default set: about 17 minutes; webhooks.go)
+//	B13 fleet-prod   issue 29's B10: 20,000 active accounts at 10-minute
+//	                 intervals plus 80,000 paused, on the PostgreSQL stack
+//	                 with several worker processes following the registry
+//	                 (-cases b13; not in the default set: about 30 minutes;
+//	                 `make bench-fleet`; fleet_prod.go)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -140,6 +145,8 @@ func main() {
 	rp.register(flag.CommandLine)
 	var wp webhooksParams
 	wp.register(flag.CommandLine)
+	var fpp fleetProdParams
+	fpp.register(flag.CommandLine)
 	flag.Parse()
 
 	env := &benchEnv{gcPercent: gcPercent, profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
@@ -291,16 +298,30 @@ func main() {
 		}
 		hooks = &r
 	}
+	var fleetProd *fleetProdResult
+	if want["b13"] || want["fleet-prod"] {
+		r, err := runFleetProd(ctx, env, &fpp)
+		if err != nil {
+			r.Note = joinNote(r.Note, failure("B13", err))
+		}
+		fleetProd = &r
+	}
 	rep.finish()
-	// B9, B10 and B11 alone write only their own files: latest.json keeps
+	// B9, B10, B11 and B13 alone write only their own files: latest.json keeps
 	// the last run of the other cases.
 	onlyFairness := len(want) > 0
 	for c := range want {
-		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks")
+		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks" || c == "b13" || c == "fleet-prod")
 	}
 	if hooks != nil {
 		printWebhooks(os.Stdout, *hooks)
 		if err := writeWebhooks(*out, *hooks); err != nil {
+			fatal(err)
+		}
+	}
+	if fleetProd != nil {
+		printFleetProd(os.Stdout, *fleetProd)
+		if err := writeFleetProd(*out, *fleetProd); err != nil {
 			fatal(err)
 		}
 	}
