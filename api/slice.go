@@ -26,6 +26,33 @@ type SliceInput struct {
 	// dead-letter workflows that understand the error set it; the input is
 	// the version (workflows/versions.go).
 	FailedAsError bool `json:"failed_as_error,omitempty"`
+	// Handover is where the cursor's own fetch of this window stopped (an
+	// inline live window, live_windows: inline): the slice goes on from
+	// there instead of from page 1. Set only by cursors that fetch
+	// inline; the input is the version.
+	Handover *Handover `json:"handover,omitempty"`
+}
+
+// Handover is an inline fetch handed to a slice workflow: the page to go
+// on from, its next-page token, that page's failed first attempt if it
+// was tried (the slice goes on from it as after its own local first
+// attempt, so attempts and waits are those of one page with the
+// platform's retry policy and the platform is not asked once more), and
+// the counts of the pages stored before it.
+type Handover struct {
+	Page    int            `json:"page"`
+	Token   string         `json:"token,omitempty"`
+	Attempt *FailedAttempt `json:"attempt,omitempty"`
+	Counted SliceResult    `json:"counted"`
+}
+
+// FailedAttempt is a failed page attempt, as the error's type, clipped
+// message, whether it may be retried, and the wait the platform asked for.
+type FailedAttempt struct {
+	Message      string        `json:"message"`
+	Type         string        `json:"type,omitempty"`
+	NonRetryable bool          `json:"non_retryable,omitempty"`
+	RetryAfter   time.Duration `json:"retry_after,omitempty"`
 }
 
 // ErrSliceDeadLettered is the application error type a FetchSlice

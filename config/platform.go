@@ -85,6 +85,11 @@ type Platform struct {
 	// pacing, docs/webhooks.md. 0 (off): always interval. A whole multiple
 	// of interval.
 	WebhookInterval Duration `json:"webhook_interval,omitempty" yaml:"webhook_interval"`
+	// LiveWindows is how a caught-up cursor fetches its live windows:
+	// "inline" (default; local activities in the cursor, a child Slice
+	// workflow only when that fails) or "workflows" (a child Slice
+	// workflow each, as before v0.11). docs/configuration.md.
+	LiveWindows string `json:"live_windows,omitempty" yaml:"live_windows"`
 	// Windows restrict when the platform may be pulled, e.g. "MON-FRI 00:00-06:00 Europe/Berlin".
 	Windows   []string `json:"windows,omitempty" yaml:"windows"`
 	TaskQueue string   `json:"task_queue" yaml:"task_queue"`

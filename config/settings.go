@@ -39,7 +39,7 @@ func (p Platform) tuning() tuning.Settings {
 		RateLimit: p.RateLimit, RateLimitWait: p.RateLimitWait, PageSize: p.PageSize, MaxPages: p.MaxPages,
 		BackfillMaxSpan: p.BackfillMaxSpan, ResweepDelay: p.ResweepDelay, BreakerFailures: p.BreakerFailures,
 		LagAlert: p.LagAlert, StallAlert: p.StallAlert, DeadLetterRetry: p.DeadLetterRetry,
-		WebhookInterval: p.WebhookInterval, Windows: p.Windows, TaskQueue: p.TaskQueue,
+		WebhookInterval: p.WebhookInterval, LiveWindows: p.LiveWindows, Windows: p.Windows, TaskQueue: p.TaskQueue,
 		Reconcile: p.Reconcile, ReconcileWindow: p.ReconcileWindow, ReconcileRecheck: p.ReconcileRecheck,
 	}
 }
@@ -52,7 +52,7 @@ func (p Platform) WithTuning(s tuning.Settings) Platform {
 	p.Concurrency, p.RateLimit, p.RateLimitWait, p.PageSize, p.MaxPages = s.Concurrency, s.RateLimit, s.RateLimitWait, s.PageSize, s.MaxPages
 	p.BackfillMaxSpan, p.ResweepDelay, p.BreakerFailures = s.BackfillMaxSpan, s.ResweepDelay, s.BreakerFailures
 	p.LagAlert, p.StallAlert, p.DeadLetterRetry = s.LagAlert, s.StallAlert, s.DeadLetterRetry
-	p.WebhookInterval = s.WebhookInterval
+	p.WebhookInterval, p.LiveWindows = s.WebhookInterval, s.LiveWindows
 	p.Windows, p.TaskQueue = s.Windows, s.TaskQueue
 	p.Reconcile, p.ReconcileWindow, p.ReconcileRecheck = s.Reconcile, s.ReconcileWindow, s.ReconcileRecheck
 	return p

@@ -74,8 +74,8 @@ type cursor struct {
 	batch  int
 	pacing pacing
 
-	children       map[string]workflow.ChildWorkflowFuture // running slices, by ID
-	alerts         alertSender                             // alerts in flight (alerts.go)
+	children       map[string]workflow.Future // running slices (child workflows or inline fetches), by ID
+	alerts         alertSender                // alerts in flight (alerts.go)
 	startedThisRun int
 	draining       bool
 	// now is the workflow's clock when the loop or a message last ran.
@@ -101,7 +101,7 @@ func newCursor(in api.CursorInput) (*cursor, error) {
 		return nil, err
 	}
 	c := &cursor{platform: withoutLegacyOptions(in.Platform), windows: ws, start: in.Start, maxSlicesPerRun: in.MaxSlicesPerRun,
-		children: map[string]workflow.ChildWorkflowFuture{}, in: in}
+		children: map[string]workflow.Future{}, in: in}
 	if c.maxSlicesPerRun <= 0 {
 		c.maxSlicesPerRun = DefaultMaxSlicesPerRun
 	}
@@ -249,11 +249,26 @@ func (c *cursor) launch(ctx workflow.Context) {
 		return
 	}
 	for _, s := range c.q.Launch(c.now, c.windows.OpenAt(c.now), c.platform.Concurrency) {
+		if c.inlineEligible(s) && workflow.GetVersion(ctx, versionInlineLive, workflow.DefaultVersion, 1) >= 1 {
+			c.startInline(ctx, s)
+			continue
+		}
 		c.startChild(ctx, s)
 	}
 }
 
 func (c *cursor) startChild(ctx workflow.Context, s slicequeue.Slice) {
+	c.children[s.ID] = c.executeSlice(ctx, s, c.sliceInput(s))
+	c.startedThisRun++
+}
+
+// sliceInput is the input of s's child workflow.
+func (c *cursor) sliceInput(s slicequeue.Slice) api.SliceInput {
+	return api.SliceInput{Platform: c.platform, Start: s.Start, End: s.End, Resweep: s.Sweep, LocalFirst: true, FailedAsError: true}
+}
+
+// executeSlice starts s's child workflow with in.
+func (c *cursor) executeSlice(ctx workflow.Context, s slicequeue.Slice, in api.SliceInput) workflow.ChildWorkflowFuture {
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            s.ID,
 		TaskQueue:             c.platform.TaskQueue,
@@ -270,10 +285,7 @@ func (c *cursor) startChild(ctx workflow.Context, s slicequeue.Slice) {
 	// User metadata for the Web UI; the replayer compares none of it.
 	opts.StaticSummary = sliceSummary(s.Kind.String(), s.Start, s.End)
 	opts.StaticDetails = sliceStaticDetails(s.Kind.String(), c.platform.Name, s.Start, s.End, c.platform.Overlap.D(), kindWhy[s.Kind])
-	c.children[s.ID] = workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts),
-		api.SliceWorkflowType, api.SliceInput{Platform: c.platform, Start: s.Start, End: s.End, Resweep: s.Sweep,
-			LocalFirst: true, FailedAsError: true})
-	c.startedThisRun++
+	return workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), api.SliceWorkflowType, in)
 }
 
 // addChildFutures adds the running slices in the queue's order, so the

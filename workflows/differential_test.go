@@ -421,6 +421,10 @@ func (sc *diffScenario) run(t *testing.T, impl string, input any) diffRun {
 		// versionStallAlert replays; the alert is checked by
 		// cursor_guards_test.go.
 		env.OnGetVersion(versionStallAlert, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		// And a child workflow per live window, as a run recorded before
+		// versionInlineLive replays; inline windows are checked by
+		// cursor_inline_test.go.
+		env.OnGetVersion(versionInlineLive, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}
 	env.SetStartTime(sc.t0)
 	env.SetTestTimeout(time.Minute)

@@ -55,10 +55,13 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		}
 	}
 	canSplit := s.in.End.Sub(s.in.Start) >= 2*MinSliceSpan
-	token := ""
+	first, token, handover := 1, "", s.in.Handover
+	if handover != nil && handover.Page > 1 {
+		first, token, s.res = handover.Page, handover.Token, handover.Counted
+	}
 	followed := tokenLog{}
 	stalls := 0
-	for page := 1; ; page++ {
+	for page := first; ; page++ {
 		if page > p.MaxPages && canSplit {
 			s.res.Outcome = api.SliceSplit
 			return s.finish(ctx, "split")
@@ -77,9 +80,12 @@ func (s *sliceRun) run(ctx workflow.Context) (api.SliceResult, error) {
 		var r activities.FetchPageResult
 		var err error
 		attempts := 0
-		if s.in.LocalFirst {
+		switch {
+		case page == first && handover != nil && handover.Attempt != nil:
+			r, attempts, err = s.afterLocalFailure(ctx, p, in, inlineAttemptError(*handover.Attempt))
+		case s.in.LocalFirst:
 			r, attempts, err = s.fetchPageLocalFirst(ctx, p, in)
-		} else {
+		default:
 			r, attempts, err = s.fetchPageRegular(ctx, pageCtx, in, p.Retries+1, &pageWaits{})
 		}
 		if undeclared(err) {
@@ -161,6 +167,14 @@ func (s *sliceRun) fetchPageLocalFirst(ctx workflow.Context, p api.Settings, in 
 	if err == nil {
 		return r, 1, nil
 	}
+	return s.afterLocalFailure(ctx, p, in, err)
+}
+
+// afterLocalFailure goes on from a page's failed local first attempt
+// (err): made by this slice, or by its cursor inline
+// (api.SliceInput.Handover).
+func (s *sliceRun) afterLocalFailure(ctx workflow.Context, p api.Settings, in activities.FetchPageInput, err error) (activities.FetchPageResult, int, error) {
+	var r activities.FetchPageResult
 	waits := &pageWaits{}
 	if d, ok := slotWait(err); ok {
 		// The request slots are booked out: the attempt did not run. Wait
@@ -432,25 +446,30 @@ func retryable(err error) bool {
 	return !errors.As(err, &canceled)
 }
 
-// fail records the slice in the dead-letter workflow before reporting it, so
-// the cursor may move its watermark past the slice only once the failure is
-// visible and reprocessable there.
 // countPage adds a stored page's counts to the slice's result (paged and
 // bulk slices alike).
 func (s *sliceRun) countPage(r activities.FetchPageResult) {
-	s.res.Pages++
-	s.res.OrdersFetched += r.Fetched
-	s.res.OrdersInserted += r.Inserted
-	s.res.OrdersUpdated += r.Updated
-	s.res.OrdersUnchanged += r.Unchanged
-	s.res.OrdersOutsideRange += r.OutsideRange
-	s.res.OrdersRejected += r.Rejected
-	s.res.OrdersFutureStamped += r.FutureStamped
+	addPage(&s.res, r)
+}
+
+// addPage adds a stored page's counts to a window's result.
+func addPage(res *api.SliceResult, r activities.FetchPageResult) {
+	res.Pages++
+	res.OrdersFetched += r.Fetched
+	res.OrdersInserted += r.Inserted
+	res.OrdersUpdated += r.Updated
+	res.OrdersUnchanged += r.Unchanged
+	res.OrdersOutsideRange += r.OutsideRange
+	res.OrdersRejected += r.Rejected
+	res.OrdersFutureStamped += r.FutureStamped
 	if r.StatedRate > 0 {
-		s.res.StatedRate = r.StatedRate
+		res.StatedRate = r.StatedRate
 	}
 }
 
+// fail records the slice in the dead-letter workflow before reporting it, so
+// the cursor may move its watermark past the slice only once the failure is
+// visible and reprocessable there.
 func (s *sliceRun) fail(ctx workflow.Context, cause error, attempts int) (api.SliceResult, error) {
 	now := workflow.Now(ctx)
 	s.res.Outcome = api.SliceFailed
@@ -559,4 +578,23 @@ func attemptsOf(err error, maxAttempts int) int {
 		return maxAttempts
 	}
 	return 1
+}
+
+// inlineAttemptError is the failed attempt a cursor made inline, as the
+// error afterLocalFailure judges: the same type, message, retryability
+// and wait as the local activity's error carried.
+func inlineAttemptError(a api.FailedAttempt) error {
+	return temporal.NewApplicationErrorWithOptions(a.Message, a.Type,
+		temporal.ApplicationErrorOptions{NonRetryable: a.NonRetryable, NextRetryDelay: a.RetryAfter})
+}
+
+// failedAttemptOf is a failed local attempt's error as a slice input
+// carries it (clipped: it may quote the platform).
+func failedAttemptOf(err error) *api.FailedAttempt {
+	a := &api.FailedAttempt{Message: textclip.Message(rootMessage(err)), Type: errorType(err)}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		a.NonRetryable, a.RetryAfter = app.NonRetryable(), app.NextRetryDelay()
+	}
+	return a
 }

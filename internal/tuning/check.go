@@ -18,6 +18,8 @@ const (
 	maxStartLen     = 64
 	maxWindows      = 32
 	maxWindowLen    = 100
+	// maxLiveWindowsLen: the longest valid value is 9 bytes.
+	maxLiveWindowsLen = 16
 )
 
 // CheckStructure checks the form of the tuning: signs, and how settings
@@ -109,6 +111,7 @@ func (p Settings) CheckLengths(bad Bad) {
 	}
 	long("task_queue", p.TaskQueue, maxTaskQueueLen)
 	long("start", p.Start, maxStartLen)
+	long("live_windows", p.LiveWindows, maxLiveWindowsLen)
 	switch {
 	case len(p.Windows) > maxWindows:
 		bad("windows", "has %d windows; the limit is %d", len(p.Windows), maxWindows)
@@ -189,6 +192,11 @@ func (p Settings) CheckRanges(bad Bad) {
 		}
 	}
 	p.checkWebhookInterval(bad)
+	switch p.LiveWindows {
+	case "", LiveWindowsInline, LiveWindowsWorkflows:
+	default:
+		bad("live_windows", "must be %q (the default) or %q, got %q", LiveWindowsInline, LiveWindowsWorkflows, p.LiveWindows)
+	}
 }
 
 // checkWebhookInterval: a webhook_interval must be a whole multiple of

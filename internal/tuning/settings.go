@@ -72,6 +72,9 @@ type Settings struct {
 	// webhooks are live (hybrid pacing, LiveFor); 0: always Interval. A
 	// whole multiple of Interval, so slices stay on the grid.
 	WebhookInterval Duration `json:"webhook_interval,omitempty"`
+	// LiveWindows is how a caught-up cursor fetches its settled live
+	// windows: LiveWindowsInline ("" too) or LiveWindowsWorkflows.
+	LiveWindows string `json:"live_windows,omitempty"`
 	// Windows restrict when the platform may be pulled.
 	Windows   []string `json:"windows,omitempty"`
 	TaskQueue string   `json:"task_queue"`
@@ -133,6 +136,23 @@ func (s Settings) RateLimitWaitOrDefault() time.Duration {
 		return d
 	}
 	return DefaultRateLimitWait
+}
+
+// Values of live_windows. Inline (the default): a caught-up cursor fetches
+// a settled live window itself, by local activities, and starts a child
+// Slice workflow only when that fetch fails or cannot finish alone; about
+// half the Temporal actions per window (docs/performance.md, B12).
+// Workflows: every window is a child Slice workflow, listed on its own in
+// the Web UI, as before v0.11.
+const (
+	LiveWindowsInline    = "inline"
+	LiveWindowsWorkflows = "workflows"
+)
+
+// InlineLiveWindows says whether a caught-up cursor fetches its live
+// windows itself.
+func (s Settings) InlineLiveWindows() bool {
+	return s.LiveWindows != LiveWindowsWorkflows
 }
 
 // WebhookLiveFactor: an account's webhooks are live while an event was
