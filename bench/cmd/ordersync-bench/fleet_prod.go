@@ -49,6 +49,8 @@ type fleetProdParams struct {
 	Window         time.Duration `json:"window_ns"`
 	LagSample      int           `json:"lag_sample"`
 	Queue          string        `json:"task_queue"`
+	// LiveWindows is the accounts' live_windows ("": the default).
+	LiveWindows string `json:"live_windows,omitempty"`
 	// MetricsQueryRate, when not 0, is the workers'
 	// ORDERSYNC_METRICS_QUERY_RATE (0: the production default).
 	MetricsQueryRate float64 `json:"metrics_query_rate,omitempty"`
@@ -66,6 +68,7 @@ func (p *fleetProdParams) register(fs *flag.FlagSet) {
 	fs.DurationVar(&p.Window, "b13-window", 10*time.Minute, "B13: measurement window (one interval: every cursor's phase comes round)")
 	fs.IntVar(&p.LagSample, "b13-lag-sample", 100, "B13: active accounts whose lag is sampled every 10s")
 	fs.StringVar(&p.Queue, "b13-task-queue", "orders-fleet", "B13: the task queue every account shares")
+	fs.StringVar(&p.LiveWindows, "b13-live-windows", "", "B13: the accounts' live_windows, inline or workflows (empty: the default)")
 	fs.Float64Var(&p.MetricsQueryRate, "b13-metrics-query-rate", 0, "B13: the workers' ORDERSYNC_METRICS_QUERY_RATE (0: the default)")
 }
 
@@ -232,22 +235,36 @@ func runFleetProd(ctx context.Context, env *benchEnv, p *fleetProdParams) (r fle
 	}
 	svc := &accounts.Service{Registry: reg, Engine: starter.Engine{Client: sys.client}}
 	template := sys.file.Platforms[0]
+	template.LiveWindows = p.LiveWindows
+	if ve := template.Validate(); ve != nil {
+		return r, fmt.Errorf("-b13-live-windows %q: %w", p.LiveWindows, ve)
+	}
 
-	// The paused accounts: registered, no cursor, one Put at a time.
+	// The paused accounts: registered, no cursor. Every Put waits for the
+	// registry's revision row, so writes are serial whatever the
+	// concurrency; four writers keep one waiting while another commits.
 	t0 = time.Now()
+	var filled atomic.Int64
+	fill := newGroup(4)
 	for i := range p.Paused {
-		q := template
-		q.Name = fmt.Sprintf("paused-%06d", i)
-		e, err := accounts.PlatformEntry(q, accounts.Paused)
-		if err != nil {
-			return r, err
-		}
-		if _, err := reg.Put(ctx, e, 0); err != nil {
-			return r, fmt.Errorf("register paused account %s: %w", q.Name, err)
-		}
-		if (i+1)%20000 == 0 {
-			env.logf("B13: %d paused accounts registered", i+1)
-		}
+		fill.Go(func() error {
+			q := template
+			q.Name = fmt.Sprintf("paused-%06d", i)
+			e, err := accounts.PlatformEntry(q, accounts.Paused)
+			if err != nil {
+				return err
+			}
+			if _, err := reg.Put(ctx, e, 0); err != nil {
+				return fmt.Errorf("register paused account %s: %w", q.Name, err)
+			}
+			if n := filled.Add(1); n%20000 == 0 {
+				env.logf("B13: %d paused accounts registered", n)
+			}
+			return nil
+		})
+	}
+	if err := fill.Wait(); err != nil {
+		return r, err
 	}
 	r.PausedFillSeconds = time.Since(t0).Seconds()
 	if p.Paused > 0 {
