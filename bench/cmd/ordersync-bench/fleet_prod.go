@@ -112,7 +112,11 @@ type fleetProdResult struct {
 	Note     string           `json:"note,omitempty"`
 
 	// Bringing the fleet up.
-	StackStartSeconds   float64   `json:"stack_start_seconds"`
+	StackStartSeconds float64 `json:"stack_start_seconds"`
+	// FleetUpSeconds is from the first registry write until every paused
+	// account is registered and every active one added (its cursor
+	// started); the two run side by side.
+	FleetUpSeconds      float64   `json:"fleet_up_seconds"`
 	PausedFillSeconds   float64   `json:"paused_fill_seconds"`
 	PausedPutsPerSecond float64   `json:"paused_puts_per_second"`
 	ActiveAddSeconds    float64   `json:"active_add_seconds"`
@@ -175,8 +179,10 @@ type fleetProdResult struct {
 	OrdersBytes  int64        `json:"store_orders_tables_bytes_at_end"`
 	BytesPerOrd  float64      `json:"store_bytes_per_order"`
 	StatusPoller *pollerStats `json:"status_poller,omitempty"`
-	LoadBefore   float64      `json:"load_average_before"`
-	LoadAfter    float64      `json:"load_average_after"`
+	// ServerOps are the Temporal server's request counters over the window.
+	ServerOps  []serverOp `json:"server_requests_per_second,omitempty"`
+	LoadBefore float64    `json:"load_average_before"`
+	LoadAfter  float64    `json:"load_average_after"`
 }
 
 func runFleetProd(ctx context.Context, env *benchEnv, p *fleetProdParams) (r fleetProdResult, err error) {
@@ -240,37 +246,39 @@ func runFleetProd(ctx context.Context, env *benchEnv, p *fleetProdParams) (r fle
 		return r, fmt.Errorf("-b13-live-windows %q: %w", p.LiveWindows, ve)
 	}
 
-	// The paused accounts: registered, no cursor. Every Put waits for the
-	// registry's revision row, so writes are serial whatever the
-	// concurrency; four writers keep one waiting while another commits.
-	t0 = time.Now()
-	var filled atomic.Int64
-	fill := newGroup(4)
-	for i := range p.Paused {
-		fill.Go(func() error {
-			q := template
-			q.Name = fmt.Sprintf("paused-%06d", i)
-			e, err := accounts.PlatformEntry(q, accounts.Paused)
-			if err != nil {
-				return err
-			}
-			if _, err := reg.Put(ctx, e, 0); err != nil {
-				return fmt.Errorf("register paused account %s: %w", q.Name, err)
-			}
-			if n := filled.Add(1); n%20000 == 0 {
-				env.logf("B13: %d paused accounts registered", n)
-			}
-			return nil
-		})
-	}
-	if err := fill.Wait(); err != nil {
-		return r, err
-	}
-	r.PausedFillSeconds = time.Since(t0).Seconds()
-	if p.Paused > 0 {
-		r.PausedPutsPerSecond = float64(p.Paused) / r.PausedFillSeconds
-	}
-	env.logf("B13: %d paused accounts registered in %.0fs", p.Paused, r.PausedFillSeconds)
+	// The paused accounts: registered, no cursor, while the active ones
+	// are added (the bring-up is both). Every Put waits for the registry's
+	// revision row, so writes are serial whatever the concurrency; four
+	// writers keep one waiting while another commits.
+	upBegan := time.Now()
+	fillDone := make(chan error, 1)
+	go func() {
+		var filled atomic.Int64
+		fill := newGroup(4)
+		for i := range p.Paused {
+			fill.Go(func() error {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				q := template
+				q.Name = fmt.Sprintf("paused-%06d", i)
+				e, err := accounts.PlatformEntry(q, accounts.Paused)
+				if err != nil {
+					return err
+				}
+				if _, err := reg.Put(ctx, e, 0); err != nil {
+					return fmt.Errorf("register paused account %s: %w", q.Name, err)
+				}
+				if n := filled.Add(1); n%20000 == 0 {
+					env.logf("B13: %d paused accounts registered", n)
+				}
+				return nil
+			})
+		}
+		err := fill.Wait()
+		r.PausedFillSeconds = time.Since(upBegan).Seconds()
+		fillDone <- err
+	}()
 
 	// The active accounts, added as `platform add` does: registry, then
 	// the cursor. Each begins at its add, so none has history to catch up.
@@ -297,15 +305,23 @@ func runFleetProd(ctx context.Context, env *benchEnv, p *fleetProdParams) (r fle
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	addErr := g.Wait()
+	r.ActiveAddSeconds = time.Since(addsBegan).Seconds()
+	if err := <-fillDone; err != nil {
 		return r, err
 	}
-	r.ActiveAddSeconds = time.Since(addsBegan).Seconds()
+	if addErr != nil {
+		return r, addErr
+	}
+	r.FleetUpSeconds = time.Since(upBegan).Seconds()
+	if p.Paused > 0 {
+		r.PausedPutsPerSecond = float64(p.Paused) / r.PausedFillSeconds
+	}
 	r.AddsPerSecond = float64(p.Active) / r.ActiveAddSeconds
 	sort.Float64s(addMS)
 	r.AddMS = []float64{quantile(addMS, 0.5), quantile(addMS, 0.99), addMS[len(addMS)-1]}
-	env.logf("B13: %d active accounts added in %.0fs (%.0f/s; add p50 %.0f ms, p99 %.0f ms); warm-up %s, then measuring for %s",
-		p.Active, r.ActiveAddSeconds, r.AddsPerSecond, r.AddMS[0], r.AddMS[1], p.Warmup, p.Window)
+	env.logf("B13: %d paused accounts registered in %.0fs; %d active accounts added in %.0fs (%.0f/s; add p50 %.0f ms, p99 %.0f ms); warm-up %s, then measuring for %s",
+		p.Paused, r.PausedFillSeconds, p.Active, r.ActiveAddSeconds, r.AddsPerSecond, r.AddMS[0], r.AddMS[1], p.Warmup, p.Window)
 	if err := sleep(ctx, p.Warmup); err != nil {
 		return r, err
 	}
@@ -392,6 +408,14 @@ func (r *fleetProdResult) measure(ctx context.Context, env *benchEnv, sys *syste
 		return err
 	}
 	simBefore := sys.sim.Stats()
+	serverURL, haveServerURL := serverMetricsURL(sys.pg.server.address)
+	var opsBefore map[opKey]float64
+	if haveServerURL {
+		if opsBefore, err = scrapeServerOps(ctx, serverURL); err != nil {
+			r.Note = joinNote(r.Note, "server metrics: "+err.Error())
+			haveServerURL = false
+		}
+	}
 	busyBefore := machineBusySeconds()
 	r.StatusPoller = sys.startPollerStats(ctx)
 	stopProfile := env.profile("b13")
@@ -442,6 +466,13 @@ func (r *fleetProdResult) measure(ctx context.Context, env *benchEnv, sys *syste
 	busy := machineBusySeconds() - busyBefore
 	stopProfile()
 	simAfter := sys.sim.Stats()
+	if haveServerURL {
+		if opsAfter, err := scrapeServerOps(ctx, serverURL); err != nil {
+			r.Note = joinNote(r.Note, "server metrics: "+err.Error())
+		} else {
+			r.ServerOps = serverOpRates(opsBefore, opsAfter, end.Sub(start).Seconds())
+		}
+	}
 	r.StatusPoller.end(ctx, sys)
 	if err := r.readDatabases(ctx, pgConn, false); err != nil {
 		r.Note = joinNote(r.Note, "database stats: "+err.Error())
@@ -660,8 +691,8 @@ func printFleetProd(w io.Writer, r fleetProdResult) {
 	p := r.Params
 	fmt.Fprintf(w, "B13 fleet on the production stack: %d active + %d paused accounts, %s intervals, %d worker processes\n", p.Active, p.Paused, p.Interval, p.Workers)
 	fmt.Fprintf(w, "  stack: %s\n", r.Stack)
-	fmt.Fprintf(w, "  bring-up: stack %.0fs; %d paused registered in %.0fs (%.0f puts/s); %d active added in %.0fs (%.0f/s, add p50 %.0f ms, p99 %.0f ms); every shop fetched %.0fs after the first add\n",
-		r.StackStartSeconds, p.Paused, r.PausedFillSeconds, r.PausedPutsPerSecond, p.Active, r.ActiveAddSeconds, r.AddsPerSecond, at(r.AddMS, 0), at(r.AddMS, 1), r.EveryShopFetchedSeconds)
+	fmt.Fprintf(w, "  bring-up: stack %.0fs; fleet up in %.0fs: %d paused registered in %.0fs (%.0f puts/s), beside it %d active added in %.0fs (%.0f/s, add p50 %.0f ms, p99 %.0f ms); every shop fetched %.0fs after the first add\n",
+		r.StackStartSeconds, r.FleetUpSeconds, p.Paused, r.PausedFillSeconds, r.PausedPutsPerSecond, p.Active, r.ActiveAddSeconds, r.AddsPerSecond, at(r.AddMS, 0), at(r.AddMS, 1), r.EveryShopFetchedSeconds)
 	fmt.Fprintf(w, "  lag: p50 %.0fs, p99 %.0fs, max %.0fs (%d samples over %.0fs; p99 first half %.0fs, second half %.0fs; %d over the %.0fs target; %d query errors)\n",
 		r.LagP50, r.LagP99, r.LagMax, r.LagSamples, r.WindowSeconds, r.LagP99Halves[0], r.LagP99Halves[1], r.OverTarget, r.TargetLag, r.QueryErrors)
 	fmt.Fprintf(w, "  fetches: %.1f/s (%.1f needed), %d Slice workflows closed, %d rate-limited\n", r.FetchesPerSecond, r.NeededPerSecond, r.SliceWorkflows, r.RateLimited)
@@ -687,6 +718,11 @@ func printFleetProd(w io.Writer, r fleetProdResult) {
 			d.What, float64(d.BytesStart)/(1<<20), float64(d.BytesEnd)/(1<<20), d.GrowthDay, d.XactPerSec, d.InsPerSec, d.UpdPerSec, d.DelPerSec, d.BlksReadS)
 	}
 	fmt.Fprintf(w, "  store: %d orders, %.0f bytes per order (orders + lines + changes)%s\n", r.StoreOrders, r.BytesPerOrd, r.StatusPoller.summary())
+	var ops []string
+	for _, o := range r.ServerOps[:min(12, len(r.ServerOps))] {
+		ops = append(ops, fmt.Sprintf("%s %s %.1f", o.Service, o.Operation, o.PerSecond))
+	}
+	fmt.Fprintf(w, "  server requests/s: %s\n", strings.Join(ops, ", "))
 	if r.Note != "" {
 		fmt.Fprintf(w, "  note: %s\n", r.Note)
 	}
