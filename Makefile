@@ -80,7 +80,9 @@ chaos:
 ## 10-minute intervals, an Amazon-shaped platform at its quota. Prints a
 ## table and writes bench/results/<time>.json and latest.json (about 13 minutes;
 ## docs/performance.md explains the numbers). BENCH_FLAGS adds flags, e.g.
-## BENCH_FLAGS="-cases b1,b3 -cpuprofile bin/profiles".
+## BENCH_FLAGS="-cases b1,b3 -cpuprofile bin/profiles". Cases outside the
+## default set run by name, e.g. BENCH_FLAGS="-cases cost" (B12, issue 29's B9:
+## Temporal actions and server CPU per caught-up window, about 12 minutes).
 bench: build
 	$(GO) build -o bin/ordersync-bench ./bench/cmd/ordersync-bench
 	./bin/ordersync-bench -ordersync ./$(BIN) -out bench/results $(BENCH_FLAGS)

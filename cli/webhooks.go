@@ -18,6 +18,7 @@ import (
 
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/credentials"
 	"github.com/ordersync/ordersync/internal/metrics"
 	"github.com/ordersync/ordersync/internal/textclip"
@@ -342,7 +343,7 @@ func wooAdmin(p config.Platform) (*webhooks.WooAdmin, error) {
 	if json.Unmarshal([]byte(raw), &keys) != nil || keys.Key == "" || keys.Secret == "" {
 		return nil, fmt.Errorf("platform %s: credentials %s: the secret must be a JSON object with consumer_key, consumer_secret", p.Name, p.Credentials)
 	}
-	o, err := config.KindOptions[config.WooCommerceOptions](p)
+	o, err := config.KindOptions[connectors.WooCommerceOptions](p)
 	if err != nil {
 		return nil, fmt.Errorf("platform %s: %w", p.Name, err)
 	}
@@ -423,7 +424,7 @@ func shopifyAdmin(ctx context.Context, p config.Platform, m *credentials.Manager
 	} else if token, err = p.Credentials.Resolve(); err != nil {
 		return nil, fmt.Errorf("platform %s: %w", p.Name, err)
 	}
-	o, err := config.KindOptions[config.ShopifyOptions](p)
+	o, err := config.KindOptions[connectors.ShopifyOptions](p)
 	if err != nil {
 		return nil, fmt.Errorf("platform %s: %w", p.Name, err)
 	}

@@ -86,7 +86,7 @@ type Platform struct {
 	// of interval.
 	WebhookInterval Duration `json:"webhook_interval,omitempty" yaml:"webhook_interval"`
 	// LiveWindows is how a caught-up cursor fetches its live windows:
-	// "inline" (default; local activities in the cursor, a child Slice
+	// "inline" (default; a FetchWindow activity of the cursor, a child Slice
 	// workflow only when that fails) or "workflows" (a child Slice
 	// workflow each, as before v0.11). docs/configuration.md.
 	LiveWindows string `json:"live_windows,omitempty" yaml:"live_windows"`

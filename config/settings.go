@@ -24,8 +24,9 @@ import (
 // by name. The revision is the caller's to set (0: unknown).
 func (p Platform) Settings() tuning.Settings {
 	s := p.tuning()
-	if spec, ok := kindSpecOf(p.Kind); ok && spec.derive != nil {
-		spec.derive(p, &s)
+	if spec, ok := kindSpecOf(p.Kind); ok && spec.Derive != nil {
+		opts, _ := p.kindOptions(spec) // nil when they do not decode
+		spec.Derive(p, opts, &s)
 	}
 	return s
 }
@@ -56,19 +57,6 @@ func (p Platform) WithTuning(s tuning.Settings) Platform {
 	p.Windows, p.TaskQueue = s.Windows, s.TaskQueue
 	p.Reconcile, p.ReconcileWindow, p.ReconcileRecheck = s.Reconcile, s.ReconcileWindow, s.ReconcileRecheck
 	return p
-}
-
-// deriveShopifyBulk sets the bulk backfill tuning from Shopify's options.
-// Options that do not decode leave bulk off (such settings never pass
-// Validate, so never reach a workflow from an edge).
-func deriveShopifyBulk(p Platform, s *tuning.Settings) {
-	s.Bulk = &tuning.Bulk{} // off, and never read from options (LegacyOptions)
-	o, err := KindOptions[ShopifyOptions](p)
-	if err != nil {
-		return
-	}
-	s.Bulk = &tuning.Bulk{Enabled: o.API == ShopifyGraphQL && o.BulkBackfill != nil && *o.BulkBackfill,
-		MinSpan: o.BulkMinSpan, PollInterval: o.BulkPollInterval}
 }
 
 // ValidateSettings checks settings as a `config` message brings them, by

@@ -149,9 +149,12 @@ func checkNameKind(name, kind string, bad tuning.Bad) {
 	if !platformName.MatchString(name) {
 		bad("", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit")
 	}
+	kinds := Kinds()
 	if kind == "" {
-		bad("kind", "is required (one of %s)", strings.Join(Kinds, ", "))
-	} else if !slices.Contains(Kinds, kind) {
-		bad("kind", "unknown kind %q (one of %s)", kind, strings.Join(Kinds, ", "))
+		bad("kind", "is required (one of %s)", strings.Join(kinds, ", "))
+	} else if msg, unlinked := unregisteredKind(kind); unlinked {
+		bad("kind", "%s", msg)
+	} else if !slices.Contains(kinds, kind) {
+		bad("kind", "unknown kind %q (one of %s)", kind, strings.Join(kinds, ", "))
 	}
 }

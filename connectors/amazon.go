@@ -17,14 +17,12 @@ import (
 	"github.com/ordersync/ordersync/credentials"
 )
 
-func init() { register("amazon", newAmazon) }
-
 // Kind amazon lists a seller's orders through the SP-API Orders API, in one
 // of two versions (options.api_version):
 //
 //   - 2026-01-01 (the default): searchOrders, every order with its items
 //     (amazon_2026.go);
-//   - v0 (legacy, removed by Amazon on config.AmazonV0Removal): getOrders,
+//   - v0 (legacy, removed by Amazon on AmazonV0Removal): getOrders,
 //     orders without items (amazon_v0.go).
 //
 // Both send an LWA access token in x-amz-access-token (SP-API needs no AWS
@@ -58,15 +56,12 @@ type amazonAPI struct {
 // object {"client_id","client_secret","refresh_token"} of an LWA app; the
 // endpoint is the region's SP-API host, e.g.
 // https://sellingpartnerapi-eu.amazon.com.
-func newAmazon(p config.Platform, src credentials.Source) (Connector, error) {
+func newAmazon(p config.Platform, o *AmazonOptions, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := config.KindOptions[config.AmazonOptions](p)
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
-	}
+	opts := *o
 	fields := []string{"client_id", "client_secret", "refresh_token"}
 	if err := checkStaticSecret(p, src, func(raw string) error {
 		_, err := jsonSecret(p.Name, p.Credentials, raw, fields...)
@@ -93,7 +88,7 @@ func newAmazon(p config.Platform, src credentials.Source) (Connector, error) {
 			"client_id": secret["client_id"], "client_secret": secret["client_secret"],
 		}})
 	})
-	if opts.APIVersion == config.AmazonAPIV0 {
+	if opts.APIVersion == AmazonAPIV0 {
 		return &amazonV0{amazonAPI: a, url: base + "/orders/v0/orders"}, nil
 	}
 	return &amazon2026{amazonAPI: a, url: base + amazon2026Path, included: amazon2026Included(opts)}, nil

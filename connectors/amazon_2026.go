@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -78,7 +77,7 @@ var amazon2026Fulfilment = []string{"FULFILLMENT", "PROCEEDS", "PACKAGES", "PROM
 // the datasets options ask for, then BUYER and RECIPIENT only when the
 // account opted in (include_buyer, include_recipient, or included_data
 // naming them); config has checked them against the API's enum.
-func amazon2026Included(opts config.AmazonOptions) string {
+func amazon2026Included(opts AmazonOptions) string {
 	sets := slices.Clone(amazon2026Fulfilment)
 	extra := slices.Clone(opts.IncludedData)
 	if opts.IncludeBuyer {

@@ -13,7 +13,7 @@ import (
 
 // amazonV0 lists orders through the legacy Orders v0 getOrders
 // (options.api_version v0): GET <endpoint>/orders/v0/orders. Amazon removes
-// it on config.AmazonV0Removal; `config validate` warns about it.
+// it on AmazonV0Removal; `config validate` warns about it.
 type amazonV0 struct {
 	*amazonAPI
 	url string

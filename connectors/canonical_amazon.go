@@ -16,7 +16,7 @@ import (
 func init() { registerCanonical("amazon", canonicalAmazon) }
 
 func canonicalAmazon(p config.Platform, o Order) *order.Canonical {
-	if optionString(p, "api_version", config.AmazonAPI20260101) == config.AmazonAPIV0 {
+	if optionString(p, "api_version", AmazonAPI20260101) == AmazonAPIV0 {
 		return canonicalAmazonV0(o)
 	}
 	return canonicalAmazon2026(o)
@@ -119,7 +119,7 @@ func canonicalAmazon2026(o Order) *order.Canonical {
 	if json.Unmarshal(o.Raw, &a) != nil {
 		return nil
 	}
-	c := &order.Canonical{Source: config.AmazonAPI20260101, Number: a.OrderID, Currency: o.Currency}
+	c := &order.Canonical{Source: AmazonAPI20260101, Number: a.OrderID, Currency: o.Currency}
 	if f := a.Fulfillment; f != nil {
 		amazonStates(c, amazon2026States, f.FulfillmentStatus)
 	}
@@ -211,7 +211,7 @@ func canonicalAmazonV0(o Order) *order.Canonical {
 	if json.Unmarshal(o.Raw, &a) != nil {
 		return nil
 	}
-	c := &order.Canonical{Source: config.AmazonAPIV0, Number: a.AmazonOrderID, Currency: o.Currency}
+	c := &order.Canonical{Source: AmazonAPIV0, Number: a.AmazonOrderID, Currency: o.Currency}
 	amazonStates(c, amazonV0States, a.OrderStatus)
 	if t := a.OrderTotal; t != nil {
 		c.Totals.Total, c.Currency = t.amount(), t.CurrencyCode

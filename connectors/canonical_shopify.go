@@ -18,7 +18,7 @@ import (
 func init() { registerCanonical("shopify", canonicalShopify) }
 
 func canonicalShopify(p config.Platform, o Order) *order.Canonical {
-	if optionString(p, "api", config.ShopifyGraphQL) == config.ShopifyGraphQL {
+	if optionString(p, "api", ShopifyGraphQL) == ShopifyGraphQL {
 		return canonicalShopifyGraphQL(o)
 	}
 	return canonicalShopifyREST(o)
@@ -204,7 +204,7 @@ func canonicalShopifyGraphQL(o Order) *order.Canonical {
 	if json.Unmarshal(o.Raw, &n) != nil {
 		return nil
 	}
-	c := &order.Canonical{Source: config.ShopifyGraphQL, Number: n.Name, PlatformStatus: o.Status, Currency: n.CurrencyCode,
+	c := &order.Canonical{Source: ShopifyGraphQL, Number: n.Name, PlatformStatus: o.Status, Currency: n.CurrencyCode,
 		FinancialStatus:   shopifyFinancial(n.DisplayFinancialStatus),
 		FulfillmentStatus: shopifyFulfillment(n.DisplayFulfillmentStatus, false),
 		Totals: order.Totals{Subtotal: n.SubtotalPriceSet.amount(), Shipping: n.TotalShippingPriceSet.amount(), Tax: n.TotalTaxSet.amount(),
@@ -380,7 +380,7 @@ func canonicalShopifyREST(o Order) *order.Canonical {
 	if json.Unmarshal(o.Raw, &n) != nil {
 		return nil
 	}
-	c := &order.Canonical{Source: config.ShopifyREST, Number: n.Name, PlatformStatus: o.Status, Currency: n.Currency,
+	c := &order.Canonical{Source: ShopifyREST, Number: n.Name, PlatformStatus: o.Status, Currency: n.Currency,
 		FinancialStatus:   shopifyFinancial(n.FinancialStatus),
 		FulfillmentStatus: shopifyFulfillment(n.FulfillmentStatus, true),
 		Totals: order.Totals{Subtotal: decimalOrEmpty(n.SubtotalPrice), Tax: decimalOrEmpty(n.TotalTax), Discount: decimalOrEmpty(n.TotalDiscounts),

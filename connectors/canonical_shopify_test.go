@@ -63,7 +63,7 @@ func shopifyExamples(t *testing.T) (gql, rest Order) {
 	raw := readRaw(t, "shopify-graphql")
 	var n shopifyNode
 	require.NoError(t, json.Unmarshal(raw, &n))
-	gc := &shopifyGraphQL{platform: "shop", fields: newShopifyFields(config.ShopifyOptions{LineItemsPageSize: 4})}
+	gc := &shopifyGraphQL{platform: "shop", fields: newShopifyFields(ShopifyOptions{LineItemsPageSize: 4})}
 	gql, more, err := gc.pagedOrder(n, raw)
 	require.NoError(t, err)
 	require.Empty(t, more)
@@ -112,21 +112,21 @@ func TestCanonicalShopifyFieldGroups(t *testing.T) {
 		check     func(*order.Canonical) bool
 	}
 	groups := map[string]group{
-		config.ShopifyFieldsCustomer: {[]string{"email", "phone", "customer"}, []string{"email", "phone", "customer"},
+		ShopifyFieldsCustomer: {[]string{"email", "phone", "customer"}, []string{"email", "phone", "customer"},
 			func(c *order.Canonical) bool {
 				return c.Customer != nil && c.Customer.Email == "bob.norman@mail.example.com"
 			}},
-		config.ShopifyFieldsAddresses: {[]string{"billingAddress", "shippingAddress"}, []string{"billing_address", "shipping_address"},
+		ShopifyFieldsAddresses: {[]string{"billingAddress", "shippingAddress"}, []string{"billing_address", "shipping_address"},
 			func(c *order.Canonical) bool {
 				return c.BillingAddress != nil && c.ShippingAddress != nil && c.ShippingAddress.City == "Louisville"
 			}},
-		config.ShopifyFieldsShippingLines: {[]string{"shippingLines"}, []string{"shipping_lines"},
+		ShopifyFieldsShippingLines: {[]string{"shippingLines"}, []string{"shipping_lines"},
 			func(c *order.Canonical) bool { return len(c.Shipping) == 1 && c.Shipping[0].Title == "Free Shipping" }},
-		config.ShopifyFieldsTaxLines: {[]string{"taxLines"}, []string{"tax_lines"},
+		ShopifyFieldsTaxLines: {[]string{"taxLines"}, []string{"tax_lines"},
 			func(c *order.Canonical) bool { return len(c.Taxes) == 1 && c.Taxes[0].Rate == "0.06" }},
-		config.ShopifyFieldsDiscounts: {[]string{"discountApplications", "discountCodes"}, []string{"discount_applications", "discount_codes"},
+		ShopifyFieldsDiscounts: {[]string{"discountApplications", "discountCodes"}, []string{"discount_applications", "discount_codes"},
 			func(c *order.Canonical) bool { return len(c.Discounts) == 1 && c.Discounts[0].Code == "TENOFF" }},
-		config.ShopifyFieldsNotes: {[]string{"tags", "note"}, []string{"tags", "note"},
+		ShopifyFieldsNotes: {[]string{"tags", "note"}, []string{"tags", "note"},
 			func(c *order.Canonical) bool { return c.Note == "leave at the door" && len(c.Tags) == 2 }},
 	}
 	for _, api := range []string{"graphql", "rest"} {

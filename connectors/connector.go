@@ -6,19 +6,19 @@
 //
 // # Adding a kind
 //
-// A kind is one spec in config and one file here:
+// A kind is one spec and one connector, both here:
 //
-//  1. config/kinds.go: an entry in kindSpecs with the kind's name, the
-//     defaults its platform documents (page size and its maximum, rate,
-//     interval, settle and its minimum), and, if it takes options, an
-//     options type with a finish method that fills in defaults and
-//     reports problems. config.Kinds, the defaults at load and the checks
-//     at load all come from that entry.
-//  2. connectors/<kind>.go: the connector, registered under the same name
-//     by func init() { register("<kind>", new<Kind>) }. Its constructor
-//     reads its options with config.KindOptions[config.<Kind>Options](p).
+//  1. spec_<kind>.go: a Spec with the kind's name, the defaults its
+//     platform documents (page size and its maximum, rate, interval,
+//     settle and its minimum), its options type (a struct with yaml tags
+//     and a Finish method that fills in defaults and reports problems),
+//     its checks, derived tuning and warnings, and its constructor, which
+//     gets the options decoded. specs.go registers it: config's kind list,
+//     the defaults at load and the checks at load all come from it
+//     (config.RegisterKind).
+//  2. <kind>.go: the connector.
 //
-// TestKindsAgree (kinds_test.go) fails until both exist, and loads a
+// TestKindsAgree (kinds_test.go) fails unless both agree, and loads a
 // platform of every kind through config to build its connector: add the
 // kind's fixture to kindFixtures (kindfixtures_test.go) and the shared
 // origin, decoding and redaction tests cover it too. docs/connectors.md,

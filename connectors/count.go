@@ -73,8 +73,8 @@ func CountSupported(p config.Platform) bool {
 	case "woocommerce", "ebay":
 		return true
 	case "shopify":
-		o, err := config.KindOptions[config.ShopifyOptions](p)
-		return err == nil && o.API == config.ShopifyGraphQL
+		o, err := config.KindOptions[ShopifyOptions](p)
+		return err == nil && o.API == ShopifyGraphQL
 	}
 	return false
 }

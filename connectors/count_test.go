@@ -59,7 +59,7 @@ func TestShopifyCountOnAnOldAPIVersionIsPermanent(t *testing.T) {
 	srv, err := s.Start("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
-	conn := newShopifyConn(t, srv.ShopURL("acme"), "acme-token", map[string]any{"api": config.ShopifyGraphQL, "api_version": "2024-04"})
+	conn := newShopifyConn(t, srv.ShopURL("acme"), "acme-token", map[string]any{"api": connectors.ShopifyGraphQL, "api_version": "2024-04"})
 	_, err = connectors.CountOrders(context.Background(), conn, connectors.CountRequest{From: clk.Now().Add(-time.Hour), To: clk.Now()})
 	require.True(t, connectors.IsPermanent(err), "%v", err)
 	require.Contains(t, err.Error(), "ordersCount")

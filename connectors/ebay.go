@@ -16,8 +16,6 @@ import (
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
-func init() { register("ebay", newEbay) }
-
 // ebayMaxLimit is getOrders' largest limit ("If a requested limit is more
 // than 200, the call fails").
 const ebayMaxLimit = 200
@@ -52,15 +50,12 @@ type ebayConnector struct {
 // https://api.ebay.com (or https://api.sandbox.ebay.com); the credential is a
 // JSON object {"client_id","client_secret","refresh_token"}: the app's keys
 // and the seller's refresh token from the authorization code grant.
-func newEbay(p config.Platform, src credentials.Source) (Connector, error) {
+func newEbay(p config.Platform, o *EbayOptions, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := config.KindOptions[config.EbayOptions](p)
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
-	}
+	opts := *o
 	fields := []string{"client_id", "client_secret", "refresh_token"}
 	if err := checkStaticSecret(p, src, func(raw string) error {
 		_, err := jsonSecret(p.Name, p.Credentials, raw, fields...)

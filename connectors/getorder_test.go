@@ -200,7 +200,7 @@ func TestHTTPKindGetOptionsAreChecked(t *testing.T) {
 			Options: map[string]any{"path": "/orders", "window": map[string]any{"from_param": "from", "to_param": "to"},
 				"pagination": map[string]any{"style": "none"}, "records_path": ".", "fields": map[string]any{"id": "id", "updated_at": "u"},
 				"get": tc.get}}
-		_, err := config.KindOptions[config.HTTPOptions](p)
+		_, err := config.KindOptions[connectors.HTTPOptions](p)
 		require.Error(t, err, "%v", tc.get)
 		require.Contains(t, err.Error(), tc.field, "%v", tc.get)
 	}

@@ -14,15 +14,13 @@ import (
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
-func init() { register("http", newHTTPKind) }
-
 // httpKindConnector is the declarative connector: everything it knows about
-// the platform comes from the platform's options (config.HTTPOptions), so a
+// the platform comes from the platform's options (HTTPOptions), so a
 // JSON API that lists orders by update time can be added without Go code.
 type httpKindConnector struct {
 	platform string
 	cred     config.CredentialRef
-	opts     config.HTTPOptions
+	opts     HTTPOptions
 	url      string
 	origin   origin // the endpoint's; link pagination never leaves it
 	pageSize int
@@ -31,17 +29,14 @@ type httpKindConnector struct {
 }
 
 // newHTTPKind builds the connector of kind "http" from its options (see
-// config.HTTPOptions and docs/connectors.md). The secret is asked of src
+// HTTPOptions and docs/connectors.md). The secret is asked of src
 // per request and put where options.auth says (authorize).
-func newHTTPKind(p config.Platform, src credentials.Source) (Connector, error) {
+func newHTTPKind(p config.Platform, o *HTTPOptions, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := config.KindOptions[config.HTTPOptions](p)
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
-	}
+	opts := *o
 	u, _ := url.Parse(base)
 	c := &httpKindConnector{platform: p.Name, cred: p.Credentials, opts: opts, url: base + opts.Path,
 		origin: originOf(u), pageSize: p.PageSize, http: newHTTPClient(p), src: src}

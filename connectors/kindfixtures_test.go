@@ -43,7 +43,7 @@ var kindFixtures = []kindFixture{
 	{name: "sim", kind: "sim", secret: "sim-bearer-secret", ordersPath: "/orders",
 		page: pageJSON("", orderJSON("S-1", "2026-03-01T10:30:00Z")), wantID: "S-1",
 		idField: "id", badID: "id is %s, want a string"},
-	{name: "shopify", kind: "shopify", secret: "shpat_origin_secret", ordersPath: "/admin/api/" + config.DefaultShopifyAPIVersion + "/orders.json",
+	{name: "shopify", kind: "shopify", secret: "shpat_origin_secret", ordersPath: "/admin/api/" + connectors.DefaultShopifyAPIVersion + "/orders.json",
 		options: func(string) map[string]any { return map[string]any{"api": "rest"} },
 		page:    `{"orders":[{"id":1001,"updated_at":"2026-03-01T10:30:00Z","total_price":"1.00"}]}`, wantID: "1001",
 		idField: "id", badID: "id is %s, want a number"},
@@ -68,7 +68,7 @@ var kindFixtures = []kindFixture{
 		options: func(string) map[string]any { return httpKindOptions("link") }, page: `{"orders":[{"id":"H-1","updated_at":"2026-03-01T10:30:00Z"}]}`, wantID: "H-1",
 		idField: "id", badID: `id at "id" is %s, want a string or number`},
 	{name: "shopify graphql", kind: "shopify", secret: "shpat_origin_secret", method: http.MethodPost,
-		ordersPath: "/admin/api/" + config.DefaultShopifyAPIVersion + "/graphql.json",
+		ordersPath: "/admin/api/" + connectors.DefaultShopifyAPIVersion + "/graphql.json",
 		page: `{"data":{"orders":{"nodes":[{"id":"gid://shopify/Order/1001","updatedAt":"2026-03-01T10:30:00Z",` +
 			`"totalPriceSet":{"shopMoney":{"amount":"1.00","currencyCode":"USD"}},"lineItems":{"nodes":[],"pageInfo":{"hasNextPage":false}}}],` +
 			`"pageInfo":{"hasNextPage":false,"endCursor":null}}}}`,

@@ -11,15 +11,15 @@ import (
 	"github.com/ordersync/ordersync/connectors"
 )
 
-// TestKindsAgree: a kind is one spec in config (config/kinds.go) and one
-// connector file here. Config must not accept a kind no connector serves,
-// nor a connector serve a kind config refuses; and every kind, loaded as a
-// platforms file would load it (its defaults applied, its options decoded
-// and checked), must build its connector.
+// TestKindsAgree: a kind is one spec here (spec_<kind>.go), registered
+// with config and with New at once (specs.go). Config must not accept a
+// kind no connector serves, nor a connector serve a kind config refuses;
+// and every kind, loaded as a platforms file would load it (its defaults
+// applied, its options decoded and checked), must build its connector.
 func TestKindsAgree(t *testing.T) {
-	kinds := slices.Sorted(slices.Values(config.Kinds))
+	kinds := slices.Sorted(slices.Values(config.Kinds()))
 	require.Equal(t, kinds, connectors.RegisteredKinds(),
-		"the kinds config knows (config.Kinds, from its kind specs) and the kinds with a registered connector differ")
+		"the kinds config knows (config.Kinds(), from the specs registered in specs.go) and the kinds with a registered connector differ")
 
 	fixtureOf := map[string]kindFixture{}
 	for _, f := range kindFixtures {

@@ -17,8 +17,6 @@ import (
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
-func init() { register("shopify", newShopify) }
-
 // shopifyConnector lists a shop's orders through the legacy REST Admin API
 // (options.api: rest):
 // GET <shop>/admin/api/<version>/orders.json with the app's access token in
@@ -39,19 +37,16 @@ type shopifyConnector struct {
 // token (shpat_...); options.api picks the GraphQL Admin API (the default,
 // shopify_graphql.go) or the legacy REST Admin API, options.api_version
 // the API version.
-func newShopify(p config.Platform, src credentials.Source) (Connector, error) {
+func newShopify(p config.Platform, o *ShopifyOptions, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := config.KindOptions[config.ShopifyOptions](p)
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
-	}
+	opts := *o
 	if err := checkStaticSecret(p, src, nil); err != nil {
 		return nil, err
 	}
-	if opts.API == config.ShopifyGraphQL {
+	if opts.API == ShopifyGraphQL {
 		return newShopifyGraphQL(p, opts, base, src), nil
 	}
 	u, _ := url.Parse(base)

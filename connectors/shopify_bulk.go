@@ -919,13 +919,13 @@ func (b *idleBody) Close() error {
 // platform's timeout for the connection, the headers and each wait for
 // body bytes (a large file takes longer than one request; the activity's
 // heartbeat timeout catches a stalled worker).
-func newBulkFileClient(p config.Platform) *http.Client {
+func newBulkFileClient(p config.Platform, opts ShopifyOptions) *http.Client {
 	timeout := p.Timeout.D()
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
 	var guard bulkAddressGuard
-	if o, err := config.KindOptions[config.ShopifyOptions](p); err == nil && o.BulkLoopbackHTTP {
+	if opts.BulkLoopbackHTTP {
 		if u, err := url.Parse(p.Endpoint); err == nil && loopbackName(u.Hostname()) {
 			guard.loopbackPort = u.Port()
 			if guard.loopbackPort == "" {

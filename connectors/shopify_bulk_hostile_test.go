@@ -27,7 +27,7 @@ func completedBulk(t *testing.T, bulk sim.BulkConfig, o bulkSimOptions) (*sim.Si
 	if bulk.Duration == 0 {
 		bulk.Duration = time.Second
 	}
-	s, b := startBulkSimWith(t, clk, config.DefaultShopifyAPIVersion, bulk, o)
+	s, b := startBulkSimWith(t, clk, connectors.DefaultShopifyAPIVersion, bulk, o)
 	ctx := context.Background()
 	from, to := clk.Now().Add(-25*time.Hour), clk.Now()
 	op, err := b.StartBulk(ctx, from, to, nil)

@@ -121,7 +121,7 @@ func requireBulkTruth(t *testing.T, s *sim.Simulator, from, to time.Time, got []
 // at a batch's offset gets exactly the rest.
 func TestShopifyBulkLifecycle(t *testing.T) {
 	clk := newFakeClock()
-	s, b := startBulkSim(t, clk, config.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: 10 * time.Second})
+	s, b := startBulkSim(t, clk, connectors.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: 10 * time.Second})
 	ctx := context.Background()
 	from, to := clk.Now().Add(-25*time.Hour), clk.Now()
 	op, err := b.StartBulk(ctx, from, to, nil)
@@ -179,7 +179,7 @@ func TestShopifyBulkLifecycle(t *testing.T) {
 // and hands a partialDataUrl whose orders are whole, lines and all.
 func TestShopifyBulkFailedWithPartialData(t *testing.T) {
 	clk := newFakeClock()
-	s, b := startBulkSim(t, clk, config.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Second, FailRate: 1})
+	s, b := startBulkSim(t, clk, connectors.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Second, FailRate: 1})
 	ctx := context.Background()
 	from, to := clk.Now().Add(-25*time.Hour), clk.Now()
 	for try := 0; ; try++ {
@@ -208,7 +208,7 @@ func TestShopifyBulkFailedWithPartialData(t *testing.T) {
 // retention is EXPIRED with no URL.
 func TestShopifyBulkExpiredURL(t *testing.T) {
 	clk := newFakeClock()
-	_, b := startBulkSim(t, clk, config.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Second, URLTTL: time.Minute, ResultTTL: time.Hour})
+	_, b := startBulkSim(t, clk, connectors.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Second, URLTTL: time.Minute, ResultTTL: time.Hour})
 	ctx := context.Background()
 	op, err := b.StartBulk(ctx, clk.Now().Add(-25*time.Hour), clk.Now(), nil)
 	require.NoError(t, err)
@@ -266,7 +266,7 @@ func TestShopifyBulkOneAtATime(t *testing.T) {
 // ended one is no error.
 func TestShopifyBulkCancel(t *testing.T) {
 	clk := newFakeClock()
-	_, b := startBulkSim(t, clk, config.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Minute})
+	_, b := startBulkSim(t, clk, connectors.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Minute})
 	ctx := context.Background()
 	op, err := b.StartBulk(ctx, clk.Now().Add(-25*time.Hour), clk.Now(), nil)
 	require.NoError(t, err)
@@ -281,7 +281,7 @@ func TestShopifyBulkCancel(t *testing.T) {
 // error after the batches it completed, which a resumed read finishes.
 func TestShopifyBulkCutOffDownload(t *testing.T) {
 	clk := newFakeClock()
-	s, b := startBulkSim(t, clk, config.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Second, DropRate: 1})
+	s, b := startBulkSim(t, clk, connectors.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Second, DropRate: 1})
 	ctx := context.Background()
 	from, to := clk.Now().Add(-25*time.Hour), clk.Now()
 	op, err := b.StartBulk(ctx, from, to, nil)
@@ -309,7 +309,7 @@ func TestShopifyBulkCutOffDownload(t *testing.T) {
 // a second slot, and five others fill the shop until one ends.
 func TestShopifyBulkNoDuplicateStart(t *testing.T) {
 	clk := newFakeClock()
-	s, b := startBulkSim(t, clk, config.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Minute})
+	s, b := startBulkSim(t, clk, connectors.DefaultShopifyAPIVersion, sim.BulkConfig{Duration: time.Minute})
 	ctx := context.Background()
 	from, to := clk.Now().Add(-25*time.Hour), clk.Now()
 	first, err := b.StartBulk(ctx, from, to, nil)

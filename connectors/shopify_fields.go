@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/ordersync/ordersync/config"
 )
 
 // The Order selection of the GraphQL connector: the fields an OMS needs to
@@ -30,7 +28,7 @@ const shopifyAddressFields = "{ name firstName lastName company address1 address
 
 const shopifyTaxLineFields = "{ title rate priceSet " + shopifyMoney2 + " }"
 
-// shopifyLineNode is a LineItem's selection (config.ShopifyLineCost).
+// shopifyLineNode is a LineItem's selection (ShopifyLineCost).
 const shopifyLineNode = "__typename id sku name title quantity originalUnitPriceSet " + shopifyMoney2 +
 	" discountedTotalSet " + shopifyMoney2 + " totalDiscountSet " + shopifyMoney2 + " taxLines " + shopifyTaxLineFields
 
@@ -52,22 +50,22 @@ type shopifyNested struct {
 var shopifyDiscountApplications = []string{"AutomaticDiscountApplication", "DiscountCodeApplication", "ManualDiscountApplication", "ScriptDiscountApplication"}
 
 var shopifyNestedFields = []shopifyNested{
-	{field: "lineItems", node: shopifyLineNode, nodeCost: config.ShopifyLineCost, op: shopifyLinesOperation,
+	{field: "lineItems", node: shopifyLineNode, nodeCost: ShopifyLineCost, op: shopifyLinesOperation,
 		typename: func(t string) bool { return t == "LineItem" }},
-	{field: "shippingLines", group: config.ShopifyFieldsShippingLines, first: config.ShopifyShippingLinesFirst, nodeCost: 1 + 2 + 2 + 3,
+	{field: "shippingLines", group: ShopifyFieldsShippingLines, first: ShopifyShippingLinesFirst, nodeCost: 1 + 2 + 2 + 3,
 		node: "__typename id title code source carrierIdentifier originalPriceSet " + shopifyMoney2 + " discountedPriceSet " + shopifyMoney2 +
 			" taxLines " + shopifyTaxLineFields,
 		op: "OrderShippingLines", typename: func(t string) bool { return t == "ShippingLine" }},
-	{field: "discountApplications", group: config.ShopifyFieldsDiscounts, first: config.ShopifyDiscountsFirst, nodeCost: 1 + 1,
+	{field: "discountApplications", group: ShopifyFieldsDiscounts, first: ShopifyDiscountsFirst, nodeCost: 1 + 1,
 		node: "__typename allocationMethod targetSelection targetType index value { __typename ... on MoneyV2 { amount currencyCode } ... on PricingPercentageValue { percentage } }" +
 			" ... on DiscountCodeApplication { code } ... on ManualDiscountApplication { title description }" +
 			" ... on AutomaticDiscountApplication { title } ... on ScriptDiscountApplication { title }",
 		op: "OrderDiscountApplications", typename: func(t string) bool { return slices.Contains(shopifyDiscountApplications, t) }},
-	{field: "refunds", group: config.ShopifyFieldsRefunds, first: config.ShopifyRefundsFirst, list: true, nodeCost: 1 + 2,
+	{field: "refunds", group: ShopifyFieldsRefunds, first: ShopifyRefundsFirst, list: true, nodeCost: 1 + 2,
 		node: "id createdAt note totalRefundedSet " + shopifyMoney2, op: "OrderRefunds"},
-	{field: "fulfillments", group: config.ShopifyFieldsFulfillments, first: config.ShopifyFulfillmentsFirst, list: true,
-		nodeCost: 1 + config.ShopifyTrackingFirst,
-		node:     "id name status displayStatus createdAt updatedAt trackingInfo(first: " + strconv.Itoa(config.ShopifyTrackingFirst) + ") { company number url }",
+	{field: "fulfillments", group: ShopifyFieldsFulfillments, first: ShopifyFulfillmentsFirst, list: true,
+		nodeCost: 1 + ShopifyTrackingFirst,
+		node:     "id name status displayStatus createdAt updatedAt trackingInfo(first: " + strconv.Itoa(ShopifyTrackingFirst) + ") { company number url }",
 		op:       "OrderFulfillments"},
 }
 
@@ -88,12 +86,12 @@ type shopifyFields struct {
 	lines       int
 }
 
-func newShopifyFields(opts config.ShopifyOptions) shopifyFields {
+func newShopifyFields(opts ShopifyOptions) shopifyFields {
 	groups := opts.OrderFields
 	if groups == nil {
-		groups = config.ShopifyOrderFieldGroups
+		groups = ShopifyOrderFieldGroups
 	}
-	objects, _ := config.CheckShopifyFragment(opts.OrderFragment) // checked when the config loaded
+	objects, _ := CheckShopifyFragment(opts.OrderFragment) // checked when the config loaded
 	return shopifyFields{groups: groups, fragment: opts.OrderFragment, fragObjects: objects, lines: opts.LineItemsPageSize}
 }
 
@@ -101,7 +99,7 @@ func (f shopifyFields) has(group string) bool { return group == "" || slices.Con
 
 // orderCost is the requested cost of one Order node.
 func (f shopifyFields) orderCost() int {
-	return config.ShopifyOrderCost(f.groups, f.lines, f.fragObjects)
+	return ShopifyOrderCost(f.groups, f.lines, f.fragObjects)
 }
 
 // nested are the order's connections and lists this selection has.
@@ -125,15 +123,15 @@ func (f shopifyFields) selection(bulk bool) string {
 		b.WriteString(" " + m + " " + shopifyMoney2)
 	}
 	scalars := map[string]string{
-		config.ShopifyFieldsCustomer:  "email phone customer { id displayName firstName lastName defaultEmailAddress { emailAddress } defaultPhoneNumber { phoneNumber } }",
-		config.ShopifyFieldsAddresses: "billingAddress " + shopifyAddressFields + " shippingAddress " + shopifyAddressFields,
-		config.ShopifyFieldsTaxLines:  "taxLines " + shopifyTaxLineFields,
-		config.ShopifyFieldsDiscounts: "discountCodes",
-		config.ShopifyFieldsNotes:     "tags note customAttributes { key value }",
-		config.ShopifyFieldsPayment:   "paymentGatewayNames",
-		config.ShopifyFieldsRefunds:   "totalRefundedSet " + shopifyMoney2,
+		ShopifyFieldsCustomer:  "email phone customer { id displayName firstName lastName defaultEmailAddress { emailAddress } defaultPhoneNumber { phoneNumber } }",
+		ShopifyFieldsAddresses: "billingAddress " + shopifyAddressFields + " shippingAddress " + shopifyAddressFields,
+		ShopifyFieldsTaxLines:  "taxLines " + shopifyTaxLineFields,
+		ShopifyFieldsDiscounts: "discountCodes",
+		ShopifyFieldsNotes:     "tags note customAttributes { key value }",
+		ShopifyFieldsPayment:   "paymentGatewayNames",
+		ShopifyFieldsRefunds:   "totalRefundedSet " + shopifyMoney2,
 	}
-	for _, g := range config.ShopifyOrderFieldGroups {
+	for _, g := range ShopifyOrderFieldGroups {
 		if f.has(g) && scalars[g] != "" {
 			b.WriteString(" " + scalars[g])
 		}
@@ -196,7 +194,7 @@ func followUpFirst(n shopifyNested, limit float64) int {
 	if !n.list {
 		return max(1, min(50, int((limit-3)/float64(n.nodeCost))))
 	}
-	return max(1, min(config.ShopifyMaxConnectionSize, int((limit-1)/float64(n.nodeCost))))
+	return max(1, min(ShopifyMaxConnectionSize, int((limit-1)/float64(n.nodeCost))))
 }
 
 // followUpQuery is the query for the rest of one order's connection (from

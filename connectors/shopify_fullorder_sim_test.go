@@ -163,7 +163,7 @@ func TestShopifyRequestedCostMatchesTheSimulator(t *testing.T) {
 			for i, r := range rec {
 				ops[r.op]++
 				require.Equal(t, float64(r.requested), m.booked[i], "query %d (%s): booked as Shopify charges it", i, r.op)
-				require.LessOrEqual(t, r.requested, config.ShopifyMaxQueryCost)
+				require.LessOrEqual(t, r.requested, connectors.ShopifyMaxQueryCost)
 			}
 			require.Positive(t, ops["OrderLineItems"], "orders of more than two lines had follow-ups")
 			require.Greater(t, ops["OrdersUpdatedInWindow"], 1, "pages lowered from 250 to what fits")

@@ -74,7 +74,7 @@ const shopifyLinesFollowUp = 100
 // that keeps answering hasNextPage does not hold the page forever.
 const maxShopifyLinePages = 1000
 
-func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base string, src credentials.Source) *shopifyGraphQL {
+func newShopifyGraphQL(p config.Platform, opts ShopifyOptions, base string, src credentials.Source) *shopifyGraphQL {
 	return &shopifyGraphQL{
 		platform:  p.Name,
 		cred:      p.Credentials,
@@ -85,7 +85,7 @@ func newShopifyGraphQL(p config.Platform, opts config.ShopifyOptions, base strin
 		fields:    newShopifyFields(opts),
 		budget:    CostBudget{Rate: opts.RestoreRate, Capacity: opts.MaxCostAvailable},
 		http:      newHTTPClient(p).SetHeader("Content-Type", "application/json"),
-		files:     newBulkFileClient(p),
+		files:     newBulkFileClient(p, opts),
 		listsBulk: opts.APIVersion == "unstable" || opts.APIVersion >= "2026-01",
 		bulkLimit: opts.BulkConcurrency,
 	}
@@ -127,10 +127,10 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 	if err != nil {
 		return Page{}, err
 	}
-	if listed >= config.ShopifyPaginationLimit {
+	if listed >= ShopifyPaginationLimit {
 		return Page{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf(
 			"the window [%s, %s) holds more than %d orders, as many as Shopify pages through in one query, and is too short to split",
-			req.From.UTC().Format(time.RFC3339Nano), req.To.UTC().Format(time.RFC3339Nano), config.ShopifyPaginationLimit)}
+			req.From.UTC().Format(time.RFC3339Nano), req.To.UTC().Format(time.RFC3339Nano), ShopifyPaginationLimit)}
 	}
 	st, resumed := c.resume(ctx, req)
 	if st == nil {
@@ -163,26 +163,26 @@ func (c *shopifyGraphQL) ListOrders(ctx context.Context, req PageRequest) (Page,
 func (c *shopifyGraphQL) listPage(ctx context.Context, req PageRequest, listed int, cursor string) (*shopifyPageState, error) {
 	size := pageSize(req, c.pageSize)
 	if size <= 0 {
-		size = config.KindDefaults("shopify").PageSize
+		size = shopifySpec.Defaults.PageSize
 	}
-	size = min(size, config.ShopifyMaxConnectionSize, config.ShopifyPaginationLimit-listed)
+	size = min(size, ShopifyMaxConnectionSize, ShopifyPaginationLimit-listed)
 	// The page is lowered to what the single-query maximum and the
 	// smallest bucket in view hold: a full order costs far more than a
 	// header did, and a query over either is refused or never runs.
 	orderCost := c.fields.orderCost()
-	if config.ShopifyPageFit(orderCost, config.ShopifyMaxQueryCost) < 1 {
+	if ShopifyPageFit(orderCost, ShopifyMaxQueryCost) < 1 {
 		return nil, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf(
 			"one order costs %d points as selected, more than a query may request (%d); lower options.line_items_page_size, order_fields or order_fragment",
-			orderCost, config.ShopifyMaxQueryCost)}
+			orderCost, ShopifyMaxQueryCost)}
 	}
 	// A bucket Shopify lowered below one order's cost for a while still
 	// gets pages of one: THROTTLED is a wait, the limit may come back.
-	size = min(size, max(1, config.ShopifyPageFit(orderCost, c.queryLimit())))
+	size = min(size, max(1, ShopifyPageFit(orderCost, c.queryLimit())))
 	vars := map[string]any{"first": size, "query": shopifySearchWindow(req.From, req.To), "lines": c.lines, "after": nil}
 	if cursor != "" {
 		vars["after"] = cursor
 	}
-	body, err := c.query(ctx, req, shopifyOrdersOperation, c.fields.ordersQuery(), vars, config.ShopifyOrdersQueryCost(size, orderCost))
+	body, err := c.query(ctx, req, shopifyOrdersOperation, c.fields.ordersQuery(), vars, ShopifyOrdersQueryCost(size, orderCost))
 	if err != nil {
 		return nil, err
 	}
@@ -679,7 +679,7 @@ func (c *shopifyGraphQL) throttled(qc *shopifyCost, booked float64) *RateLimitEr
 		if s := qc.stated(); s.Rate > 0 {
 			rate = s.Rate
 		}
-		if r := qc.RequestedQueryCost; r.OK && r.V > 0 && r.V <= config.ShopifyMaxQueryCost {
+		if r := qc.RequestedQueryCost; r.OK && r.V > 0 && r.V <= ShopifyMaxQueryCost {
 			need = r.V
 		}
 		avail := 0.0
@@ -732,7 +732,7 @@ func (c *shopifyGraphQL) settle(ctx context.Context, m Meter, budget CostBudget,
 // or the bucket in view when that is smaller (a query the bucket cannot
 // hold never runs).
 func (c *shopifyGraphQL) queryLimit() float64 {
-	return min(float64(config.ShopifyMaxQueryCost), c.currentBudget().Capacity)
+	return min(float64(ShopifyMaxQueryCost), c.currentBudget().Capacity)
 }
 
 // currentBudget is the configured budget, lowered to what Shopify last

@@ -81,7 +81,7 @@ func (s *gqlShop) sent() []gqlRequest {
 func (s *gqlShop) serve(w http.ResponseWriter, r *http.Request) {
 	t := s.t
 	assert.Equal(t, http.MethodPost, r.Method)
-	assert.Equal(t, "/admin/api/"+config.DefaultShopifyAPIVersion+"/graphql.json", r.URL.Path)
+	assert.Equal(t, "/admin/api/"+connectors.DefaultShopifyAPIVersion+"/graphql.json", r.URL.Path)
 	assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 	if r.Header.Get("X-Shopify-Access-Token") != gqlToken {
 		writeBody(w, http.StatusUnauthorized, []byte(`{"errors":"[API] Invalid API key or access token (unrecognized login or wrong password)"}`))
@@ -155,7 +155,7 @@ func (s *gqlShop) ordersPage(v map[string]any) map[string]any {
 	}
 	return map[string]any{
 		"data":       map[string]any{"orders": map[string]any{"nodes": nodes, "pageInfo": pageInfo}},
-		"extensions": gqlCost(config.ShopifyOrdersQueryCost(first, config.ShopifyOrderCost(config.ShopifyOrderFieldGroups, lines, 0)), actual),
+		"extensions": gqlCost(connectors.ShopifyOrdersQueryCost(first, connectors.ShopifyOrderCost(connectors.ShopifyOrderFieldGroups, lines, 0)), actual),
 	}
 }
 
@@ -217,11 +217,11 @@ func (s *gqlShop) linesPage(v map[string]any) map[string]any {
 			nodes, info := s.lineNodes(o, from, first)
 			return map[string]any{
 				"data":       map[string]any{"order": map[string]any{"lineItems": map[string]any{"nodes": nodes, "pageInfo": info}}},
-				"extensions": gqlCost(config.ShopifyLinesQueryCost(first), 3+3*len(nodes)),
+				"extensions": gqlCost(connectors.ShopifyLinesQueryCost(first), 3+3*len(nodes)),
 			}
 		}
 	}
-	return map[string]any{"data": map[string]any{"order": nil}, "extensions": gqlCost(config.ShopifyLinesQueryCost(first), 1)}
+	return map[string]any{"data": map[string]any{"order": nil}, "extensions": gqlCost(connectors.ShopifyLinesQueryCost(first), 1)}
 }
 
 // gqlCost is extensions.cost of a query that left the standard bucket 100

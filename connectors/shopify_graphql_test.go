@@ -408,10 +408,10 @@ func TestShopifyGraphQLDefaultsFromConfig(t *testing.T) {
 	p, _ := f.Get("s")
 	require.Equal(t, 50, p.PageSize)
 	// A default page is lowered to what the single-query maximum holds.
-	cost := config.ShopifyOrderCost(config.ShopifyOrderFieldGroups, config.DefaultShopifyLineItemsPageSize, 0)
-	fit := config.ShopifyPageFit(cost, config.ShopifyMaxQueryCost)
+	cost := connectors.ShopifyOrderCost(connectors.ShopifyOrderFieldGroups, connectors.DefaultShopifyLineItemsPageSize, 0)
+	fit := connectors.ShopifyPageFit(cost, connectors.ShopifyMaxQueryCost)
 	require.Equal(t, 7, fit, "a full order of 4 lines requests %d points", cost)
-	require.LessOrEqual(t, config.ShopifyOrdersQueryCost(fit, cost), config.ShopifyMaxQueryCost)
-	require.Greater(t, config.ShopifyOrdersQueryCost(fit+1, cost), config.ShopifyMaxQueryCost)
-	require.LessOrEqual(t, config.ShopifyLinesQueryCost(50), config.ShopifyMaxQueryCost)
+	require.LessOrEqual(t, connectors.ShopifyOrdersQueryCost(fit, cost), connectors.ShopifyMaxQueryCost)
+	require.Greater(t, connectors.ShopifyOrdersQueryCost(fit+1, cost), connectors.ShopifyMaxQueryCost)
+	require.LessOrEqual(t, connectors.ShopifyLinesQueryCost(50), connectors.ShopifyMaxQueryCost)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-resty/resty/v2"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
@@ -38,10 +37,10 @@ func (c *shopifyGraphQL) GetOrder(ctx context.Context, req OrderRequest) (Order,
 		return Order{}, err
 	}
 	cost := c.fields.orderCost()
-	if cost > config.ShopifyMaxQueryCost {
+	if cost > ShopifyMaxQueryCost {
 		return Order{}, &PermanentError{Platform: c.platform, Msg: fmt.Sprintf(
 			"one order costs %d points as selected, more than a query may request (%d); lower options.line_items_page_size, order_fields or order_fragment",
-			cost, config.ShopifyMaxQueryCost)}
+			cost, ShopifyMaxQueryCost)}
 	}
 	pr := PageRequest{Meter: req.Meter}
 	body, err := c.query(ctx, pr, shopifyOrderOperation, c.fields.orderQuery(), map[string]any{"id": shopifyOrderGIDPrefix + n, "lines": c.lines}, cost)

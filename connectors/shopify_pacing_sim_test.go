@@ -51,7 +51,7 @@ func startPacedShopify(t *testing.T, clk *fakeClock, wrap func(http.Handler) htt
 	f, err := config.Parse(fmt.Appendf(nil, shopifyOnSim, ts.URL+"/shops/acme", secretFile(t, "acme-token").File, 50, 4))
 	require.NoError(t, err)
 	p, _ := f.Get("shopify-acme")
-	opts, err := config.KindOptions[config.ShopifyOptions](p)
+	opts, err := config.KindOptions[connectors.ShopifyOptions](p)
 	require.NoError(t, err)
 	require.Equal(t, 2000.0, opts.MaxCostAvailable, "configured above the shop's real bucket")
 	conn, err := connectors.New(p)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ordersync/ordersync/config"
 	"github.com/ordersync/ordersync/connectors"
 )
 
@@ -24,9 +23,9 @@ func TestShopifyRESTGetOrder(t *testing.T) {
 		paths = append(paths, r.URL.Path)
 		require.Equal(t, "shpat_rest", r.Header.Get("X-Shopify-Access-Token"))
 		switch r.URL.Path {
-		case "/admin/api/" + config.DefaultShopifyAPIVersion + "/orders/450789469.json":
+		case "/admin/api/" + connectors.DefaultShopifyAPIVersion + "/orders/450789469.json":
 			writeBody(w, http.StatusOK, append(append([]byte(`{"order":`), example...), '}'))
-		case "/admin/api/" + config.DefaultShopifyAPIVersion + "/orders/1.json":
+		case "/admin/api/" + connectors.DefaultShopifyAPIVersion + "/orders/1.json":
 			w.Header().Set("Retry-After", "2.0")
 			writeBody(w, http.StatusTooManyRequests, []byte(`{"errors":"Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service."}`))
 		default:
@@ -45,7 +44,7 @@ func TestShopifyRESTGetOrder(t *testing.T) {
 
 	_, err = connectors.GetOrder(context.Background(), c, connectors.OrderRequest{ID: "gid://shopify/Order/42"})
 	require.ErrorIs(t, err, connectors.ErrOrderNotFound)
-	require.Equal(t, "/admin/api/"+config.DefaultShopifyAPIVersion+"/orders/42.json", paths[len(paths)-1], "a global id is sent as its number")
+	require.Equal(t, "/admin/api/"+connectors.DefaultShopifyAPIVersion+"/orders/42.json", paths[len(paths)-1], "a global id is sent as its number")
 
 	_, err = connectors.GetOrder(context.Background(), c, connectors.OrderRequest{ID: "1"})
 	var rl *connectors.RateLimitError

@@ -71,7 +71,7 @@ func TestShopifyPagesThroughAWindow(t *testing.T) {
 		name, version string
 		options       map[string]any
 	}{
-		{"default API version", config.DefaultShopifyAPIVersion, nil},
+		{"default API version", connectors.DefaultShopifyAPIVersion, nil},
 		{"pinned API version", "2026-07", map[string]any{"api_version": "2026-07"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestShopifyPagesThroughAWindow(t *testing.T) {
 func TestShopifyRESTStartsOverOnAGraphQLToken(t *testing.T) {
 	// The platform moved back from GraphQL while a slice ran: its window
 	// starts over with the first page's filters (the server checks them).
-	ts := shopifyServer(t, config.DefaultShopifyAPIVersion, nil)
+	ts := shopifyServer(t, connectors.DefaultShopifyAPIVersion, nil)
 	p, err := newShopifyConn(t, ts.URL, "shpat_abc", nil).ListOrders(context.Background(),
 		connectors.PageRequest{From: shopifyFrom, To: shopifyTo, Page: 3, Token: "gql:100:eyJsYXN0X2lkIjoxfQ=="})
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestShopifyErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := shopifyServer(t, config.DefaultShopifyAPIVersion, tc.fault)
+			ts := shopifyServer(t, connectors.DefaultShopifyAPIVersion, tc.fault)
 			_, err := newShopifyConn(t, ts.URL, tc.token, nil).ListOrders(context.Background(),
 				connectors.PageRequest{From: shopifyFrom, To: shopifyTo, Page: 1})
 			tc.check(t, err)

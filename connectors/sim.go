@@ -17,8 +17,6 @@ import (
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
-func init() { register("sim", newSim) }
-
 // simConnector lists one shop of the ordersync simulator (package sim):
 // GET <endpoint>/orders?updated_from&updated_to&limit&page_token with a
 // bearer token.
@@ -33,7 +31,7 @@ type simConnector struct {
 // newSim builds the connector of kind "sim". Endpoint is the shop's base URL,
 // e.g. http://127.0.0.1:8780/shops/acme. The bearer token is asked of src
 // per request; it is never logged or returned.
-func newSim(p config.Platform, src credentials.Source) (Connector, error) {
+func newSim(p config.Platform, _ *NoOptions, src credentials.Source) (Connector, error) {
 	u, err := url.Parse(p.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &PermanentError{Platform: p.Name, Msg: fmt.Sprintf("endpoint %q is not an http(s) URL", p.Endpoint)}

@@ -16,8 +16,6 @@ import (
 	"github.com/ordersync/ordersync/internal/textclip"
 )
 
-func init() { register("woocommerce", newWooCommerce) }
-
 // wooTime is how WooCommerce writes and reads GMT times: no zone suffix.
 const wooTime = "2006-01-02T15:04:05"
 
@@ -39,15 +37,12 @@ var wooFields = []string{"consumer_key", "consumer_secret"}
 // newWooCommerce builds the connector of kind "woocommerce". Endpoint is the
 // site, e.g. https://shop.example.com; the credential is a JSON object
 // {"consumer_key":"ck_...","consumer_secret":"cs_..."}.
-func newWooCommerce(p config.Platform, src credentials.Source) (Connector, error) {
+func newWooCommerce(p config.Platform, o *WooCommerceOptions, src credentials.Source) (Connector, error) {
 	base, err := httpEndpoint(p)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := config.KindOptions[config.WooCommerceOptions](p)
-	if err != nil {
-		return nil, &PermanentError{Platform: p.Name, Msg: err.Error()}
-	}
+	opts := *o
 	if err := checkStaticSecret(p, src, func(raw string) error {
 		_, err := jsonSecret(p.Name, p.Credentials, raw, wooFields...)
 		return err

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
@@ -152,15 +154,30 @@ func (s *system) startCursors() {
 	require.NoError(s.t, err)
 }
 
+// status queries the platform's cursor. A query waits for a worker's
+// workflow task slot; on a machine busy with other tests it may take
+// longer than one 10 s try, so it is asked up to three times.
 func (s *system) status(platform string) api.CursorStatus {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	v, err := s.client.QueryWorkflow(ctx, api.CursorWorkflowID(platform), "", api.QueryStatus)
+	var err error
+	for try := 1; try <= 3; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var v converter.EncodedValue
+		v, err = s.client.QueryWorkflow(ctx, api.CursorWorkflowID(platform), "", api.QueryStatus)
+		timedOut := ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)
+		cancel()
+		if err == nil {
+			var st api.CursorStatus
+			require.NoError(s.t, v.Get(&st))
+			return st
+		}
+		if !timedOut {
+			break
+		}
+		s.t.Logf("status of %s: try %d timed out (a busy machine); asking again", platform, try)
+	}
 	require.NoError(s.t, err)
-	var st api.CursorStatus
-	require.NoError(s.t, v.Get(&st))
-	return st
+	return api.CursorStatus{}
 }
 
 // waitWatermark waits until the platform's watermark reaches at least t.

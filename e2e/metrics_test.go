@@ -101,8 +101,11 @@ func TestMetricsEndpointAfterRealWork(t *testing.T) {
 		// Slices end on the platform's 5-minute grid, so a caught-up
 		// cursor's watermark is up to one interval (plus settle) behind.
 		lag := metricValue(body, `ordersync_watermark_lag_seconds{platform="m-good"}`)
+		// The dead-letter workflow holds a failed slice before its cursor
+		// hears the outcome: wait for both.
 		return metricValue(body, `ordersync_caught_up{platform="m-good"}`) == 1 && lag > 0 && lag < 5*60+30 &&
-			metricValue(body, `ordersync_dead_letters{platform="m-bad"}`) >= 3
+			metricValue(body, `ordersync_dead_letters{platform="m-bad"}`) >= 3 &&
+			metricValue(body, `ordersync_slices_total{outcome="failed",platform="m-bad"}`) >= 3
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for !caughtUp() {

@@ -130,6 +130,12 @@ func TestNoInputCarriesIdentity(t *testing.T) {
 		func(_ context.Context, in activities.FetchPageInput) (activities.FetchPageResult, error) {
 			return onePage(in)
 		}).Maybe()
+	env.OnActivity(acts.FetchWindow, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.FetchWindowInput) (activities.FetchWindowResult, error) {
+			return activities.PageThroughWindow(ctx, in, func(_ context.Context, p activities.FetchPageInput) (activities.FetchPageResult, error) {
+				return onePage(p)
+			})
+		}).Maybe()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(api.SignalConfig, p) // an old CLI: the whole platform entry
 	}, time.Minute)
@@ -148,8 +154,8 @@ func TestNoInputCarriesIdentity(t *testing.T) {
 	for _, in := range seen() {
 		kinds[strings.SplitN(in, ":", 2)[0]] = true
 	}
-	require.Equal(t, map[string]bool{"FetchSlice": true, "local FetchPage": true, "continue-as-new": true}, kinds,
-		"slices, pages (of slices and of inline live windows) and the continue-as-new were seen: %v", seen())
+	require.Equal(t, map[string]bool{"FetchSlice": true, "local FetchPage": true, "FetchWindow": true, "continue-as-new": true}, kinds,
+		"slices, pages, the cursor's inline live windows and the continue-as-new were seen: %v", seen())
 }
 
 // TestConfigIgnoresIdentityAndRefusesOtherUnknownFields: a `config`

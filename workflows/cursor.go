@@ -249,9 +249,11 @@ func (c *cursor) launch(ctx workflow.Context) {
 		return
 	}
 	for _, s := range c.q.Launch(c.now, c.windows.OpenAt(c.now), c.platform.Concurrency) {
-		if c.inlineEligible(s) && workflow.GetVersion(ctx, versionInlineLive, workflow.DefaultVersion, 1) >= 1 {
-			c.startInline(ctx, s)
-			continue
+		if c.inlineEligible(s) {
+			if v := workflow.GetVersion(ctx, versionInlineLive, workflow.DefaultVersion, inlineWindowActivity); v >= inlinePageActivities {
+				c.startInline(ctx, s, v)
+				continue
+			}
 		}
 		c.startChild(ctx, s)
 	}
@@ -284,7 +286,7 @@ func (c *cursor) executeSlice(ctx workflow.Context, s slicequeue.Slice, in api.S
 	}
 	// User metadata for the Web UI; the replayer compares none of it.
 	opts.StaticSummary = sliceSummary(s.Kind.String(), s.Start, s.End)
-	opts.StaticDetails = sliceStaticDetails(s.Kind.String(), c.platform.Name, s.Start, s.End, c.platform.Overlap.D(), kindWhy[s.Kind])
+	opts.StaticDetails = sliceStaticDetails(s.Kind.String(), c.platform.Name, s.Start, s.End, c.platform.Overlap.D(), kindWhy[s.Kind]+handoverWhy(in.Handover))
 	return workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), api.SliceWorkflowType, in)
 }
 

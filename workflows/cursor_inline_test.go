@@ -66,7 +66,7 @@ func callsOf(l *pageLog, id string) []fetchCall {
 }
 
 // TestInlineLiveWindows: once caught up, a cursor fetches each settled
-// live window itself, by one local FetchPage attempt, and starts no child
+// live window itself, by one FetchPage activity attempt, and starts no child
 // workflow for it; the backfill window before that is a child. The counts
 // are the same as children would report. With live_windows: workflows
 // every window is a child, as before.
@@ -98,10 +98,43 @@ func TestInlineLiveWindows(t *testing.T) {
 			for _, id := range windows[1:] {
 				calls := callsOf(pages, id)
 				require.Len(t, calls, 1, id)
-				require.True(t, calls[0].Local, "%s: one local attempt", id)
+				require.False(t, calls[0].Local, "%s: a regular activity, which holds no workflow task open", id)
 			}
 		})
 	}
+}
+
+// liveRun is a cursor that caught up at t0 (one backfill window) and ran
+// to +40m, its live window [+15m, +30m) answered by live and every other
+// page by onePage.
+type liveRun struct {
+	p        api.Settings
+	live     string
+	pages    *pageLog
+	children *childLog
+	dead     *deadLetters
+	status   api.CursorStatus
+}
+
+func runLiveWindow(t *testing.T, live func(in activities.FetchPageInput) (activities.FetchPageResult, error)) liveRun {
+	t.Helper()
+	env := newEnv(t)
+	r := liveRun{p: testPlatform(t), live: sliceID(at("15m"), 15*time.Minute)}
+	r.p.Start = at("-15m").Format(time.RFC3339)
+	r.pages, r.children, r.dead = watchPages(env), watchChildren(env), mockDeadLetters(env, 0, false)
+	var mu sync.Mutex // activities run on their own goroutines
+	mockPages(env, r.pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		if in.SliceID != r.live {
+			return onePage(in)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return live(in)
+	}, nil)
+	stopAt(env, 40*time.Minute, func() { r.status = status(t, env) })
+	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, r.p))
+	requireStopped(t, env)
+	return r
 }
 
 // TestInlineWindowHandedOverAfterAFailedAttempt: the first attempt at a
@@ -111,43 +144,29 @@ func TestInlineLiveWindows(t *testing.T) {
 // slice's own local-first page (no extra attempt), and the window is
 // visible as a workflow.
 func TestInlineWindowHandedOverAfterAFailedAttempt(t *testing.T) {
-	env := newEnv(t)
-	p := testPlatform(t)
-	p.Start = at("-15m").Format(time.RFC3339)
-	live := sliceID(at("15m"), 15*time.Minute)
-	pages := watchPages(env)
-	children := watchChildren(env)
-	var mu sync.Mutex
 	failed := 0
-	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if in.SliceID == live && failed == 0 {
+	r := runLiveWindow(t, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
+		if failed == 0 {
 			failed++
 			return activities.FetchPageResult{}, temporal.NewApplicationError("HTTP 503: try again", activities.ErrTransient)
 		}
 		return onePage(in)
-	}, nil)
-	var st api.CursorStatus
-	stopAt(env, 40*time.Minute, func() { st = status(t, env) })
-	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
-	requireStopped(t, env)
+	})
 
-	in, ok := children.get(live)
-	require.True(t, ok, "the failed window went to a child workflow: %v", children.ids())
+	in, ok := r.children.get(r.live)
+	require.True(t, ok, "the failed window went to a child workflow: %v", r.children.ids())
 	require.NotNil(t, in.Handover)
 	require.Equal(t, 1, in.Handover.Page)
 	require.NotNil(t, in.Handover.Attempt)
 	require.Equal(t, activities.ErrTransient, in.Handover.Attempt.Type)
 	require.Equal(t, "HTTP 503: try again", in.Handover.Attempt.Message)
 
-	calls := callsOf(pages, live)
+	calls := callsOf(r.pages, r.live)
 	require.Len(t, calls, 2, "the inline attempt and one retry: %+v", calls)
-	require.True(t, calls[0].Local, "the cursor's own attempt")
-	require.False(t, calls[1].Local, "the child retries as a regular activity")
-	require.GreaterOrEqual(t, calls[1].At.Sub(calls[0].At), p.RetryInterval.D(), "after retry_interval")
-	require.Equal(t, int64(0), st.Counts.SlicesFailed)
-	require.Equal(t, int64(3), st.Counts.SlicesCompleted)
+	require.False(t, calls[0].Local || calls[1].Local, "the cursor's attempt and the child's retry are regular activities")
+	require.GreaterOrEqual(t, calls[1].At.Sub(calls[0].At), r.p.RetryInterval.D(), "after retry_interval")
+	require.Equal(t, int64(0), r.status.Counts.SlicesFailed)
+	require.Equal(t, int64(3), r.status.Counts.SlicesCompleted)
 }
 
 // TestInlineWindowHandedOverMidWindow: a live window's first page is
@@ -155,20 +174,8 @@ func TestInlineWindowHandedOverAfterAFailedAttempt(t *testing.T) {
 // with the token page 1 returned, so page 1 is not fetched again, and the
 // window's counts include page 1.
 func TestInlineWindowHandedOverMidWindow(t *testing.T) {
-	env := newEnv(t)
-	p := testPlatform(t)
-	p.Start = at("-15m").Format(time.RFC3339)
-	live := sliceID(at("15m"), 15*time.Minute)
-	pages := watchPages(env)
-	children := watchChildren(env)
-	var mu sync.Mutex
 	failed := 0
-	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if in.SliceID != live {
-			return onePage(in)
-		}
+	r := runLiveWindow(t, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
 		if in.Page == 1 {
 			return activities.FetchPageResult{Fetched: 2, Inserted: 2, NextToken: nextToken(in)}, nil
 		}
@@ -177,27 +184,23 @@ func TestInlineWindowHandedOverMidWindow(t *testing.T) {
 			return activities.FetchPageResult{}, temporal.NewApplicationError("HTTP 502", activities.ErrTransient)
 		}
 		return activities.FetchPageResult{Fetched: 1, Inserted: 1}, nil
-	}, nil)
-	var st api.CursorStatus
-	stopAt(env, 40*time.Minute, func() { st = status(t, env) })
-	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
-	requireStopped(t, env)
+	})
 
-	in, ok := children.get(live)
+	in, ok := r.children.get(r.live)
 	require.True(t, ok)
 	require.NotNil(t, in.Handover)
 	require.Equal(t, 2, in.Handover.Page)
 	require.Equal(t, "after-page-1", in.Handover.Token)
 	require.Equal(t, 1, in.Handover.Counted.Pages)
-	calls := callsOf(pages, live)
+	calls := callsOf(r.pages, r.live)
 	require.Len(t, calls, 3, "page 1, page 2's inline attempt, page 2's retry: %+v", calls)
 	for _, c := range calls[1:] {
 		require.Equal(t, 2, c.In.Page)
 		require.Equal(t, "after-page-1", c.In.Token)
 	}
 	// Three windows: two one-order pages and the live one's 2 + 1 orders.
-	require.Equal(t, int64(5), st.Counts.OrdersInserted)
-	require.Equal(t, int64(4), st.Counts.Pages)
+	require.Equal(t, int64(5), r.status.Counts.OrdersInserted)
+	require.Equal(t, int64(4), r.status.Counts.Pages)
 }
 
 // TestInlineWindowDeadLettered: a permanent error on the inline attempt
@@ -205,29 +208,16 @@ func TestInlineWindowHandedOverMidWindow(t *testing.T) {
 // at once, with that attempt counted, and fails visibly; the cursor counts
 // a failed slice.
 func TestInlineWindowDeadLettered(t *testing.T) {
-	env := newEnv(t)
-	p := testPlatform(t)
-	p.Start = at("-15m").Format(time.RFC3339)
-	live := sliceID(at("15m"), 15*time.Minute)
-	pages := watchPages(env)
-	dl := mockDeadLetters(env, 0, false)
-	mockPages(env, pages, func(in activities.FetchPageInput) (activities.FetchPageResult, error) {
-		if in.SliceID == live {
-			return activities.FetchPageResult{}, temporal.NewNonRetryableApplicationError("HTTP 401: invalid token", activities.ErrPermanent, nil)
-		}
-		return onePage(in)
-	}, nil)
-	var st api.CursorStatus
-	stopAt(env, 40*time.Minute, func() { st = status(t, env) })
-	env.ExecuteWorkflow(workflows.PlatformCursor, cursorInput(t, p))
-	requireStopped(t, env)
+	r := runLiveWindow(t, func(activities.FetchPageInput) (activities.FetchPageResult, error) {
+		return activities.FetchPageResult{}, temporal.NewNonRetryableApplicationError("HTTP 401: invalid token", activities.ErrPermanent, nil)
+	})
 
-	require.Len(t, callsOf(pages, live), 1, "a permanent error is tried once")
-	entries := dl.all()
+	require.Len(t, callsOf(r.pages, r.live), 1, "a permanent error is tried once")
+	entries := r.dead.all()
 	require.Len(t, entries, 1)
-	require.Equal(t, live, entries[0].SliceID)
+	require.Equal(t, r.live, entries[0].SliceID)
 	require.Equal(t, 1, entries[0].Attempts)
 	require.Equal(t, activities.ErrPermanent, entries[0].ErrorType)
 	require.Contains(t, entries[0].Error, "HTTP 401: invalid token")
-	require.Equal(t, int64(1), st.Counts.SlicesFailed)
+	require.Equal(t, int64(1), r.status.Counts.SlicesFailed)
 }

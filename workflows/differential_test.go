@@ -424,7 +424,7 @@ func (sc *diffScenario) run(t *testing.T, impl string, input any) diffRun {
 		// And a child workflow per live window, as a run recorded before
 		// versionInlineLive replays; inline windows are checked by
 		// cursor_inline_test.go.
-		env.OnGetVersion(versionInlineLive, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		env.OnGetVersion(versionInlineLive, workflow.DefaultVersion, inlineWindowActivity).Return(workflow.DefaultVersion)
 	}
 	env.SetStartTime(sc.t0)
 	env.SetTestTimeout(time.Minute)

@@ -100,12 +100,25 @@ type pageLog struct {
 	mu       sync.Mutex
 	calls    []fetchCall
 	finished map[string]time.Time
+	// windows is when each inline window's FetchWindow started: its pages
+	// are logged as attempts started then, however long the mock delays.
+	windows map[string]time.Time
 }
 
 // watchPages records every FetchPage attempt's input and start time.
 func watchPages(env *testsuite.TestWorkflowEnvironment) *pageLog {
-	l := &pageLog{finished: map[string]time.Time{}}
+	l := &pageLog{finished: map[string]time.Time{}, windows: map[string]time.Time{}}
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name == "FetchWindow" {
+			var in activities.FetchWindowInput
+			if err := args.Get(&in); err != nil {
+				panic(err)
+			}
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.windows[in.SliceID] = env.Now().UTC()
+			return
+		}
 		if info.ActivityType.Name != "FetchPage" {
 			return
 		}
@@ -215,6 +228,26 @@ func mockPages(env *testsuite.TestWorkflowEnvironment, l *pageLog, fn pageResult
 		})).After(delays[id]).Return(ret).Maybe()
 	}
 	env.OnActivity(acts.FetchPage, mock.Anything, mock.Anything).Return(ret).Maybe()
+	// A cursor's inline window (FetchWindow) pages through the same mock,
+	// each page logged as a FetchPage attempt.
+	window := func(ctx context.Context, in activities.FetchWindowInput) (activities.FetchWindowResult, error) {
+		return activities.PageThroughWindow(ctx, in, func(ctx context.Context, p activities.FetchPageInput) (activities.FetchPageResult, error) {
+			l.mu.Lock()
+			at, ok := l.windows[p.SliceID]
+			if !ok {
+				at = env.Now().UTC()
+			}
+			l.calls = append(l.calls, fetchCall{In: p, At: at, Attempt: 1})
+			l.mu.Unlock()
+			return ret(ctx, p)
+		})
+	}
+	for _, id := range ids {
+		env.OnActivity(acts.FetchWindow, mock.Anything, mock.MatchedBy(func(in activities.FetchWindowInput) bool {
+			return in.SliceID == id
+		})).After(delays[id]).Return(window).Maybe()
+	}
+	env.OnActivity(acts.FetchWindow, mock.Anything, mock.Anything).Return(window).Maybe()
 }
 
 // window parses a slice ID back into its [start, end).

@@ -36,6 +36,24 @@ func pageActivityOptions(p api.Settings) workflow.ActivityOptions {
 	}
 }
 
+// inlinePageActivityContext is for a page a cursor fetches itself (an
+// inline live window): one attempt; any retry is the handed-over slice's.
+func inlinePageActivityContext(ctx workflow.Context, p api.Settings) workflow.Context {
+	opts := pageActivityOptions(p)
+	opts.RetryPolicy.MaximumAttempts = 1
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
+// windowActivityContext is for a FetchWindow activity of up to pages
+// pages: one attempt (a failed page is handed over, not retried here),
+// each page bounded by the platform's timeout inside the activity.
+func windowActivityContext(ctx workflow.Context, p api.Settings, pages int) workflow.Context {
+	opts := pageActivityOptions(p)
+	opts.StartToCloseTimeout = time.Duration(pages)*p.Timeout.D() + time.Minute
+	opts.RetryPolicy.MaximumAttempts = 1
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
 // localPageActivityContext is for a page's first attempt, run as a local
 // activity: one attempt bounded by the platform's timeout; retries are
 // fetchPageLocalFirst's business.

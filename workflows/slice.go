@@ -449,22 +449,7 @@ func retryable(err error) bool {
 // countPage adds a stored page's counts to the slice's result (paged and
 // bulk slices alike).
 func (s *sliceRun) countPage(r activities.FetchPageResult) {
-	addPage(&s.res, r)
-}
-
-// addPage adds a stored page's counts to a window's result.
-func addPage(res *api.SliceResult, r activities.FetchPageResult) {
-	res.Pages++
-	res.OrdersFetched += r.Fetched
-	res.OrdersInserted += r.Inserted
-	res.OrdersUpdated += r.Updated
-	res.OrdersUnchanged += r.Unchanged
-	res.OrdersOutsideRange += r.OutsideRange
-	res.OrdersRejected += r.Rejected
-	res.OrdersFutureStamped += r.FutureStamped
-	if r.StatedRate > 0 {
-		res.StatedRate = r.StatedRate
-	}
+	activities.AddPage(&s.res, r)
 }
 
 // fail records the slice in the dead-letter workflow before reporting it, so
@@ -586,15 +571,4 @@ func attemptsOf(err error, maxAttempts int) int {
 func inlineAttemptError(a api.FailedAttempt) error {
 	return temporal.NewApplicationErrorWithOptions(a.Message, a.Type,
 		temporal.ApplicationErrorOptions{NonRetryable: a.NonRetryable, NextRetryDelay: a.RetryAfter})
-}
-
-// failedAttemptOf is a failed local attempt's error as a slice input
-// carries it (clipped: it may quote the platform).
-func failedAttemptOf(err error) *api.FailedAttempt {
-	a := &api.FailedAttempt{Message: textclip.Message(rootMessage(err)), Type: errorType(err)}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		a.NonRetryable, a.RetryAfter = app.NonRetryable(), app.NextRetryDelay()
-	}
-	return a
 }

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/api"
-	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
 )
 
 // bulkSettings are the Shopify bulk options a slice workflow acts on.
@@ -55,8 +55,8 @@ func readLegacyBulk(p api.Settings, width time.Duration) bulkSettings {
 	if p.Kind != "shopify" {
 		return s
 	}
-	api, ok := optionString(p.LegacyOptions, "api", config.ShopifyGraphQL)
-	if !ok || api != config.ShopifyGraphQL {
+	api, ok := optionString(p.LegacyOptions, "api", connectors.ShopifyGraphQL)
+	if !ok || api != connectors.ShopifyGraphQL {
 		return s
 	}
 	on := true

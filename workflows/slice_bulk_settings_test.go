@@ -8,6 +8,7 @@ import (
 
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
 )
 
 // TestReadBulkSettingsAgreesWithConfig: the bulk decision a slice takes
@@ -33,7 +34,7 @@ func TestReadBulkSettingsAgreesWithConfig(t *testing.T) {
 		{"bulk_poll_interval": "1m", "api_version": "2025-07"},
 	} {
 		p := config.Platform{Name: "s", Kind: "shopify", Options: opts}
-		want, err := config.KindOptions[config.ShopifyOptions](p)
+		want, err := config.KindOptions[connectors.ShopifyOptions](p)
 		require.NoError(t, err, "%v", opts)
 		derived := p.Settings()
 		require.NotNil(t, derived.Bulk)

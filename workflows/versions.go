@@ -270,12 +270,14 @@ const (
 
 	// versionInlineLive guards inline live windows (cursor_inline.go): a
 	// caught-up cursor whose live_windows is inline (the default) fetches
-	// a settled live window or re-sweep itself by local activities, and
-	// starts a child Slice workflow only to hand a failed or unfinished
-	// window over. Before it every window was a child. Asked lazily, only
-	// when such a window is launched, so a history recorded before it
-	// replays its child starts. Can go after release v0.12, once no
-	// cursor run begun before it is open.
+	// a settled live window or re-sweep itself and starts a child Slice
+	// workflow only to hand a failed or unfinished window over. Before it
+	// every window was a child. Version 1 (inlinePageActivities) fetched
+	// by one FetchPage activity per page, version 2 (inlineWindowActivity)
+	// by one FetchWindow activity per window. Asked lazily, only when such
+	// a window is launched, so a history recorded before it replays its
+	// child starts. Can go after release v0.12, once no cursor run begun
+	// before it is open.
 	versionInlineLive = "inline-live-windows"
 )
 

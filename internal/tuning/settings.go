@@ -139,7 +139,7 @@ func (s Settings) RateLimitWaitOrDefault() time.Duration {
 }
 
 // Values of live_windows. Inline (the default): a caught-up cursor fetches
-// a settled live window itself, by local activities, and starts a child
+// a settled live window itself, by a FetchWindow activity, and starts a child
 // Slice workflow only when that fetch fails or cannot finish alone; about
 // half the Temporal actions per window (docs/performance.md, B12).
 // Workflows: every window is a child Slice workflow, listed on its own in

@@ -672,13 +672,6 @@ func machineBusySeconds() float64 {
 	return busy / 100
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 func printFleetProd(w io.Writer, r fleetProdResult) {
 	if r.Skipped != "" {
 		fmt.Fprintf(w, "B13 fleet-prod\tSKIPPED: %s\n", r.Skipped)

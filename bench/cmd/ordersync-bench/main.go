@@ -26,6 +26,12 @@
 //	                 minute: update -> confirmed by a webhook destination, and
 //	                 platform requests per order (-cases b11; not in the
 //	                 default set: about 17 minutes; webhooks.go)
+//	B12 cost         issue 29's B9, cost per account: Temporal actions,
+//	                 history events and server + PostgreSQL CPU per caught-up
+//	                 live window, empty and busy, child workflow per window
+//	                 (before) against the inline path (after), and the
+//	                 projection per 1,000 accounts a month (-cases b12 or
+//	                 cost; not in the default set: about 12 minutes; cost.go)
 //	B13 fleet-prod   issue 29's B10: 20,000 active accounts at 10-minute
 //	                 intervals plus 80,000 paused, on the PostgreSQL stack
 //	                 with several worker processes following the registry
@@ -145,6 +151,8 @@ func main() {
 	rp.register(flag.CommandLine)
 	var wp webhooksParams
 	wp.register(flag.CommandLine)
+	var cp costParams
+	cp.register(flag.CommandLine)
 	var fpp fleetProdParams
 	fpp.register(flag.CommandLine)
 	flag.Parse()
@@ -298,6 +306,14 @@ func main() {
 		}
 		hooks = &r
 	}
+	var cost *costResult
+	if want["b12"] || want["cost"] {
+		r, err := runCost(ctx, env, &cp)
+		if err != nil {
+			r.Note = failure("B12", err)
+		}
+		cost = &r
+	}
 	var fleetProd *fleetProdResult
 	if want["b13"] || want["fleet-prod"] {
 		r, err := runFleetProd(ctx, env, &fpp)
@@ -307,15 +323,21 @@ func main() {
 		fleetProd = &r
 	}
 	rep.finish()
-	// B9, B10, B11 and B13 alone write only their own files: latest.json keeps
+	// B9 to B13 alone write only their own files: latest.json keeps
 	// the last run of the other cases.
 	onlyFairness := len(want) > 0
 	for c := range want {
-		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks" || c == "b13" || c == "fleet-prod")
+		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks" || c == "b12" || c == "cost" || c == "b13" || c == "fleet-prod")
 	}
 	if hooks != nil {
 		printWebhooks(os.Stdout, *hooks)
 		if err := writeWebhooks(*out, *hooks); err != nil {
+			fatal(err)
+		}
+	}
+	if cost != nil {
+		printCost(os.Stdout, *cost)
+		if err := writeCost(*out, *cost); err != nil {
 			fatal(err)
 		}
 	}

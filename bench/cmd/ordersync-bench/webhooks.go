@@ -23,6 +23,7 @@ import (
 	"github.com/ordersync/ordersync/accounts"
 	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/config"
+	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/orderops"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/starter"
@@ -312,7 +313,7 @@ func runWebhooksBench(ctx context.Context, env *benchEnv, p *webhooksParams) (we
 		if _, ok := secrets[pl.Name]; !ok {
 			continue
 		}
-		o, err := config.KindOptions[config.ShopifyOptions](pl)
+		o, err := config.KindOptions[connectors.ShopifyOptions](pl)
 		if err != nil {
 			return res, err
 		}

@@ -1,4 +1,4 @@
-package config
+package connectors
 
 import (
 	"maps"
@@ -7,7 +7,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ordersync/ordersync/config"
 )
+
+// httpSpec is the declarative kind http (httpkind.go): any JSON API,
+// described by its options; nothing is known of its limits.
+var httpSpec = Spec[HTTPOptions]{Name: "http", New: newHTTPKind}
 
 // HTTPOptions configure the declarative kind http: how to ask a JSON API for
 // the orders updated in a window, page by page, and where to find them in its
@@ -148,7 +154,7 @@ func checkTimeFormat(f string) bool {
 	return err == nil && back.Equal(ref)
 }
 
-func (o *HTTPOptions) finish(_ Platform, bad problemFunc) {
+func (o *HTTPOptions) Finish(_ config.Platform, bad config.ProblemFunc) {
 	if o.Path != "" && (!strings.HasPrefix(o.Path, "/") || strings.ContainsAny(o.Path, "?#")) {
 		bad("path", "must start with / and hold no query (use extra_query), got %q", o.Path)
 	}
@@ -320,7 +326,7 @@ func credentialLike(header string) bool {
 }
 
 // finish checks the get-one-order call and fills in its defaults.
-func (g *HTTPGet) finish(path func(field, v string, required bool), bad problemFunc) {
+func (g *HTTPGet) finish(path func(field, v string, required bool), bad config.ProblemFunc) {
 	if g.Path == "" {
 		if g.RecordPath != "" || len(g.NotFoundStatus) > 0 {
 			bad("get.path", "is required when get is configured: the get-one-order path, like /orders/{id}")

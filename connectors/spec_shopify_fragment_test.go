@@ -1,4 +1,4 @@
-package config
+package connectors
 
 import (
 	"testing"
