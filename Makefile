@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that run the real Temporal server take a few minutes on a 2-core box.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run cluster test test-short lint generate histories clean chaos bench bench-cluster
+.PHONY: all build run cluster test test-short lint generate histories clean chaos bench bench-cluster bench-fleet
 
 all: build
 
@@ -100,6 +100,18 @@ bench-cluster: build
 	$(GO) build -o bin/ordersync-bench ./bench/cmd/ordersync-bench
 	@if [ -z "$$ORDERSYNC_TEST_POSTGRES_DSN" ]; then eval "$$(bash .ci/postgres.sh | tail -n1)"; fi; \
 	./bin/ordersync-bench -ordersync ./$(BIN) -out bench/results -cases b4,b4pg $(BENCH_FLAGS)
+
+## bench-fleet: B13 (issue 29's B10), a fleet on the production-shaped stack:
+## 20,000 active accounts at 10-minute intervals plus 80,000 registered
+## paused, the Temporal server on PostgreSQL as its own process, a PostgreSQL
+## store and 3 `ordersync worker` processes following the registry. About
+## 30 minutes, so not in `make bench`; PostgreSQL as for bench-cluster.
+## Writes bench/results/fleet-prod-<time>.json. BENCH_FLAGS as above, e.g.
+## BENCH_FLAGS="-b13-active 1000 -b13-paused 4000 -b13-window 2m".
+bench-fleet: build
+	$(GO) build -o bin/ordersync-bench ./bench/cmd/ordersync-bench
+	@if [ -z "$$ORDERSYNC_TEST_POSTGRES_DSN" ]; then eval "$$(bash .ci/postgres.sh | tail -n1)"; fi; \
+	./bin/ordersync-bench -ordersync ./$(BIN) -out bench/results -cases b13 $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin

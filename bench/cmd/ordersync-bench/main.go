@@ -32,6 +32,11 @@
 //	                 (before) against the inline path (after), and the
 //	                 projection per 1,000 accounts a month (-cases b12 or
 //	                 cost; not in the default set: about 12 minutes; cost.go)
+//	B13 fleet-prod   issue 29's B10: 20,000 active accounts at 10-minute
+//	                 intervals plus 80,000 paused, on the PostgreSQL stack
+//	                 with several worker processes following the registry
+//	                 (-cases b13; not in the default set: about 30 minutes;
+//	                 `make bench-fleet`; fleet_prod.go)
 //
 // Results go to bench/results/<timestamp>.json and latest.json with the
 // machine's description and every parameter. `make bench` runs it; see
@@ -148,6 +153,8 @@ func main() {
 	wp.register(flag.CommandLine)
 	var cp costParams
 	cp.register(flag.CommandLine)
+	var fpp fleetProdParams
+	fpp.register(flag.CommandLine)
 	flag.Parse()
 
 	env := &benchEnv{gcPercent: gcPercent, profileDir: *profDir, serverDB: *serverDB, workerBin: *workerB, caseTimeout: *timeout, start: time.Now()}
@@ -307,12 +314,20 @@ func main() {
 		}
 		cost = &r
 	}
+	var fleetProd *fleetProdResult
+	if want["b13"] || want["fleet-prod"] {
+		r, err := runFleetProd(ctx, env, &fpp)
+		if err != nil {
+			r.Note = joinNote(r.Note, failure("B13", err))
+		}
+		fleetProd = &r
+	}
 	rep.finish()
-	// B9, B10, B11 and B12 alone write only their own files: latest.json keeps
+	// B9 to B13 alone write only their own files: latest.json keeps
 	// the last run of the other cases.
 	onlyFairness := len(want) > 0
 	for c := range want {
-		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks" || c == "b12" || c == "cost")
+		onlyFairness = onlyFairness && (c == "b9" || c == "fairness" || c == "b10" || c == "registry" || c == "b11" || c == "webhooks" || c == "b12" || c == "cost" || c == "b13" || c == "fleet-prod")
 	}
 	if hooks != nil {
 		printWebhooks(os.Stdout, *hooks)
@@ -323,6 +338,12 @@ func main() {
 	if cost != nil {
 		printCost(os.Stdout, *cost)
 		if err := writeCost(*out, *cost); err != nil {
+			fatal(err)
+		}
+	}
+	if fleetProd != nil {
+		printFleetProd(os.Stdout, *fleetProd)
+		if err := writeFleetProd(*out, *fleetProd); err != nil {
 			fatal(err)
 		}
 	}

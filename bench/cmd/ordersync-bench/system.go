@@ -134,6 +134,8 @@ type system struct {
 	// alike; metricsServers serve the in-process worker's.
 	metricsURLs    []string
 	metricsServers []*metrics.Server
+	// registryOnly: the worker processes get no platforms file (B13).
+	registryOnly bool
 	// queryErrors counts status queries that failed (and were retried).
 	queryErrors    int
 	lastQueryError string
@@ -155,10 +157,15 @@ type systemOptions struct {
 	// simulator at url instead of the sim-kind template (B11's Shopify
 	// accounts); extraYAML is still appended.
 	platformsFile func(url string) ([]byte, error)
+	// registryOnly starts the worker processes without a platforms file,
+	// in a directory that holds none, so they serve the account registry
+	// alone, as a fleet's workers do (B13); the file is then the bench's
+	// template only.
+	registryOnly bool
 }
 
 func startSystem(ctx context.Context, dir string, o systemOptions) (*system, error) {
-	s := &system{dir: dir}
+	s := &system{dir: dir, registryOnly: o.registryOnly}
 	ok := false
 	defer func() {
 		if !ok {
@@ -274,10 +281,22 @@ func (s *system) startChild(bin, address, logName string) error {
 		"ORDERSYNC_TEMPORAL_ADDRESS="+address,
 		"ORDERSYNC_TEMPORAL_NAMESPACE="+s.namespace,
 		"ORDERSYNC_STORE_DSN="+s.storeDSN(),
-		"ORDERSYNC_PLATFORMS_FILE="+s.platformsPath(),
 		"ORDERSYNC_METRICS_ADDRESS="+metricsAddr,
 		"ORDERSYNC_LOG_LEVEL=warn",
 	)
+	if s.registryOnly {
+		// The default platforms.yaml is looked for in the working directory;
+		// a relative binary path would be too.
+		if abs, err := filepath.Abs(bin); err == nil {
+			cmd.Path = abs
+		}
+		cmd.Dir = filepath.Join(s.dir, "registry-worker")
+		if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+			return err
+		}
+	} else {
+		cmd.Env = append(cmd.Env, "ORDERSYNC_PLATFORMS_FILE="+s.platformsPath())
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start worker process %s: %w", bin, err)
