@@ -102,6 +102,26 @@ type fleetResult struct {
 // stand at every point of the lag's saw-tooth, so a window shorter than an
 // interval samples the whole distribution: p99 lag over the sampled
 // cursors, slices completed, CPU and memory over the window.
+// fleetWorld is B5's world, which B13 shares: n quiet shops with no
+// history, liveRate new orders/s each, up to 2 updates, 2 requests/s per
+// shop, orders from one interval before now (before the first slice's
+// start) on.
+func fleetWorld(seed int64, n int, liveRate float64, interval time.Duration, now time.Time) sim.Config {
+	c := sim.DefaultConfig()
+	c.Seed = seed
+	c.Shops = shops(n)
+	c.AdminToken = "bench-admin"
+	c.HistoryOrders, c.History = 0, 0
+	c.LiveRate = liveRate
+	c.MaxUpdates = 2
+	c.UpdateSpread = 10 * time.Minute
+	c.Late = 5 * time.Second
+	c.RateLimit = sim.RateLimit{RPS: 2, Burst: 4}
+	c.Faults = sim.Faults{}
+	c.Start = now.Add(-interval)
+	return c
+}
+
 func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error) {
 	res := fleetResult{Platforms: p.B5Platforms, LiveRate: p.B5LiveRate, Worker: "in-process (worker and server measured together)",
 		TargetLag:       (p.B5Interval + p.B5Settle + time.Minute).Seconds(),
@@ -110,18 +130,7 @@ func runFleet(ctx context.Context, env *benchEnv, p *params) (fleetResult, error
 		return res, fmt.Errorf("B5 needs at least 1 platform and an interval of at least 1s (got %d, %s)", p.B5Platforms, p.B5Interval)
 	}
 	now := time.Now().UTC()
-	simCfg := sim.DefaultConfig()
-	simCfg.Seed = 19
-	simCfg.Shops = shops(p.B5Platforms)
-	simCfg.AdminToken = "bench-admin"
-	simCfg.HistoryOrders, simCfg.History = 0, 0
-	simCfg.LiveRate = p.B5LiveRate
-	simCfg.MaxUpdates = 2
-	simCfg.UpdateSpread = 10 * time.Minute
-	simCfg.Late = 5 * time.Second
-	simCfg.RateLimit = sim.RateLimit{RPS: 2, Burst: 4}
-	simCfg.Faults = sim.Faults{}
-	simCfg.Start = now.Add(-p.B5Interval) // orders before the first slice's start exist
+	simCfg := fleetWorld(19, p.B5Platforms, p.B5LiveRate, p.B5Interval, now)
 	res.Settings = platformSettings{
 		Start: now.Truncate(time.Second), Interval: p.B5Interval.String(), Overlap: min(time.Minute, p.B5Interval/4).String(), Settle: p.B5Settle.String(),
 		Timeout: "30s", Concurrency: 2, RPS: 2, Burst: 4, PageSize: 100, MaxPages: 100, SharedQueue: p.B5Queue,

@@ -205,18 +205,7 @@ func runFleetProd(ctx context.Context, env *benchEnv, p *fleetProdParams) (r fle
 		os.Setenv("ORDERSYNC_METRICS_QUERY_RATE", strconv.FormatFloat(p.MetricsQueryRate, 'f', -1, 64))
 	}
 	now := time.Now().UTC()
-	simCfg := sim.DefaultConfig()
-	simCfg.Seed = 29
-	simCfg.Shops = shops(p.Active)
-	simCfg.AdminToken = "bench-admin"
-	simCfg.HistoryOrders, simCfg.History = 0, 0
-	simCfg.LiveRate = p.LiveRate
-	simCfg.MaxUpdates = 2
-	simCfg.UpdateSpread = 10 * time.Minute
-	simCfg.Late = 5 * time.Second
-	simCfg.RateLimit = sim.RateLimit{RPS: 2, Burst: 4}
-	simCfg.Faults = sim.Faults{}
-	simCfg.Start = now.Add(-p.Interval)
+	simCfg := fleetWorld(29, p.Active, p.LiveRate, p.Interval, now)
 	r.Settings = platformSettings{
 		Start: now.Truncate(time.Second), Interval: p.Interval.String(), Overlap: min(time.Minute, p.Interval/4).String(), Settle: p.Settle.String(),
 		Timeout: "30s", Concurrency: 2, RPS: 2, Burst: 4, PageSize: 100, MaxPages: 100, SharedQueue: p.Queue,
