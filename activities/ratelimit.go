@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ordersync/ordersync/api"
-	"go.temporal.io/sdk/activity"
 	"sync"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"golang.org/x/time/rate"
 
+	"github.com/ordersync/ordersync/api"
 	"github.com/ordersync/ordersync/connectors"
 	"github.com/ordersync/ordersync/internal/quota"
 )
@@ -163,6 +163,20 @@ func slotRetryDelay(rps float64) time.Duration {
 	return min(max(time.Duration(float64(time.Second)/rps), time.Second), 5*time.Minute)
 }
 
+// pointsRetryDelay is when to ask again for points the books refused: a
+// little before the booking's turn (half the wait this attempt was
+// allowed, which the next attempt may wait too), at least a second; one
+// query's spacing at rps when the books gave no turn. Asking at one
+// query's spacing instead made a 961-point page on a bucket restoring 50
+// a second ask every 19 s when its turn was 3 s away.
+func pointsRetryDelay(err error, rps float64, allowed time.Duration) time.Duration {
+	var nr *quota.NoRoomError
+	if !errors.As(err, &nr) {
+		return slotRetryDelay(rps)
+	}
+	return min(max(nr.Wait-allowed/2, time.Second), 5*time.Minute)
+}
+
 // sleep waits d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -210,7 +224,8 @@ func (m pointsMeter) key() string { return "points/" + m.platform }
 // Book implements connectors.Meter: it books cost points and waits until
 // they may be spent, within the attempt.
 func (m pointsMeter) Book(ctx context.Context, b connectors.CostBudget, cost float64) error {
-	d, err := m.books().ReservePoints(ctx, m.key(), quota.Budget(b), cost, attemptWait(ctx))
+	allowed := attemptWait(ctx)
+	d, err := m.books().ReservePoints(ctx, m.key(), quota.Budget(b), cost, allowed)
 	if errors.Is(err, quota.ErrNoSlot) {
 		what := fmt.Sprintf("%v query points (%v a second)", cost, b.Rate)
 		var nr *quota.NoRoomError
@@ -219,7 +234,7 @@ func (m pointsMeter) Book(ctx context.Context, b connectors.CostBudget, cost flo
 			what = fmt.Sprintf("room for a query of %.0f points in the points bucket (%.0f points restoring %g a second, %.0f available; the booking waits %s)",
 				nr.Cost, nr.Budget.Capacity, nr.Budget.Rate, nr.Available, nr.Wait.Round(time.Second))
 		}
-		return &SlotWaitError{Platform: m.platform, What: what, Delay: slotRetryDelay(b.Rate / max(cost, 1)), Err: err}
+		return &SlotWaitError{Platform: m.platform, What: what, Delay: pointsRetryDelay(err, b.Rate/max(cost, 1), allowed), Err: err}
 	}
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ type fakePoints struct {
 
 func (f *fakePoints) ReservePoints(_ context.Context, key string, b quota.Budget, cost float64, _ time.Duration) (time.Duration, error) {
 	f.booked = append(f.booked, fmt.Sprintf("%s %v of %v/%v", key, cost, b.Capacity, b.Rate))
+
 	return f.wait, f.err
 }
 
@@ -121,4 +122,36 @@ func TestMeterPacesInProcessWithoutSharedPoints(t *testing.T) {
 	}
 	var none *Limiters
 	require.Nil(t, none.Meter(testPlatform().Settings()))
+}
+
+// TestMeterAsksAgainAtTheTurn: a query the points bucket has no room for
+// within the attempt asks again shortly before the booking's turn (less
+// half of what an attempt may wait, at least a second), not one query's
+// spacing later: a 961-point page on a bucket restoring 50 a second asked
+// every 19.2 s when its turn was 3 s away, and the live windows asking
+// meanwhile took the points (CI, stop 36).
+func TestMeterAsksAgainAtTheTurn(t *testing.T) {
+	shared := &fakePoints{}
+	l := NewLimiters()
+	l.Shared = shared
+	m := l.Meter(testPlatform().Settings())
+	b := connectors.CostBudget{Rate: 50, Capacity: 1000}
+	for _, tc := range []struct {
+		turn, within time.Duration
+		lo, hi       time.Duration
+	}{
+		{turn: 3 * time.Second, within: 4 * time.Second, lo: time.Second, hi: 3 * time.Second},
+		{turn: 40 * time.Second, within: 6 * time.Second, lo: 37 * time.Second, hi: 39 * time.Second},
+		{turn: 500 * time.Millisecond, within: 4 * time.Second, lo: time.Second, hi: time.Second},
+		{turn: time.Hour, within: 4 * time.Second, lo: 5 * time.Minute, hi: 5 * time.Minute},
+	} {
+		shared.err = &quota.NoRoomError{Cost: 961, Budget: quota.Budget(b), Available: 813, Wait: tc.turn}
+		ctx, cancel := context.WithTimeout(context.Background(), tc.within)
+		err := m.Book(ctx, b, 961)
+		cancel()
+		var wait *SlotWaitError
+		require.ErrorAs(t, err, &wait)
+		require.GreaterOrEqual(t, wait.Delay, tc.lo, "turn in %s", tc.turn)
+		require.LessOrEqual(t, wait.Delay, tc.hi, "turn in %s", tc.turn)
+	}
 }
