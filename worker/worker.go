@@ -339,7 +339,7 @@ func (ws *Workers) startPoller(opts Options, logger *slog.Logger) error {
 		Interval: opts.MetricsPollInterval, QueryRate: opts.MetricsQueryRate, Logger: logger,
 	}
 	if opts.Registry != nil {
-		poller.List = func(ctx context.Context) ([]string, error) { return ws.registeredPlatforms(ctx, opts.Registry) }
+		poller.List = func(ctx context.Context) (metrics.Listing, error) { return ws.registeredPlatforms(ctx, opts.Registry) }
 	}
 	stop, err := runPoller(opts.Metrics, poller, "status")
 	ws.stopPoller = stop
@@ -386,22 +386,27 @@ func connectorOptions(opts Options) []connectors.Option {
 	return []connectors.Option{connectors.WithStoredCredentials(opts.StoredCredentials)}
 }
 
-// registeredPlatforms names the registered (not removed) platforms on the
-// task queues this process serves: an account added at runtime gets its
-// status gauges without a restart, a removed one loses them.
-func (ws *Workers) registeredPlatforms(ctx context.Context, reg accounts.Registry) ([]string, error) {
+// registeredPlatforms names the registered active platforms on the task
+// queues this process serves, and counts the paused ones: an account added
+// at runtime gets its status gauges without a restart, a removed or paused
+// one loses them (paused accounts are not polled; see metrics.Listing).
+func (ws *Workers) registeredPlatforms(ctx context.Context, reg accounts.Registry) (metrics.Listing, error) {
 	served := map[string]bool{}
 	for _, q := range ws.Queues() {
 		served[q] = true
 	}
-	var names []string
+	var l metrics.Listing
 	err := accounts.EachEntry(ctx, reg, accounts.Filter{Class: accounts.ClassPlatform}, func(e accounts.Entry) error {
-		if served[e.TaskQueue] {
-			names = append(names, e.Name)
+		switch {
+		case !served[e.TaskQueue]:
+		case e.State == accounts.Paused:
+			l.Paused++
+		default:
+			l.Names = append(l.Names, e.Name)
 		}
 		return nil
 	})
-	return names, err
+	return l, err
 }
 
 // Queues lists the task queues served.

@@ -91,12 +91,14 @@ func (p *StatusPoller) PollOnce(ctx context.Context) {
 }
 
 // names lists this pass's platforms. With List, a platform no longer
-// listed loses its snapshot, so a removed account leaves the gauges.
+// listed loses its snapshot, so a removed account (or one paused in the
+// registry) leaves the gauges.
 func (p *StatusPoller) names(ctx context.Context) []string {
 	if p.List == nil {
 		return p.Platforms
 	}
-	names, err := p.List(ctx)
+	listing, err := p.List(ctx)
+	names := listing.Names
 	if err != nil {
 		p.logger().Warn("metrics: listing the registered platforms failed; polling the last list", "error", err)
 		p.mu.Lock()
@@ -109,7 +111,7 @@ func (p *StatusPoller) names(ctx context.Context) []string {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.Platforms = names
+	p.Platforms, p.paused = names, listing.Paused
 	for n := range p.snaps {
 		if !keep[n] {
 			delete(p.snaps, n)

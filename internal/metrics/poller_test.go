@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -392,7 +394,7 @@ func TestStatusPollerFollowsTheListedPlatforms(t *testing.T) {
 	var listErr error
 	rec := metrics.New()
 	p := &metrics.StatusPoller{Source: src, QueryRate: 1000, Now: clock.Now, Sleep: clock.Sleep,
-		List: func(context.Context) ([]string, error) { return listed, listErr }}
+		List: func(context.Context) (metrics.Listing, error) { return metrics.Listing{Names: listed}, listErr }}
 	require.NoError(t, rec.Registry().Register(p))
 	series := func(name string) bool { return hasSeries(t, rec, "ordersync_cursor_status_timestamp_seconds", name) }
 
@@ -411,4 +413,41 @@ func TestStatusPollerFollowsTheListedPlatforms(t *testing.T) {
 	p.PollOnce(context.Background())
 	require.True(t, series("b"))
 	require.True(t, series("c"), "a failed list keeps the last names")
+}
+
+// Accounts paused in the registry are counted, never queried: a fleet's
+// 80,000 paused accounts would otherwise take the whole query budget (and
+// an action each on Temporal Cloud) every pass. Paused, an account's
+// series go; resumed, they come back at the next pass.
+func TestStatusPollerCountsRegistryPausedAccountsWithoutQueries(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	src := newCountingSource(clock)
+	listing := metrics.Listing{Names: []string{"busy"}, Paused: 2}
+	for _, n := range []string{"busy", "quiet-1", "quiet-2"} {
+		src.failed[n] = 0
+	}
+	rec := metrics.New()
+	p := &metrics.StatusPoller{Source: src, QueryRate: 1000, Now: clock.Now, Sleep: clock.Sleep,
+		List: func(context.Context) (metrics.Listing, error) { return listing, nil }}
+	require.NoError(t, rec.Registry().Register(p))
+
+	for range 3 {
+		p.PollOnce(context.Background())
+	}
+	require.Equal(t, 3, src.statusN["busy"])
+	require.Zero(t, src.statusN["quiet-1"]+src.statusN["quiet-2"], "paused accounts are not queried")
+	require.Zero(t, src.deadN["quiet-1"]+src.deadN["quiet-2"])
+	require.NoError(t, testutil.GatherAndCompare(rec.Registry(), strings.NewReader(`
+# HELP ordersync_registry_paused_platforms Accounts of this process's task queues paused in the registry: not polled, so they have no per-platform cursor series until resumed.
+# TYPE ordersync_registry_paused_platforms gauge
+ordersync_registry_paused_platforms 2
+`), "ordersync_registry_paused_platforms"))
+
+	listing = metrics.Listing{Names: []string{"busy", "quiet-1"}, Paused: 1}
+	p.PollOnce(context.Background())
+	require.Equal(t, 1, src.statusN["quiet-1"], "resumed: polled again")
+	require.True(t, hasSeries(t, rec, "ordersync_cursor_status_timestamp_seconds", "quiet-1"))
+	listing = metrics.Listing{Names: []string{"quiet-1"}, Paused: 2}
+	p.PollOnce(context.Background())
+	require.False(t, hasSeries(t, rec, "ordersync_cursor_status_timestamp_seconds", "busy"), "paused: its series go")
 }
