@@ -149,7 +149,7 @@ type StatusPoller struct {
 
 	mu       sync.Mutex
 	snaps    map[string]snapshot
-	paused   int // the last listing's Paused
+	paused   int           // the last listing's Paused
 	passes   int64         // passes started
 	lastPass time.Duration // how long the last complete pass took
 	queries  map[queryKey]int64
