@@ -332,21 +332,32 @@ func (r *chaosRun) restartServer() {
 func (r *chaosRun) waitCaughtUp(target time.Time, timeout time.Duration) {
 	r.t.Helper()
 	deadline := time.Now().Add(timeout)
+	// Every platform is asked in each round, so the log says when each one
+	// caught up: the margin to the deadline, platform by platform.
+	behind := make([]string, 0, len(r.file.Platforms))
 	for _, p := range r.file.Platforms {
-		for {
-			st, err := tryStatus(r.client, p.Name)
-			if err == nil && !st.Watermark.Before(target) {
-				r.logf("%s caught up: watermark %s", p.Name, st.Watermark.Format(time.RFC3339))
-				break
-			}
-			if err == nil && st.BreakerOpen {
-				r.logf("%s: circuit breaker open (%s); resuming", p.Name, st.LastError)
-				require.NoError(r.t, r.client.SignalWorkflow(context.Background(), api.CursorWorkflowID(p.Name), "", api.SignalResume, nil))
+		behind = append(behind, p.Name)
+	}
+	for len(behind) > 0 {
+		still := behind[:0]
+		for _, name := range behind {
+			st, err := tryStatus(r.client, name)
+			switch {
+			case err == nil && !st.Watermark.Before(target):
+				r.logf("%s caught up: watermark %s", name, st.Watermark.Format(time.RFC3339))
+				continue
+			case err == nil && st.BreakerOpen:
+				r.logf("%s: circuit breaker open (%s); resuming", name, st.LastError)
+				require.NoError(r.t, r.client.SignalWorkflow(context.Background(), api.CursorWorkflowID(name), "", api.SignalResume, nil))
 				r.report.BreakerResumes++
 			}
 			if time.Now().After(deadline) {
-				r.t.Fatalf("%s: watermark did not reach %s within %s; status %+v, error %v", p.Name, target, timeout, st, err)
+				r.t.Fatalf("%s: watermark did not reach %s within %s; status %+v, error %v", name, target, timeout, st, err)
 			}
+			still = append(still, name)
+		}
+		behind = still
+		if len(behind) > 0 {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
