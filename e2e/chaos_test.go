@@ -150,7 +150,7 @@ func testChaos(t *testing.T, st stack, defaultDuration time.Duration) {
 	r.logf("simulator stopped creating; nothing changes after %s", quiet.Format(time.RFC3339Nano))
 	// Past quiet + overlap every request window covers the settled world.
 	// chaos-std (the smallest bucket, full orders) is the last to catch up:
-	// 140-160 s after quiet on an idle 2-core machine, and a CI machine is
+	// about 160 s after quiet on an idle 2-core machine, and a CI machine is
 	// busier; the deadline is there to catch a livelock (stop 36's CI saw
 	// no progress at all for 3 minutes), not to time the bucket.
 	r.waitCaughtUp(quiet.Add(chaosOverlap), 4*time.Minute+dur/4)
